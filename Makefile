@@ -1,0 +1,53 @@
+# dockyard-k8s — run `make help` for the targets.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: help venv tools schema test unit validate demo playground playground-down bench lint clean
+
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+venv: $(STAMP) ## create the virtualenv and install the package
+
+tools: ## build the pinned helm, kubeconform and playground binaries (cached by version)
+	bash hack/tools.sh
+
+schema: venv ## regenerate values.schema.json, values.yaml, schema/*.json and the README values table
+	$(PY) -m generator.schema_export
+
+test: venv tools ## every test: unit, chart, validation and live (on the playground)
+	$(PY) -m pytest -q
+
+unit: venv ## the fast tests only (no playground)
+	$(PY) -m pytest -q -m 'not live'
+
+validate: venv ## kubeconform over every example's rendered output
+	$(PY) -m generator.validate_examples
+
+lint: venv ## helm lint --strict on the chart
+	$$($(PY) -c 'from generator.tools import binary; print(binary("helm"))') lint --strict charts/dockyard
+
+playground: venv ## bring up the local playground cluster
+	$(PY) -m generator playground up
+
+playground-down: venv ## stop the local playground cluster
+	$(PY) -m generator playground down
+
+demo: venv tools ## tools, playground, run the example job, status
+	$(PY) -m generator playground up
+	$(PY) -m generator run values-examples/grpo_swe.yaml values-examples/grpo_swe.infra.yaml --wait
+	$(PY) -m generator status grpo-swe
+
+bench: venv ## benchmarks (not part of make test) -> docs/benchmarks.md
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

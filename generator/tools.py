@@ -1,0 +1,51 @@
+"""Where the pinned tools live: ${XDG_CACHE_HOME:-~/.cache}/dockyard-k8s/<tool>-<version>/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from functools import cache
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VERSIONS_FILE = REPO / "tools" / "versions.env"
+CHART_DIR = REPO / "charts" / "dockyard"
+
+
+class ToolMissing(RuntimeError):
+    """A pinned tool is not built yet."""
+
+
+@cache
+def versions() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in VERSIONS_FILE.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if "=" in line:
+            key, value = line.split("=", 1)
+            out[key.strip()] = value.strip()
+    return out
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("DOCKYARD_TOOLS_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dockyard-k8s"
+
+
+def tool_dir(tool: str) -> Path:
+    """The cache folder of a tool family: helm, kubeconform, kubernetes, etcd, kwok, kuberay."""
+    return cache_dir() / f"{tool}-{versions()[tool.upper() + '_VERSION']}"
+
+
+def binary(name: str, tool: str | None = None) -> str:
+    """Path of a pinned binary; falls back to PATH only when the cache lacks it."""
+    path = tool_dir(tool or name) / name
+    if path.is_file():
+        return str(path)
+    found = shutil.which(name)
+    if found:
+        return found
+    raise ToolMissing(f"{name} is not built; run `make tools` (expected {path})")

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Build the pinned tools from Go modules into a version-keyed cache outside the repo.
+# usage: hack/tools.sh [helm kubeconform kubernetes etcd kwok kuberay ...]   (default: all)
+# Each tool lands in $CACHE/<tool>-<version>/ and is reused when present.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck disable=SC1091
+source "$root/tools/versions.env"
+CACHE=${DOCKYARD_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dockyard-k8s}
+export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
+mkdir -p "$CACHE"
+
+say() { printf '[tools] %s\n' "$*" >&2; }
+
+# build NAME VERSION FUNC: run FUNC with $out (a temp dir) unless $CACHE/NAME-VERSION exists.
+build() {
+  local name=$1 version=$2 fn=$3 dest="$CACHE/$1-$2"
+  if [ -f "$dest/.complete" ]; then say "$name $version: cached ($dest)"; return; fi
+  say "$name $version: building (cold builds take minutes; progress below)"
+  local start=$SECONDS out
+  out=$(mktemp -d "$CACHE/.$name.XXXXXX")
+  "$fn" "$out" "$version"
+  touch "$out/.complete"
+  rm -rf "$dest" && mv "$out" "$dest"
+  say "$name $version: built in $((SECONDS - start)) s -> $dest ($(du -sh "$dest" | cut -f1))"
+}
+
+build_helm() {
+  GOBIN=$1 go install -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$2" \
+    "helm.sh/helm/v3/cmd/helm@$2"
+}
+
+build_kubeconform() {
+  GOBIN=$1 go install -ldflags "-s -w" "github.com/yannh/kubeconform/cmd/kubeconform@$2"
+}
+
+# wrapper module: requires the target module, optional replace lines, builds packages with -o.
+wrapper() {
+  local dir=$1; shift
+  mkdir -p "$dir" && cd "$dir"
+  printf 'module dockyard.local/wrapper\n\ngo 1.26\n' > go.mod
+  printf 'package wrapper\n' > doc.go
+}
+
+build_etcd() {
+  local w; w=$(mktemp -d)
+  ( wrapper "$w"
+    go get "go.etcd.io/etcd/server/v3@$2"
+    go build -trimpath -ldflags "-s -w" -o "$1/etcd" go.etcd.io/etcd/server/v3 )
+  rm -rf "$w"
+}
+
+build_kubernetes() {
+  local w v=$2 minor; w=$(mktemp -d); minor=${v#v1.}; minor=${minor%%.*}
+  local staging=v0.${v#v1.}
+  ( wrapper "$w"
+    local gomod; gomod=$(go mod download -json "k8s.io/kubernetes@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+    grep -oE '^\s*k8s.io/[a-z0-9-]+ => ./staging/src/' "$gomod" | awk '{print $1}' | sort -u | while read -r m; do
+      printf 'replace %s => %s %s\n' "$m" "$m" "$staging" >> go.mod
+    done
+    # the require must be resolved with the replaces already in place
+    printf 'require k8s.io/kubernetes %s\n' "$v" >> go.mod
+    printf '//go:build tools\npackage wrapper\nimport (\n_ "k8s.io/kubernetes/cmd/kube-apiserver"\n_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n_ "k8s.io/kubernetes/cmd/kube-scheduler"\n_ "k8s.io/kubernetes/cmd/kubectl"\n)\n' > tools.go
+    go mod tidy -e >/dev/null 2>&1 || true
+    go mod download
+    local now; now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+    local ld="-s -w"
+    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      ld="$ld -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.gitTreeState=clean -X $p.buildDate=$now"
+    done
+    for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+      say "kubernetes: $c"
+      go build -tags tools -trimpath -ldflags "$ld" -o "$1/$c" "k8s.io/kubernetes/cmd/$c"
+    done )
+  rm -rf "$w"
+}
+
+build_kwok() {
+  GOBIN=$1 go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$2"
+  local src; src=$(go mod download -json "sigs.k8s.io/kwok@$2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  mkdir -p "$1/stages" && cp -r "$src/kustomize/stage/." "$1/stages/" && chmod -R u+w "$1/stages"
+}
+
+build_kuberay() {
+  GOBIN=$1 go install -ldflags "-s -w" "github.com/ray-project/kuberay/ray-operator@$2"
+  local src; src=$(go mod download -json "github.com/ray-project/kuberay/ray-operator@$2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  mkdir -p "$1/crds" && cp "$src"/config/crd/bases/*.yaml "$1/crds/" && chmod -R u+w "$1/crds"
+}
+
+tools=("$@")
+[ ${#tools[@]} -gt 0 ] || tools=(helm kubeconform kubernetes etcd kwok kuberay)
+for t in "${tools[@]}"; do
+  case $t in
+    helm) build helm "$HELM_VERSION" build_helm ;;
+    kubeconform) build kubeconform "$KUBECONFORM_VERSION" build_kubeconform ;;
+    kubernetes) build kubernetes "$KUBERNETES_VERSION" build_kubernetes ;;
+    etcd) build etcd "$ETCD_VERSION" build_etcd ;;
+    kwok) build kwok "$KWOK_VERSION" build_kwok ;;
+    kuberay) build kuberay "$KUBERAY_VERSION" build_kuberay ;;
+    *) say "unknown tool: $t"; exit 2 ;;
+  esac
+done
