@@ -35,9 +35,14 @@ def cache_dir() -> Path:
     return Path(base) / "dockyard-k8s"
 
 
+# Tools whose version is another tool's pin.
+_VERSION_OF = {"kuberay-crds": "KUBERAY_VERSION"}
+
+
 def tool_dir(tool: str) -> Path:
-    """The cache folder of a tool family: helm, kubeconform, kubernetes, etcd, kwok, kuberay."""
-    return cache_dir() / f"{tool}-{versions()[tool.upper() + '_VERSION']}"
+    """The cache folder of a tool: helm, kubeconform, kubernetes, etcd, kwok, kuberay, kuberay-crds."""
+    key = _VERSION_OF.get(tool, tool.upper() + "_VERSION")
+    return cache_dir() / f"{tool}-{versions()[key]}"
 
 
 def binary(name: str, tool: str | None = None) -> str:

@@ -87,8 +87,14 @@ build_kuberay() {
   mkdir -p "$1/crds" && cp "$src"/config/crd/bases/*.yaml "$1/crds/" && chmod -R u+w "$1/crds"
 }
 
+# Only the CRDs (no build): what `check` needs to validate RayJob and RayCluster offline.
+build_kuberay_crds() {
+  local src; src=$(go mod download -json "github.com/ray-project/kuberay/ray-operator@$2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  cp "$src"/config/crd/bases/*.yaml "$1/" && chmod -R u+w "$1"
+}
+
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(helm kubeconform kubernetes etcd kwok kuberay)
+[ ${#tools[@]} -gt 0 ] || tools=(helm kubeconform kuberay-crds kubernetes etcd kwok kuberay)
 for t in "${tools[@]}"; do
   case $t in
     helm) build helm "$HELM_VERSION" build_helm ;;
@@ -97,6 +103,7 @@ for t in "${tools[@]}"; do
     etcd) build etcd "$ETCD_VERSION" build_etcd ;;
     kwok) build kwok "$KWOK_VERSION" build_kwok ;;
     kuberay) build kuberay "$KUBERAY_VERSION" build_kuberay ;;
+    kuberay-crds) build kuberay-crds "$KUBERAY_VERSION" build_kuberay_crds ;;
     *) say "unknown tool: $t"; exit 2 ;;
   esac
 done

@@ -1,0 +1,117 @@
+"""The dockyard-k8s command line (also installed as `generator`).
+
+Exit codes: 0 success, 1 a check failed or the cluster said no, 2 bad input or usage.
+Heavy modules are imported inside the commands so that start-up stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from generator.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+
+
+def _inputs_args(p: argparse.ArgumentParser, output: bool = True) -> None:
+    p.add_argument("recipe", help="the recipe YAML (what to train)")
+    p.add_argument("infra", help="the infra spec YAML (where to run it)")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="recipe overrides: dotted key path = YAML value")
+    if output:
+        p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+
+
+def _write(text: str, output: str | None) -> None:
+    if output:
+        with open(output, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+def cmd_values(args: argparse.Namespace) -> int:
+    from generator.compose import compose, load_inputs, values_yaml
+
+    _write(values_yaml(compose(load_inputs(args.recipe, args.infra, args.overrides))), args.output)
+    return EXIT_OK
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from generator.compose import compose, load_inputs, values_dict
+    from generator.helm import template
+
+    inputs = load_inputs(args.recipe, args.infra, args.overrides)
+    values = compose(inputs)
+    _write(template(values_dict(values), values.recipe.name, inputs.infra.infra.namespace), args.output)
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from generator.check import run_check
+
+    return run_check(args.recipe, args.infra, args.overrides)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dockyard-k8s",
+        description="Recipe + infra spec -> one GPU KubeRay cluster (trainer + inference) and a sandbox executor pool.",
+    )
+    parser.add_argument("--version", action="version", version="dockyard-k8s 0.1.0")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("values", help="print the chart values composed from recipe + infra (no cluster contact)")
+    _inputs_args(p)
+    p.set_defaults(func=cmd_values)
+
+    p = sub.add_parser("render", help="render every manifest, in apply order (no cluster contact)")
+    _inputs_args(p)
+    p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("check", help="validate: models, schema, helm template, kubeconform -strict (no cluster contact)")
+    _inputs_args(p, output=False)
+    p.set_defaults(func=cmd_check)
+
+    for register in _extensions():
+        register(sub)
+    return parser
+
+
+def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:
+    """Subcommand groups that live in their own modules."""
+    out = []
+    try:
+        from generator.playground.cli import add_parser as playground
+    except ImportError:  # the playground package is optional at this point
+        pass
+    else:
+        out.append(playground)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_BAD_INPUT
+    from generator.errors import CheckFailed, InputError
+    from generator.tools import ToolMissing
+
+    try:
+        return args.func(args)
+    except InputError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (CheckFailed, ToolMissing) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

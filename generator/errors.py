@@ -1,0 +1,166 @@
+"""Errors a user can act on: file, line, key path, what was expected, a close match."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from generator.models import types as t
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+PATTERN_NAMES = {
+    t.QUANTITY_RE: "a Kubernetes quantity such as 1, 500m, 2Gi or 20Gi",
+    t.DNS1035_LABEL_RE: "a DNS-1035 label: lower-case letters, digits and '-', starting with a letter",
+    t.DNS1123_LABEL_RE: "a DNS-1123 label: lower-case letters, digits and '-'",
+    t.DNS1123_SUBDOMAIN_RE: "a DNS-1123 name: lower-case letters, digits, '-' and '.'",
+    t.CIDR_RE: "a CIDR block such as 10.0.0.0/8 or 2001:db8::/32",
+    t.IMAGE_REPO_RE: "an image repository such as ghcr.io/org/ubuntu-swe",
+    t.IMAGE_TAG_RE: "an image tag (letters, digits, '_', '.', '-')",
+    t.DIGEST_RE: "a digest sha256:<64 hex digits>",
+    "^/": "an absolute path",
+}
+
+
+@dataclass
+class Problem:
+    file: str
+    line: int | None
+    path: str
+    message: str
+    expected: str = ""
+    suggestion: str = ""
+
+    def render(self) -> str:
+        where = self.file + (f":{self.line}" if self.line else "")
+        head = f"error: {where}: " + (f"{self.path}: " if self.path else "") + self.message
+        out = [head]
+        if self.expected:
+            out.append(f"  expected: {self.expected}")
+        if self.suggestion:
+            out.append(f"  did you mean: {self.suggestion}")
+        return "\n".join(out)
+
+
+class InputError(Exception):
+    """Bad input: exit 2 with every problem listed."""
+
+    def __init__(self, problems: list[Problem]):
+        super().__init__("\n".join(p.render() for p in problems))
+        self.problems = problems
+
+
+class CheckFailed(Exception):
+    """A check failed or the cluster said no: exit 1."""
+
+
+def _field_model(model: type[BaseModel] | None, key: str) -> type[BaseModel] | None:
+    if model is None:
+        return None
+    field = model.model_fields.get(key)
+    if field is None:
+        for f in model.model_fields.values():
+            if f.alias == key:
+                field = f
+    if field is None:
+        return None
+    return _first_model(field.annotation)
+
+
+def _first_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _first_model(arg)
+        if found:
+            return found
+    return None
+
+
+def _keys_of(model: type[BaseModel] | None) -> list[str]:
+    if model is None:
+        return []
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The prefix of a pydantic loc that indexes real data (drops union/validator tags)."""
+    out: list[Any] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            out.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            out.append(part)
+            node = node[part]
+        else:
+            if isinstance(node, dict) and isinstance(part, str) and not re.search(r"[\[\]-]", part):
+                out.append(part)  # a missing or unknown key
+            break
+    return tuple(out)
+
+
+def _model_at(root: type[BaseModel], path: tuple[Any, ...]) -> type[BaseModel] | None:
+    model: type[BaseModel] | None = root
+    for part in path:
+        if isinstance(part, int):
+            continue
+        model = _field_model(model, part)
+    return model
+
+
+def _describe(err: dict[str, Any], root: type[BaseModel], path: tuple[Any, ...]) -> tuple[str, str, str]:
+    kind = err["type"]
+    ctx = err.get("ctx") or {}
+    given = err.get("input")
+    if kind == "extra_forbidden":
+        parent = _model_at(root, path[:-1])
+        allowed = _keys_of(parent)
+        key = str(path[-1]) if path else ""
+        close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+        return f"unknown key {key!r}", "one of: " + ", ".join(allowed), close[0] if close else ""
+    if kind == "missing":
+        parent = _model_at(root, path[:-1])
+        field = parent.model_fields.get(str(path[-1])) if parent else None
+        return "required key is missing", (field.description if field else "") or "a value", ""
+    if kind == "string_pattern_mismatch":
+        name = PATTERN_NAMES.get(ctx.get("pattern", ""), f"a string matching {ctx.get('pattern')}")
+        return f"{given!r} is not valid", name, ""
+    if kind == "literal_error":
+        options = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
+        close = difflib.get_close_matches(str(given), options, n=1, cutoff=0.5)
+        return f"{given!r} is not allowed", "one of: " + ", ".join(options), close[0] if close else ""
+    if kind == "value_error":
+        msg = err["msg"].removeprefix("Value error, ")
+        return msg, "", ""
+    if kind in ("int_type", "int_parsing", "bool_type", "bool_parsing", "string_type", "dict_type", "list_type",
+                "model_type", "float_type", "int_from_float"):
+        return f"wrong type: {given!r}", err["msg"].replace("Input should be", "").strip(), ""
+    return err["msg"], "", ""
+
+
+def from_validation(exc: ValidationError, root: type[BaseModel], docs: list[tuple[tuple[Any, ...], Any]],
+                    prefix: tuple[Any, ...] = ()) -> InputError:
+    """Turn a pydantic error into Problems. `docs` maps a loc prefix to the Document it came from."""
+    problems: list[Problem] = []
+    seen: set[tuple[Any, ...]] = set()
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        doc_prefix, doc = next(((p, d) for p, d in docs if loc[: len(p)] == p), docs[0])
+        rel = _data_path(doc.data, loc[len(doc_prefix):])
+        if rel in seen:
+            continue
+        seen.add(rel)
+        message, expected, suggestion = _describe(err, root, doc_prefix + rel)
+        overridden = any(rel[: len(o)] == o for o in doc.overridden)
+        file = "<command line>" if overridden else doc.path
+        line = None if overridden else doc.line_of(rel)
+        path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in prefix + rel).replace(".[", "[")
+        problems.append(Problem(file, line, path, message, expected, suggestion))
+    return InputError(problems)

@@ -1,0 +1,160 @@
+"""kubeconform over rendered manifests, with every schema kept offline.
+
+Core kinds come from the strict schemas that the `kubernetes-validate` package ships for the pinned
+Kubernetes minor; they are bundled into standalone files (kubeconform cannot follow their absolute
+`$ref`s). RayJob and RayCluster schemas are converted from the pinned KubeRay CRDs. Both sets are
+built once into the tool cache, keyed by version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generator.tools import binary, cache_dir, tool_dir, versions
+
+
+def kube_minor() -> str:
+    """`v1.36.0` for a pinned v1.36.3: the schema sets are per minor."""
+    major, minor, _ = versions()["KUBERNETES_VERSION"].lstrip("v").split(".")
+    return f"v{major}.{minor}.0"
+
+
+def _atomic_dir(dest: Path, build) -> Path:  # type: ignore[no-untyped-def]
+    if (dest / ".complete").exists():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        build(tmp)
+        (tmp / ".complete").touch()
+        shutil.rmtree(dest, ignore_errors=True)
+        os.replace(tmp, dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def _bundle(node: Any, defs: dict[str, Any], need: dict[str, Any]) -> None:
+    """Point `$ref`s at a local `definitions` section holding every definition reached."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and "#/$defs/" in ref:
+            name = ref.split("#/$defs/", 1)[1]
+            node["$ref"] = "#/definitions/" + name
+            if name not in need:
+                need[name] = sub = json.loads(json.dumps(defs[name]))
+                _bundle(sub, defs, need)
+        for value in node.values():
+            _bundle(value, defs, need)
+    elif isinstance(node, list):
+        for value in node:
+            _bundle(value, defs, need)
+
+
+def core_schemas() -> Path:
+    import kubernetes_validate
+
+    src = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / f"{kube_minor()}-local-strict"
+
+    def build(out: Path) -> None:
+        defs = json.loads((src / "_definitions.json").read_text())["$defs"]
+        for path in src.glob("*.json"):
+            if path.name.startswith("_") or path.name.endswith("list-v1.json"):
+                continue
+            schema = json.loads(path.read_text())
+            if "kind" not in schema.get("properties", {}) or "apiVersion" not in schema.get("properties", {}):
+                continue
+            need: dict[str, Any] = {}
+            _bundle(schema, defs, need)
+            schema["definitions"] = need
+            (out / path.name).write_text(json.dumps(schema))
+
+    version = kubernetes_validate.__version__ if hasattr(kubernetes_validate, "__version__") else "pkg"
+    return _atomic_dir(cache_dir() / "schemas" / f"kubernetes-{kube_minor()}-strict-kv{version}", build)
+
+
+def _strict(node: Any) -> Any:
+    """openAPIV3Schema -> kubeconform's strict JSON Schema (as its openapi2jsonschema does)."""
+    if isinstance(node, dict):
+        out = {k: _strict(v) for k, v in node.items()}
+        if out.pop("x-kubernetes-int-or-string", False):
+            out.pop("type", None)
+            out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+        preserve = out.pop("x-kubernetes-preserve-unknown-fields", False)
+        if "properties" in out and "additionalProperties" not in out and not preserve:
+            out["additionalProperties"] = False
+        for key in list(out):
+            if key.startswith("x-kubernetes-"):
+                del out[key]
+        return out
+    if isinstance(node, list):
+        return [_strict(v) for v in node]
+    return node
+
+
+def crd_schemas() -> Path:
+    src = tool_dir("kuberay-crds")
+    if not src.is_dir():
+        from generator.tools import ToolMissing
+
+        raise ToolMissing(f"the KubeRay CRDs are not fetched; run `make tools` (expected {src})")
+
+    def build(out: Path) -> None:
+        for path in sorted(src.glob("*.yaml")):
+            crd = yaml.safe_load(path.read_text())
+            spec = crd["spec"]
+            kind = spec["names"]["kind"].lower()
+            for v in spec["versions"]:
+                schema = _strict(v["schema"]["openAPIV3Schema"])
+                schema["properties"]["apiVersion"] = {"type": "string", "enum": [f"{spec['group']}/{v['name']}"]}
+                schema["properties"]["kind"] = {"type": "string", "enum": [spec["names"]["kind"]]}
+                (out / f"{kind}-{spec['group']}-{v['name']}.json").write_text(json.dumps(schema))
+
+    return _atomic_dir(cache_dir() / "schemas" / f"kuberay-{versions()['KUBERAY_VERSION']}-v2", build)
+
+
+@dataclass
+class Result:
+    kind: str
+    name: str
+    status: str  # valid, invalid, error, skipped
+    message: str = ""
+
+
+def validate(manifests: str) -> list[Result]:
+    """Run one kubeconform -strict process over a multi-document YAML stream."""
+    core, crds = core_schemas(), crd_schemas()
+    cmd = [
+        binary("kubeconform"), "-strict", "-output", "json", "-verbose",
+        "-kubernetes-version", kube_minor().lstrip("v"),
+        "-schema-location", f"{core}/{{{{ .ResourceKind }}}}{{{{ .KindSuffix }}}}.json",
+        "-schema-location", f"{crds}/{{{{ .ResourceKind }}}}-{{{{ .Group }}}}-{{{{ .ResourceAPIVersion }}}}.json",
+        "-",
+    ]
+    proc = subprocess.run(cmd, input=manifests, capture_output=True, text=True)
+    try:
+        report = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise RuntimeError(f"kubeconform failed: {proc.stderr.strip() or proc.stdout.strip()}") from None
+    out = []
+    for r in report.get("resources", []):
+        out.append(Result(r.get("kind", "?"), r.get("name", "?"), r.get("status", "?").removeprefix("status").lower(), r.get("msg", "")))
+    return out
+
+
+def in_stream_order(results: list[Result], manifests: str) -> list[Result]:
+    """kubeconform reports in goroutine order; put results back in the stream's order."""
+    order = {}
+    for doc in yaml.safe_load_all(manifests):
+        if isinstance(doc, dict):
+            order.setdefault((doc.get("kind"), (doc.get("metadata") or {}).get("name")), len(order))
+    return sorted(results, key=lambda r: order.get((r.kind, r.name), len(order)))

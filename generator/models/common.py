@@ -1,0 +1,142 @@
+"""Building blocks shared by the infra spec and the chart values."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from generator.models.types import (
+    DIGEST_RE,
+    IMAGE_REPO_RE,
+    IMAGE_TAG_RE,
+    Dns1123Subdomain,
+    FreeForm,
+    Quantity,
+    Strict,
+)
+
+PullPolicy = Literal["Always", "IfNotPresent", "Never"]
+
+
+class Image(Strict):
+    """A container image reference."""
+
+    repository: str = Field(pattern=IMAGE_REPO_RE, description="Image repository, e.g. ghcr.io/org/ubuntu-swe.")
+    tag: str = Field("latest", pattern=IMAGE_TAG_RE, description="Image tag; ignored when `digest` is set.")
+    digest: str | None = Field(None, pattern=DIGEST_RE, description="Pin the image by digest (sha256:…); wins over `tag`.")
+    pullPolicy: PullPolicy = Field("IfNotPresent", description="Kubernetes imagePullPolicy.")
+
+
+class OptionalImage(Strict):
+    """An image whose unset fields fall back to `infra.image`."""
+
+    repository: str | None = Field(None, pattern=IMAGE_REPO_RE, description="Image repository; defaults to `infra.image.repository`.")
+    tag: str | None = Field(None, pattern=IMAGE_TAG_RE, description="Image tag; defaults to `infra.image.tag`.")
+    digest: str | None = Field(None, pattern=DIGEST_RE, description="Pin by digest (sha256:…); defaults to `infra.image.digest`.")
+    pullPolicy: PullPolicy | None = Field(None, description="imagePullPolicy; defaults to `infra.image.pullPolicy`.")
+
+
+class SecuritySettings(Strict):
+    """Container securityContext baseline."""
+
+    enabled: bool = Field(True, description="Render the securityContext at all; `false` drops it.")
+    profile: Literal["baseline", "restricted"] = Field(
+        "baseline",
+        description="`restricted` turns on runAsNonRoot, a non-root runAsUser and a read-only root filesystem "
+        "(with a writable emptyDir work dir), on top of the baseline, so PodSecurity `restricted` admits the pod.",
+    )
+    allowPrivilegeEscalation: bool = Field(False, description="securityContext.allowPrivilegeEscalation.")
+    dropCapabilities: list[str] = Field(["ALL"], description="Linux capabilities to drop.")
+    seccompProfile: Literal["RuntimeDefault", "Unconfined"] = Field("RuntimeDefault", description="Pod seccomp profile type.")
+    runAsNonRoot: bool = Field(False, description="Opt-in: refuse to start as root (the executor image runs as root by default).")
+    runAsUser: int | None = Field(None, ge=0, description="UID to run as; `restricted` defaults it to 1000.")
+    runAsGroup: int | None = Field(None, ge=0, description="GID to run as.")
+    fsGroup: int | None = Field(None, ge=0, description="Pod fsGroup for mounted volumes.")
+    readOnlyRootFilesystem: bool = Field(False, description="Opt-in: read-only root filesystem; a writable emptyDir is mounted at `workDir`.")
+    workDir: str = Field("/workspace", pattern=r"^/", description="Writable work dir (emptyDir) mounted when the root filesystem is read-only.")
+    workDirSizeLimit: Quantity | None = Field(None, description="sizeLimit of the work-dir emptyDir.")
+
+
+class GpuSecuritySettings(SecuritySettings):
+    """The same baseline for GPU pods; off by default (unverified on the CUDA/NCCL stack)."""
+
+    enabled: bool = Field(False, description="Apply the securityContext baseline to the Ray head and worker containers (opt-in).")
+
+
+class Toleration(Strict):
+    """A pod toleration."""
+
+    key: str | None = Field(None, description="Taint key; empty with operator Exists matches all taints.")
+    operator: Literal["Exists", "Equal"] = Field("Equal", description="Exists or Equal.")
+    value: str | None = Field(None, description="Taint value for operator Equal.")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(None, description="Taint effect; empty matches all.")
+    tolerationSeconds: int | None = Field(None, ge=0, description="For NoExecute: how long the pod stays bound.")
+
+
+class TopologySpreadConstraint(Strict):
+    """A pod topologySpreadConstraint; the labelSelector defaults to the sandbox pods."""
+
+    maxSkew: int = Field(1, ge=1, description="Maximum permitted skew between topology domains.")
+    topologyKey: str = Field(description="Node label key, e.g. kubernetes.io/hostname or topology.kubernetes.io/zone.")
+    whenUnsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"] = Field("ScheduleAnyway", description="What to do when the skew cannot be met.")
+    labelSelector: FreeForm | None = Field(None, description="Pods to count; defaults to this release's sandbox pods.")
+    minDomains: int | None = Field(None, ge=1, description="Minimum number of eligible domains.")
+
+
+class ContainerQuantities(Strict):
+    """cpu / memory / ephemeral-storage quantities for a LimitRange item."""
+
+    cpu: Quantity | None = Field(None, description="CPU.")
+    memory: Quantity | None = Field(None, description="Memory.")
+    ephemeralStorage: Quantity | None = Field(None, alias="ephemeral-storage", description="Ephemeral storage.")
+
+
+class ResourceQuotaSettings(Strict):
+    """Opt-in namespace ResourceQuota (rendered; not applied by the live path)."""
+
+    enabled: bool = Field(False, description="Render a ResourceQuota for the namespace.")
+    hard: dict[str, Quantity] = Field(
+        {"requests.cpu": "64", "requests.memory": "512Gi", "requests.nvidia.com/gpu": "32", "pods": "200"},
+        description="spec.hard: resource name to quantity.",
+    )
+
+
+class LimitRangeSettings(Strict):
+    """Opt-in namespace LimitRange for containers."""
+
+    enabled: bool = Field(False, description="Render a LimitRange for the namespace.")
+    default: ContainerQuantities = Field(
+        ContainerQuantities(cpu="1", memory="2Gi"), description="Default limits for containers that set none."
+    )
+    defaultRequest: ContainerQuantities = Field(
+        ContainerQuantities(cpu="500m", memory="1Gi"), description="Default requests for containers that set none."
+    )
+    max: ContainerQuantities = Field(ContainerQuantities(), description="Maximum per container.")
+    min: ContainerQuantities = Field(ContainerQuantities(), description="Minimum per container.")
+
+
+class PodResources(Strict):
+    """cpu / memory requests of a Ray pod (GPUs come from the recipe)."""
+
+    cpu: Quantity = Field(description="CPU request (and limit).")
+    memory: Quantity = Field(description="Memory request (and limit).")
+
+
+class ImageOwner(Strict):
+    """Mixin check: the image must not name the other inference backend."""
+
+    @model_validator(mode="after")
+    def _backend_matches_image(self):  # type: ignore[no-untyped-def]
+        image = getattr(self, "image", None)
+        backend = getattr(self, "backend", None)
+        if image is None or backend is None:
+            return self
+        other = {"vllm": "sglang", "sglang": "vllm"}[backend]
+        ref = f"{image.repository}:{image.tag}".lower()
+        if other in ref and backend not in ref:
+            raise ValueError(
+                f"backend is {backend!r} but the image {ref!r} is the {other} build; "
+                f"set backend: {other} or use the {backend} image"
+            )
+        return self

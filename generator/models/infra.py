@@ -1,0 +1,243 @@
+"""The infra spec: where to run. Top-level keys infra, launch, kuberay, sandbox."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from generator.models.common import (
+    GpuSecuritySettings,
+    Image,
+    ImageOwner,
+    LimitRangeSettings,
+    OptionalImage,
+    PodResources,
+    ResourceQuotaSettings,
+    SecuritySettings,
+    Toleration,
+    TopologySpreadConstraint,
+)
+from generator.models.types import (
+    DNS1035_LABEL_RE,
+    Cidr,
+    Dns1123Label,
+    Dns1123Subdomain,
+    FreeForm,
+    Quantity,
+    Strict,
+)
+
+GROUPS = ("trainer", "inference")
+RAY_RESOURCE_PARAMS = ("num-cpus", "num-gpus", "memory", "resources")
+
+def _ci(word: str) -> str:
+    return "".join(f"[{c}{c.upper()}]" for c in word)
+
+
+def _mentions(field: str, word: str) -> dict[str, Any]:
+    return {"required": [field], "properties": {field: {"pattern": _ci(word)}}}
+
+
+# JSON Schema twin of ImageOwner's check, so Helm refuses the same values: with backend B,
+# the image must not name the other backend unless it also names B.
+BACKEND_IMAGE_RULE = {
+    "allOf": [
+        {
+            "if": {"required": ["backend"], "properties": {"backend": {"const": b}}},
+            "then": {
+                "properties": {
+                    "image": {
+                        "not": {
+                            "anyOf": [_mentions("repository", other), _mentions("tag", other)],
+                            "allOf": [{"not": _mentions("repository", b)}, {"not": _mentions("tag", b)}],
+                        }
+                    }
+                }
+            },
+        }
+        for b, other in (("vllm", "sglang"), ("sglang", "vllm"))
+    ]
+}
+
+
+class InfraBase(ImageOwner):
+    """Fields shared by the infra spec's `infra` block and the chart values' `infra` block."""
+
+    model_config = ConfigDict(json_schema_extra=BACKEND_IMAGE_RULE)
+
+    image: Image = Field(description="The ubuntu-swe image of the GPU pods (and, by default, the sandbox).")
+    backend: Literal["vllm", "sglang"] = Field("vllm", description="Inference backend; must match the image build.")
+    imagePullSecrets: list[Dns1123Subdomain] = Field([], description="Names of pull secrets for every managed pod.")
+    priorityClassName: Dns1123Subdomain | None = Field(None, description="PriorityClass of every managed pod (must exist).")
+    security: GpuSecuritySettings = Field(GpuSecuritySettings(), description="Opt-in securityContext for the GPU fleets.")
+    resourceQuota: ResourceQuotaSettings = Field(ResourceQuotaSettings(), description="Opt-in namespace ResourceQuota.")
+    limitRange: LimitRangeSettings = Field(LimitRangeSettings(), description="Opt-in namespace LimitRange.")
+
+
+class InfraSettings(InfraBase):
+    """The infra spec's `infra` block."""
+
+    namespace: Dns1123Label = Field("default", description="Namespace the live path installs into.")
+
+
+class LaunchSettings(Strict):
+    """How the GPU fleet is launched."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"properties": {"mode": {"const": "attach"}}, "required": ["mode"]},
+            "then": {"required": ["clusterName"], "properties": {"clusterName": {"type": "string"}}},
+        }
+    )
+
+    mode: Literal["rayjob", "bringup", "attach"] = Field(
+        "rayjob", description="`rayjob`: a RayJob with its own cluster; `bringup`: a bare RayCluster; `attach`: an existing cluster, only the sandbox pool is rendered."
+    )
+    clusterName: str | None = Field(None, pattern=DNS1035_LABEL_RE, max_length=53, description="attach mode: name of the existing RayCluster.")
+    submissionMode: Literal["K8sJobMode", "HTTPMode"] = Field("K8sJobMode", description="How KubeRay submits the job.")
+    shutdownAfterJobFinishes: bool = Field(True, description="Delete the RayJob's cluster when the job ends.")
+    ttlSecondsAfterFinished: int = Field(3600, ge=0, description="Seconds to keep the cluster after the job ends.")
+    activeDeadlineSeconds: int | None = Field(None, ge=1, description="Fail the RayJob after this many seconds.")
+    backoffLimit: int = Field(0, ge=0, le=10, description="Retries of a failed RayJob.")
+    configMountPath: str = Field("/etc/dockyard", pattern=r"^/", description="Where the recipe ConfigMap is mounted on the head.")
+
+    @model_validator(mode="after")
+    def _attach_needs_cluster(self):  # type: ignore[no-untyped-def]
+        if self.mode == "attach" and not self.clusterName:
+            raise ValueError("launch.mode attach needs launch.clusterName: the existing RayCluster to attach to")
+        return self
+
+
+class WorkerGroupOverlay(BaseModel):
+    """Free-form WorkerGroupSpec overlay, matched to a group by `groupName`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    groupName: Literal["trainer", "inference"] = Field(description="Which worker group this overlay applies to.")
+
+
+class RayClusterSpecOverlay(BaseModel):
+    """Free-form RayClusterSpec overlay (node selectors, tolerations, resources, env, volumes, per-group)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    headGroupSpec: FreeForm = Field({}, description="Merged into the head group spec.")
+    workerGroupSpecs: list[WorkerGroupOverlay] = Field([], description="Merged into the worker group with the same groupName.")
+
+    @field_validator("workerGroupSpecs")
+    @classmethod
+    def _unique_groups(cls, groups: list[WorkerGroupOverlay]) -> list[WorkerGroupOverlay]:
+        seen: set[str] = set()
+        for g in groups:
+            if g.groupName in seen:
+                raise ValueError(f"duplicate groupName {g.groupName!r}: merge the two overlays into one entry")
+            seen.add(g.groupName)
+        return groups
+
+    @model_validator(mode="after")
+    def _kuberay_rules(self):  # type: ignore[no-untyped-def]
+        groups: list[tuple[str, dict[str, Any]]] = [("headGroupSpec", dict(self.headGroupSpec))]
+        groups += [(g.groupName, g.model_dump()) for g in self.workerGroupSpecs]
+        for name, spec in groups:
+            params = spec.get("rayStartParams") or {}
+            if "labels" in params:
+                raise ValueError(f"{name}: rayStartParams.labels is refused by KubeRay; use the group's `labels` field")
+            clash = [k for k in RAY_RESOURCE_PARAMS if k in params]
+            if clash and spec.get("resources"):
+                raise ValueError(
+                    f"{name}: Ray resources set both in group-level `resources` and rayStartParams {clash}; "
+                    "KubeRay refuses this, use only one"
+                )
+            for key in ("replicas", "minReplicas", "maxReplicas"):
+                if key in spec:
+                    raise ValueError(f"{name}: {key} comes from the recipe's cluster.<group>.nodes; remove it from the overlay")
+        return self
+
+
+class GpuPdbSettings(Strict):
+    """Opt-in PodDisruptionBudget over the bringup RayCluster's pods."""
+
+    enabled: bool = Field(False, description="Render a PDB for the RayCluster (bringup mode only).")
+    minAvailable: int | None = Field(
+        None, ge=0, description="Integer minAvailable (RayCluster has no scale subresource); defaults to all head and worker pods."
+    )
+
+
+class KubeRaySettings(Strict):
+    """The GPU RayCluster."""
+
+    rayVersion: str = Field("2.52.0", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$", description="Ray version in the image.")
+    head: PodResources = Field(PodResources(cpu="2", memory="8Gi"), description="Head pod cpu/memory.")
+    worker: PodResources = Field(PodResources(cpu="8", memory="32Gi"), description="cpu/memory of each worker pod.")
+    spec: RayClusterSpecOverlay = Field(RayClusterSpecOverlay(), description="Free-form RayClusterSpec overlay, merged before the invariants.")
+    pdb: GpuPdbSettings = Field(GpuPdbSettings(), description="Opt-in GPU PodDisruptionBudget (bringup).")
+
+
+class SandboxResources(Strict):
+    """Requests are what the scheduler reserves; each *Limit defaults to its request."""
+
+    cpu: Quantity = Field("1", description="CPU request per replica.")
+    memory: Quantity = Field("2Gi", description="Memory request per replica.")
+    ephemeralStorage: Quantity = Field("10Gi", description="ephemeral-storage request (guards against disk-pressure eviction).")
+    cpuLimit: Quantity | None = Field(None, description="CPU limit; defaults to the request.")
+    memoryLimit: Quantity | None = Field(None, description="Memory limit; defaults to the request.")
+    ephemeralStorageLimit: Quantity | None = Field(None, description="ephemeral-storage limit; defaults to the request.")
+
+
+class NetworkPolicySettings(Strict):
+    """Ingress only to the executor port from in-namespace pods; egress open unless locked down."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"properties": {"allowEgress": {"const": True}}},
+            "then": {"properties": {"allowedEgressCidrs": {"maxItems": 0}}},
+        }
+    )
+
+    enabled: bool = Field(True, description="Render the sandbox NetworkPolicy.")
+    allowEgress: bool = Field(True, description="Leave egress open (the executor clones repos); `false` allows only DNS and allowedEgressCidrs.")
+    allowedEgressCidrs: list[Cidr] = Field([], description="With allowEgress false: CIDR blocks egress may reach.")
+    blockCloudMetadata: bool = Field(
+        True, description="With allowEgress: block the cloud metadata endpoint (169.254.169.254/32, fd00:ec2::254/128); `false` allows it."
+    )
+
+    @model_validator(mode="after")
+    def _cidrs_need_lockdown(self):  # type: ignore[no-untyped-def]
+        if self.allowEgress and self.allowedEgressCidrs:
+            raise ValueError("allowedEgressCidrs only applies with allowEgress: false (egress is otherwise open)")
+        return self
+
+
+class SandboxPdbSettings(Strict):
+    """Sandbox PodDisruptionBudget."""
+
+    enabled: bool = Field(True, description="Render the sandbox PDB.")
+    maxUnavailable: int = Field(1, ge=0, description="maxUnavailable replicas during voluntary disruption.")
+
+
+class Sandbox(Strict):
+    """The GPU-free pool of executors that run untrusted agent code."""
+
+    replicas: int = Field(2, ge=0, le=10000, description="Executor replicas.")
+    image: OptionalImage = Field(OptionalImage(), description="Executor image; defaults to the infra image (the same ubuntu-swe build).")
+    port: int = Field(9090, ge=1, le=65535, description="Executor port (POST /task/submit).")
+    injectUrls: bool = Field(True, description="Inject DOCKYARD_SANDBOX_URLS (the Service DNS) into every GPU pod.")
+    resources: SandboxResources = Field(SandboxResources(), description="Requests and limits per replica.")
+    security: SecuritySettings = Field(SecuritySettings(), description="securityContext baseline (on by default).")
+    networkPolicy: NetworkPolicySettings = Field(NetworkPolicySettings(), description="The sandbox NetworkPolicy.")
+    pdb: SandboxPdbSettings = Field(SandboxPdbSettings(), description="The sandbox PodDisruptionBudget.")
+    topologySpreadConstraints: list[TopologySpreadConstraint] = Field([], description="Spread the replicas over nodes or zones.")
+    nodeSelector: dict[str, str] = Field({}, description="Node labels the executors must run on.")
+    tolerations: list[Toleration] = Field([], description="Tolerations of the executors.")
+    affinity: FreeForm = Field({}, description="Pod affinity / anti-affinity (Kubernetes Affinity).")
+    runtimeClassName: Dns1123Subdomain | None = Field(None, description="RuntimeClass, e.g. gvisor or kata, where the cluster has one.")
+
+
+class InfraSpec(Strict):
+    """The infra spec file."""
+
+    infra: InfraSettings = Field(description="Image, backend, namespace and cluster-wide settings.")
+    launch: LaunchSettings = Field(LaunchSettings(), description="How the GPU fleet is launched.")
+    kuberay: KubeRaySettings = Field(KubeRaySettings(), description="The GPU RayCluster.")
+    sandbox: Sandbox = Field(Sandbox(), description="The sandbox executor pool.")

@@ -1,0 +1,72 @@
+"""Constrained scalar types shared by the models, each with its JSON Schema."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+
+# Kubernetes resource.Quantity, e.g. 500m, 2Gi, 1.5, 10G, 1e3.
+QUANTITY_RE = r"^([+]?[0-9]+(\.[0-9]*)?|[+]?\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"
+DNS1123_LABEL_RE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS1035_LABEL_RE = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+DNS1123_SUBDOMAIN_RE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+IMAGE_REPO_RE = r"^[a-z0-9]+([._/:-][a-z0-9]+)*$"
+IMAGE_TAG_RE = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
+DIGEST_RE = r"^sha256:[a-f0-9]{64}$"
+CIDR_RE = (
+    r"^(([0-9]{1,3}\.){3}[0-9]{1,3}/([0-9]|[1-2][0-9]|3[0-2])"
+    r"|[0-9a-fA-F:.]*:[0-9a-fA-F:.]*/([0-9]|[1-9][0-9]|1[0-1][0-9]|12[0-8]))$"
+)
+ENV_NAME_RE = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
+
+
+class Strict(BaseModel):
+    """Base for every model: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_default=True)
+
+
+def _quantity(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("expected a Kubernetes quantity such as 1, 500m or 2Gi, not a boolean")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError(f"quantity must not be negative, got {value}")
+        return value
+    if not re.match(QUANTITY_RE, str(value)):
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (expected e.g. 1, 500m, 2Gi, 20Gi)")
+    return value
+
+
+QUANTITY_SCHEMA = {
+    "anyOf": [
+        {"type": "string", "pattern": QUANTITY_RE},
+        {"type": "number", "minimum": 0},
+    ]
+}
+
+Quantity = Annotated[int | float | str, AfterValidator(_quantity), WithJsonSchema(QUANTITY_SCHEMA)]
+
+
+def _cidr(value: str) -> str:
+    try:
+        net = ipaddress.ip_network(value, strict=False)
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not a CIDR block (expected e.g. 10.0.0.0/8): {exc}") from None
+    if str(net) != value and net.with_prefixlen != value:
+        if ipaddress.ip_network(value, strict=False).network_address != ipaddress.ip_interface(value).ip:
+            raise ValueError(f"{value!r} has host bits set; did you mean {net.with_prefixlen}?")
+    return value
+
+
+Cidr = Annotated[str, Field(pattern=CIDR_RE), AfterValidator(_cidr)]
+Dns1123Label = Annotated[str, Field(pattern=DNS1123_LABEL_RE, max_length=63)]
+Dns1123Subdomain = Annotated[str, Field(pattern=DNS1123_SUBDOMAIN_RE, max_length=253)]
+EnvName = Annotated[str, Field(pattern=ENV_NAME_RE)]
+FreeForm = Annotated[
+    dict[str, Any],
+    WithJsonSchema({"type": "object", "additionalProperties": True}),
+]

@@ -1,0 +1,56 @@
+"""The chart's values: the recipe's launcher keys plus the infra spec (less the namespace)."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from generator.models.common import Image
+from generator.models.infra import InfraBase, KubeRaySettings, LaunchSettings, Sandbox
+from generator.models.recipe import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME, ClusterShape
+from generator.models.types import DNS1035_LABEL_RE, Strict
+
+DEFAULT_IMAGE = Image(repository="ghcr.io/dockyard-rl/ubuntu-swe", tag="vllm")
+
+
+class RecipeValues(Strict):
+    """What the chart needs from the recipe."""
+
+    name: str = Field(
+        "", pattern=f"^$|{DNS1035_LABEL_RE}", max_length=MAX_RAYCLUSTER_NAME,
+        description="Recipe name; object names use the release name.",
+    )
+    entrypoint: str = Field("python -m dockyard_rl.train", min_length=1, description="Command the Ray job runs.")
+    cluster: ClusterShape = Field(ClusterShape(), description="Worker group sizes.")
+    config: str = Field("", description="The whole recipe YAML, shipped in a ConfigMap mounted on the Ray head.")
+
+
+class InfraValues(InfraBase):
+    """The chart's `infra` block."""
+
+    image: Image = Field(DEFAULT_IMAGE, description="The ubuntu-swe image of the GPU pods (and, by default, the sandbox).")
+
+
+class ChartValues(Strict):
+    """Values of charts/dockyard."""
+
+    model_config = Strict.model_config | {
+        "json_schema_extra": {
+            "if": {"properties": {"launch": {"properties": {"mode": {"const": "rayjob"}}}}},
+            "then": {"properties": {"recipe": {"properties": {"name": {"maxLength": MAX_RAYJOB_NAME}}}}},
+        }
+    }
+
+    recipe: RecipeValues = Field(RecipeValues(), description="Launcher keys of the recipe, and the recipe itself.")
+    infra: InfraValues = Field(InfraValues(), description="Image, backend and cluster-wide settings.")
+    launch: LaunchSettings = Field(LaunchSettings(), description="How the GPU fleet is launched.")
+    kuberay: KubeRaySettings = Field(KubeRaySettings(), description="The GPU RayCluster.")
+    sandbox: Sandbox = Field(Sandbox(), description="The sandbox executor pool.")
+
+    @model_validator(mode="after")
+    def _name_fits_kuberay(self):  # type: ignore[no-untyped-def]
+        if self.launch.mode == "rayjob" and len(self.recipe.name) > MAX_RAYJOB_NAME:
+            raise ValueError(
+                f"recipe name {self.recipe.name!r} has {len(self.recipe.name)} characters; "
+                f"KubeRay allows at most {MAX_RAYJOB_NAME} for a RayJob"
+            )
+        return self

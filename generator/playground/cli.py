@@ -1,0 +1,106 @@
+"""`dockyard-k8s playground up|down|status`.
+
+Wire-up (generator/cli.py):
+
+    from generator.playground.cli import add_parser as add_playground_parser
+    add_playground_parser(subparsers)        # then: args.func(args) -> exit code
+
+Only argparse is imported here; the work is imported when a handler runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$")
+
+
+def _state_dir(args: argparse.Namespace) -> Path:
+    from generator.playground import default_state_dir
+
+    return Path(args.state_dir).expanduser() if args.state_dir else default_state_dir()
+
+
+def _usage_error(msg: str) -> int:
+    print(f"error: {msg}", file=sys.stderr)
+    return 2
+
+
+def _up(args: argparse.Namespace) -> int:
+    from generator.playground.nodes import Shape
+
+    for flag, value, minimum in (
+        ("--gpu-nodes", args.gpu_nodes, 0),
+        ("--gpus-per-node", args.gpus_per_node, 1),
+        ("--cpu-nodes", args.cpu_nodes, 0),
+    ):
+        if value < minimum:
+            return _usage_error(f"{flag} must be >= {minimum}, got {value}")
+    if args.gpu_nodes + args.cpu_nodes == 0:
+        return _usage_error("the playground needs at least one node (--gpu-nodes or --cpu-nodes)")
+    if args.gpu_nodes + args.cpu_nodes > 1000:
+        return _usage_error("at most 1000 nodes")
+    for flag, value in (("--node-cpu", args.node_cpu), ("--node-memory", args.node_memory)):
+        if not _QUANTITY.match(value) or float(re.match(r"[0-9.]+", value).group()) <= 0:
+            return _usage_error(f"{flag}: {value!r} is not a positive Kubernetes quantity (e.g. 64, 500m, 512Gi)")
+    if args.timeout <= 0:
+        return _usage_error("--timeout must be positive")
+    from generator.playground.cluster import up
+
+    shape = Shape(
+        gpu_nodes=args.gpu_nodes,
+        gpus_per_node=args.gpus_per_node,
+        cpu_nodes=args.cpu_nodes,
+        node_cpu=args.node_cpu,
+        node_memory=args.node_memory,
+    )
+    return up(_state_dir(args), shape, timeout=args.timeout)
+
+
+def _down(args: argparse.Namespace) -> int:
+    from generator.playground.cluster import down
+
+    return down(_state_dir(args))
+
+
+def _status(args: argparse.Namespace) -> int:
+    from generator.playground.cluster import status
+
+    return status(_state_dir(args))
+
+
+def add_parser(subparsers) -> None:
+    """Register `playground` with its `up`, `down` and `status` actions on an argparse subparsers."""
+    pg = subparsers.add_parser(
+        "playground",
+        help="the local playground cluster (real control plane, simulated GPU nodes, KubeRay)",
+        description="A local Kubernetes control plane with kwok-simulated GPU and CPU nodes and the "
+        "KubeRay operator, all as processes bound to 127.0.0.1. State: $DOCKYARD_PLAYGROUND_DIR or "
+        "${XDG_STATE_HOME:-~/.local/state}/dockyard-k8s/playground.",
+    )
+    actions = pg.add_subparsers(dest="playground_action", metavar="{up,down,status}", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--state-dir", metavar="DIR", default=None,
+                       help="state folder (default: $DOCKYARD_PLAYGROUND_DIR or ~/.local/state/dockyard-k8s/playground)")
+
+    up = actions.add_parser("up", help="start the playground (idempotent) and print `export KUBECONFIG=...`")
+    up.add_argument("--gpu-nodes", type=int, default=2, metavar="N", help="simulated GPU nodes (default 2)")
+    up.add_argument("--gpus-per-node", type=int, default=8, metavar="G", help="nvidia.com/gpu per GPU node (default 8)")
+    up.add_argument("--cpu-nodes", type=int, default=1, metavar="M", help="simulated CPU-only nodes (default 1)")
+    up.add_argument("--node-cpu", default="64", metavar="C", help="cpu capacity of every node (default 64)")
+    up.add_argument("--node-memory", default="512Gi", metavar="X", help="memory capacity of every node (default 512Gi)")
+    up.add_argument("--timeout", type=float, default=120.0, metavar="S", help="give up after S seconds (default 120)")
+    common(up)
+    up.set_defaults(func=_up)
+
+    down = actions.add_parser("down", help="stop exactly the processes `up` started and remove the state folder")
+    common(down)
+    down.set_defaults(func=_down)
+
+    st = actions.add_parser("status", help="health of each component, node count and GPU capacity")
+    common(st)
+    st.set_defaults(func=_status)

@@ -1,0 +1,108 @@
+"""Simulated nodes: GPU nodes with `nvidia.com/gpu` capacity and GPU-operator style labels, CPU nodes.
+
+Every node reports InternalIP 127.0.0.1 (kwok's kubelet endpoint is there) and gets its own pod
+CIDR inside 127.64.0.0/10, so every pod IP kwok hands out is a loopback address.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+POD_CIDR = "127.64.0.0/10"  # per-node /20 slices: 1024 nodes of 4094 pods
+NODE_IP = "127.0.0.1"
+GPU_PRODUCT = "NVIDIA-H100-80GB-HBM3"
+GPU_MEMORY_MIB = "81559"
+
+
+@dataclass(frozen=True)
+class Shape:
+    gpu_nodes: int = 2
+    gpus_per_node: int = 8
+    cpu_nodes: int = 1
+    node_cpu: str = "64"
+    node_memory: str = "512Gi"
+
+    def names(self) -> tuple[list[str], list[str]]:
+        return (
+            [f"gpu-node-{i}" for i in range(self.gpu_nodes)],
+            [f"cpu-node-{i}" for i in range(self.cpu_nodes)],
+        )
+
+
+def node_pod_cidr(index: int) -> str:
+    net = ipaddress.ip_network(POD_CIDR)
+    base = int(net.network_address) + index * (1 << 12)
+    if index < 0 or base >= int(net.broadcast_address):
+        raise ValueError("too many nodes for the playground pod CIDR")
+    return f"{ipaddress.ip_address(base)}/20"
+
+
+def node_manifest(name: str, index: int, shape: Shape, gpus: int, kube_version: str) -> dict:
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": "kwok-gpu" if gpus else "kwok-cpu",
+        "type": "kwok",
+    }
+    capacity = {
+        "cpu": shape.node_cpu,
+        "memory": shape.node_memory,
+        "pods": "110",
+        "ephemeral-storage": "1Ti",
+    }
+    if gpus:
+        labels.update(
+            {
+                "nvidia.com/gpu.present": "true",
+                "nvidia.com/gpu.count": str(gpus),
+                "nvidia.com/gpu.product": GPU_PRODUCT,
+                "nvidia.com/gpu.memory": GPU_MEMORY_MIB,
+                "nvidia.com/gpu.family": "hopper",
+                "nvidia.com/gpu.machine": "kwok-simulated",
+                "nvidia.com/gpu.deploy.device-plugin": "true",
+            }
+        )
+        capacity["nvidia.com/gpu"] = str(gpus)
+    cidr = node_pod_cidr(index)
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {
+                "kwok.x-k8s.io/node": "fake",
+                "node.alpha.kubernetes.io/ttl": "0",
+            },
+        },
+        "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
+        "status": {
+            "capacity": capacity,
+            "allocatable": dict(capacity),
+            "addresses": [
+                {"type": "InternalIP", "address": NODE_IP},
+                {"type": "Hostname", "address": name},
+            ],
+            "nodeInfo": {
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "kubeletVersion": kube_version,
+                "kubeProxyVersion": kube_version,
+                "containerRuntimeVersion": "kwok://simulated",
+                "osImage": "dockyard-k8s playground (kwok)",
+                "kernelVersion": "simulated",
+                "bootID": "",
+                "machineID": "",
+                "systemUUID": "",
+            },
+        },
+    }
+
+
+def manifests(shape: Shape, kube_version: str) -> list[dict]:
+    gpu, cpu = shape.names()
+    out = [node_manifest(n, i, shape, shape.gpus_per_node, kube_version) for i, n in enumerate(gpu)]
+    out += [node_manifest(n, len(gpu) + i, shape, 0, kube_version) for i, n in enumerate(cpu)]
+    return out

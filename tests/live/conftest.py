@@ -1,0 +1,140 @@
+"""Live tests: one playground cluster per test session.
+
+The `playground` fixture reuses a healthy playground in the default state folder
+($DOCKYARD_PLAYGROUND_DIR or ~/.local/state/dockyard-k8s/playground) and otherwise starts one
+there, which it then stops at the end of the session. Every test under tests/live is marked `live`.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+LIVE_DIR = Path(__file__).resolve().parent
+
+# Shape the session's playground is started with when none is running.
+SESSION_SHAPE = {"gpu_nodes": 2, "gpus_per_node": 8, "cpu_nodes": 1, "node_cpu": "64", "node_memory": "512Gi"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if LIVE_DIR in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.live)
+
+
+@dataclass
+class Playground:
+    state_dir: Path
+    kubeconfig: str
+    server: str
+    shape: dict
+    started_here: bool
+    state: dict = field(repr=False, default_factory=dict)
+
+    @property
+    def gpu_node_names(self) -> list[str]:
+        return [f"gpu-node-{i}" for i in range(self.shape["gpu_nodes"])]
+
+    @property
+    def cpu_node_names(self) -> list[str]:
+        return [f"cpu-node-{i}" for i in range(self.shape["cpu_nodes"])]
+
+    @property
+    def gpus_per_node(self) -> int:
+        return int(self.shape["gpus_per_node"])
+
+    def pids(self) -> dict[str, int]:
+        return {name: int(rec["pid"]) for name, rec in self.state["components"].items()}
+
+    def api_client(self):
+        from kubernetes import client, config
+
+        return config.new_client_from_config(config_file=self.kubeconfig)
+
+
+@pytest.fixture(scope="session")
+def playground():
+    from generator.playground import default_state_dir
+    from generator.playground.cluster import COMPONENTS, component_health, down, load_state, up
+    from generator.playground.nodes import Shape
+
+    state_dir = default_state_dir()
+    state = load_state(state_dir)
+    reuse = bool(state) and not state.get("failed") and all(component_health(state, c)[0] for c in COMPONENTS)
+    if not reuse:
+        out = io.StringIO()
+        t0 = time.monotonic()
+        rc = up(state_dir, Shape(**SESSION_SHAPE), timeout=180, out=out)
+        if rc != 0:
+            pytest.fail(f"playground up failed (exit {rc}):\n{out.getvalue()}", pytrace=False)
+        print(f"\nplayground started in {time.monotonic() - t0:.1f} s at {state_dir}")
+        state = load_state(state_dir)
+    pg = Playground(
+        state_dir=state_dir,
+        kubeconfig=state["kubeconfig"],
+        server=state["server"],
+        shape=state["shape"],
+        started_here=not reuse,
+        state=state,
+    )
+    try:
+        yield pg
+    finally:
+        if pg.started_here:
+            down(state_dir, out=io.StringIO())
+
+
+@pytest.fixture(scope="session")
+def k8s(playground):
+    """The official kubernetes client's ApiClient for the session playground."""
+    api = playground.api_client()
+    yield api
+    api.close()
+
+
+@pytest.fixture
+def namespace(k8s):
+    """A fresh namespace whose `default` ServiceAccount exists (pods are admitted only then)."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(k8s)
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    wait_for(lambda: _has_default_sa(core, name), 30, f"default ServiceAccount in {name}")
+    yield name
+    core.delete_namespace(name)
+
+
+def _has_default_sa(core, ns: str) -> bool:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        core.read_namespaced_service_account("default", ns)
+        return True
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.25):
+    """Poll `predicate` until it returns a truthy value; fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout} s waiting for {what} (last: {last!r})", pytrace=False)
+
+
+@pytest.fixture
+def wait():
+    """`wait(predicate, timeout, what)`: bounded polling for live tests."""
+    return wait_for
