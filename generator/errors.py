@@ -136,6 +136,9 @@ def _describe(err: dict[str, Any], root: type[BaseModel], path: tuple[Any, ...])
         options = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
         close = difflib.get_close_matches(str(given), options, n=1, cutoff=0.5)
         return f"{given!r} is not allowed", "one of: " + ", ".join(options), close[0] if close else ""
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than", "too_long", "too_short",
+                "string_too_long", "string_too_short"):
+        return f"{given!r} is out of range", err["msg"].replace("Input should be ", "").replace("String should ", "").replace("List should ", ""), ""
     if kind == "value_error":
         msg = err["msg"].removeprefix("Value error, ")
         return msg, "", ""
@@ -163,4 +166,5 @@ def from_validation(exc: ValidationError, root: type[BaseModel], docs: list[tupl
         line = None if overridden else doc.line_of(rel)
         path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in prefix + rel).replace(".[", "[")
         problems.append(Problem(file, line, path, message, expected, suggestion))
+    problems.sort(key=lambda p: (p.file, p.line or 0))
     return InputError(problems)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from generator.models.types import (
     DIGEST_RE,
@@ -97,21 +97,23 @@ class ResourceQuotaSettings(Strict):
 
     enabled: bool = Field(False, description="Render a ResourceQuota for the namespace.")
     hard: dict[str, Quantity] = Field(
-        {"requests.cpu": "64", "requests.memory": "512Gi", "requests.nvidia.com/gpu": "32", "pods": "200"},
-        description="spec.hard: resource name to quantity.",
+        {}, description="spec.hard: resource name to quantity, e.g. requests.cpu: 64, requests.nvidia.com/gpu: 32, pods: 200.",
     )
+
+    @field_validator("hard")
+    @classmethod
+    def _hard_when_enabled(cls, hard: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        if info.data.get("enabled") and not hard:
+            raise ValueError("resourceQuota is enabled but `hard` is empty: list the limits, e.g. requests.cpu: 64")
+        return hard
 
 
 class LimitRangeSettings(Strict):
     """Opt-in namespace LimitRange for containers."""
 
     enabled: bool = Field(False, description="Render a LimitRange for the namespace.")
-    default: ContainerQuantities = Field(
-        ContainerQuantities(cpu="1", memory="2Gi"), description="Default limits for containers that set none."
-    )
-    defaultRequest: ContainerQuantities = Field(
-        ContainerQuantities(cpu="500m", memory="1Gi"), description="Default requests for containers that set none."
-    )
+    default: ContainerQuantities = Field(ContainerQuantities(), description="Default limits for containers that set none.")
+    defaultRequest: ContainerQuantities = Field(ContainerQuantities(), description="Default requests for containers that set none.")
     max: ContainerQuantities = Field(ContainerQuantities(), description="Maximum per container.")
     min: ContainerQuantities = Field(ContainerQuantities(), description="Minimum per container.")
 
@@ -123,20 +125,11 @@ class PodResources(Strict):
     memory: Quantity = Field(description="Memory request (and limit).")
 
 
-class ImageOwner(Strict):
-    """Mixin check: the image must not name the other inference backend."""
-
-    @model_validator(mode="after")
-    def _backend_matches_image(self):  # type: ignore[no-untyped-def]
-        image = getattr(self, "image", None)
-        backend = getattr(self, "backend", None)
-        if image is None or backend is None:
-            return self
-        other = {"vllm": "sglang", "sglang": "vllm"}[backend]
-        ref = f"{image.repository}:{image.tag}".lower()
-        if other in ref and backend not in ref:
-            raise ValueError(
-                f"backend is {backend!r} but the image {ref!r} is the {other} build; "
-                f"set backend: {other} or use the {backend} image"
-            )
-        return self
+def backend_image_problem(backend: str, image: Image) -> str | None:
+    """Why the image contradicts the backend, or None: an image naming the other backend only."""
+    other = {"vllm": "sglang", "sglang": "vllm"}[backend]
+    ref = f"{image.repository}:{image.tag}".lower()
+    if other in ref and backend not in ref:
+        return (f"backend is {backend!r} but the image {ref!r} is the {other} build; "
+                f"set backend: {other} or use the {backend} image")
+    return None

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from generator.models.common import (
     GpuSecuritySettings,
     Image,
-    ImageOwner,
+    backend_image_problem,
     LimitRangeSettings,
     OptionalImage,
     PodResources,
@@ -61,7 +61,7 @@ BACKEND_IMAGE_RULE = {
 }
 
 
-class InfraBase(ImageOwner):
+class InfraBase(Strict):
     """Fields shared by the infra spec's `infra` block and the chart values' `infra` block."""
 
     model_config = ConfigDict(json_schema_extra=BACKEND_IMAGE_RULE)
@@ -73,6 +73,15 @@ class InfraBase(ImageOwner):
     security: GpuSecuritySettings = Field(GpuSecuritySettings(), description="Opt-in securityContext for the GPU fleets.")
     resourceQuota: ResourceQuotaSettings = Field(ResourceQuotaSettings(), description="Opt-in namespace ResourceQuota.")
     limitRange: LimitRangeSettings = Field(LimitRangeSettings(), description="Opt-in namespace LimitRange.")
+
+    @field_validator("backend")
+    @classmethod
+    def _backend_matches_image(cls, backend: str, info: ValidationInfo) -> str:
+        image = info.data.get("image")
+        problem = image and backend_image_problem(backend, image)
+        if problem:
+            raise ValueError(problem)
+        return backend
 
 
 class InfraSettings(InfraBase):
@@ -102,11 +111,12 @@ class LaunchSettings(Strict):
     backoffLimit: int = Field(0, ge=0, le=10, description="Retries of a failed RayJob.")
     configMountPath: str = Field("/etc/dockyard", pattern=r"^/", description="Where the recipe ConfigMap is mounted on the head.")
 
-    @model_validator(mode="after")
-    def _attach_needs_cluster(self):  # type: ignore[no-untyped-def]
-        if self.mode == "attach" and not self.clusterName:
+    @field_validator("clusterName")
+    @classmethod
+    def _attach_needs_cluster(cls, name: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("mode") == "attach" and not name:
             raise ValueError("launch.mode attach needs launch.clusterName: the existing RayCluster to attach to")
-        return self
+        return name
 
 
 class WorkerGroupOverlay(BaseModel):
@@ -202,11 +212,12 @@ class NetworkPolicySettings(Strict):
         True, description="With allowEgress: block the cloud metadata endpoint (169.254.169.254/32, fd00:ec2::254/128); `false` allows it."
     )
 
-    @model_validator(mode="after")
-    def _cidrs_need_lockdown(self):  # type: ignore[no-untyped-def]
-        if self.allowEgress and self.allowedEgressCidrs:
+    @field_validator("allowedEgressCidrs")
+    @classmethod
+    def _cidrs_need_lockdown(cls, cidrs: list[str], info: ValidationInfo) -> list[str]:
+        if info.data.get("allowEgress") and cidrs:
             raise ValueError("allowedEgressCidrs only applies with allowEgress: false (egress is otherwise open)")
-        return self
+        return cidrs
 
 
 class SandboxPdbSettings(Strict):

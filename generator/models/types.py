@@ -56,9 +56,8 @@ def _cidr(value: str) -> str:
         net = ipaddress.ip_network(value, strict=False)
     except ValueError as exc:
         raise ValueError(f"{value!r} is not a CIDR block (expected e.g. 10.0.0.0/8): {exc}") from None
-    if str(net) != value and net.with_prefixlen != value:
-        if ipaddress.ip_network(value, strict=False).network_address != ipaddress.ip_interface(value).ip:
-            raise ValueError(f"{value!r} has host bits set; did you mean {net.with_prefixlen}?")
+    if net.network_address != ipaddress.ip_interface(value).ip:
+        raise ValueError(f"{value!r} has host bits set; did you mean {net.with_prefixlen}?")
     return value
 
 

@@ -1,0 +1,214 @@
+"""The chart rendered by the real helm: modes, order, invariants, overlay merging."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from generator.errors import CheckFailed
+from generator.tools import CHART_DIR, binary, versions
+from tests.conftest import chart_values, render_values
+
+INVARIANT_NAMES = ("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "DOCKYARD_FLEET_ROLE", "DOCKYARD_SANDBOX_URLS")
+SANDBOX_URL = "http://grpo-swe-sandbox.dockyard.svc.cluster.local:9090"
+GPU_ROLES = ("head", "trainer", "inference")
+
+
+def env_of(container):
+    return {e["name"]: e.get("value") for e in container.get("env", [])}
+
+
+def fleet_resources(group):
+    if group.get("resources"):
+        return {k: int(v) for k, v in group["resources"].items()}
+    raw = group["rayStartParams"]["resources"]
+    assert raw.startswith('"') and raw.endswith('"'), raw
+    return json.loads(json.loads(raw))
+
+
+@pytest.mark.parametrize(
+    "mode, gpu_kind, has_recipe",
+    [("rayjob", "RayJob", True), ("bringup", "RayCluster", True), ("attach", None, False)],
+)
+def test_each_mode_renders_its_gpu_fleet(render, mode, gpu_kind, has_recipe):
+    out = render(launch={"mode": mode, "clusterName": "shared" if mode == "attach" else None})
+    gpu = [k for k in out.kinds() if k in ("RayJob", "RayCluster")]
+    assert gpu == ([gpu_kind] if gpu_kind else [])
+    assert bool(out.all("ConfigMap")) is has_recipe
+    for kind in ("ServiceAccount", "Deployment", "Service", "NetworkPolicy", "PodDisruptionBudget"):
+        assert len(out.all(kind)) == 1, kind
+
+
+def test_apply_order_puts_governance_first_and_gpu_fleet_last(render):
+    out = render(infra={"resourceQuota": {"enabled": True, "hard": {"pods": 10}}, "limitRange": {"enabled": True}})
+    kinds = out.kinds()
+    assert kinds.index("ResourceQuota") < kinds.index("Deployment")
+    assert kinds.index("LimitRange") < kinds.index("Deployment")
+    assert kinds.index("ServiceAccount") < kinds.index("Deployment")
+    assert kinds.index("ConfigMap") < kinds.index("RayJob")
+    assert kinds[-2:] == ["RayJob", "Pod"]  # the helm test hook comes last
+
+
+def test_worker_groups_follow_the_recipe(render):
+    out = render(recipe={"cluster": {"trainer": {"nodes": 3, "gpusPerNode": 4}, "inference": {"nodes": 2, "gpusPerNode": 2}}})
+    groups = out.groups()
+    assert [g["groupName"] for g in out.ray_spec()["workerGroupSpecs"]] == ["trainer", "inference"]
+    for role, nodes, gpus in (("trainer", 3, 4), ("inference", 2, 2)):
+        g = groups[role]
+        assert g["replicas"] == g["minReplicas"] == g["maxReplicas"] == nodes
+        res = g["template"]["spec"]["containers"][0]["resources"]
+        assert res["limits"]["nvidia.com/gpu"] == res["requests"]["nvidia.com/gpu"] == gpus
+    assert "nvidia.com/gpu" not in groups["head"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+
+
+@pytest.mark.parametrize("inject", [True, False])
+def test_invariants_in_every_gpu_container(render, inject):
+    out = render(sandbox={"injectUrls": inject}, infra={"imagePullSecrets": ["regcred"]})
+    for role, group in out.groups().items():
+        spec = group["template"]["spec"]
+        assert spec["imagePullSecrets"] == [{"name": "regcred"}]
+        for c in spec["containers"]:
+            env = env_of(c)
+            assert env["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] == "0"
+            assert env["DOCKYARD_FLEET_ROLE"] == role
+            assert env.get("DOCKYARD_SANDBOX_URLS") == (SANDBOX_URL if inject else None)
+        assert spec["containers"][0]["image"] == "ghcr.io/dockyard-rl/ubuntu-swe:vllm"
+        assert fleet_resources(group) == {f"dockyard_fleet_{role}": 1}
+    entry = out.one("RayJob")["spec"]["entrypoint"]
+    assert entry.startswith("python -m dockyard_rl.train --config /etc/dockyard/recipe.yaml")
+    assert entry.endswith("env.code.sandbox_urls=null") is inject
+
+
+def test_overlay_cannot_remove_invariants(render):
+    hostile = {
+        "template": {"spec": {"containers": [{
+            "name": "ray-worker",
+            "image": "evil/image:1",
+            "env": [
+                {"name": "RAY_ENABLE_UV_RUN_RUNTIME_ENV", "value": "1"},
+                {"name": "DOCKYARD_FLEET_ROLE", "value": "inference"},
+                {"name": "DOCKYARD_SANDBOX_URLS", "value": "http://localhost:9090"},
+                {"name": "EXTRA", "value": "kept"},
+            ],
+            "resources": {"limits": {"nvidia.com/gpu": 1}},
+        }]}},
+        "rayStartParams": {"resources": '"{\\"custom\\": 2}"'},
+    }
+    out = render(kuberay={"spec": {"workerGroupSpecs": [{"groupName": "trainer", **hostile}]}})
+    trainer = out.groups()["trainer"]
+    c = trainer["template"]["spec"]["containers"][0]
+    env = env_of(c)
+    assert env["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] == "0"
+    assert env["DOCKYARD_FLEET_ROLE"] == "trainer"
+    assert env["DOCKYARD_SANDBOX_URLS"] == SANDBOX_URL
+    assert env["EXTRA"] == "kept"
+    assert [e["name"] for e in c["env"]].count("DOCKYARD_FLEET_ROLE") == 1
+    assert c["image"] == "ghcr.io/dockyard-rl/ubuntu-swe:vllm"
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == 8
+    assert fleet_resources(trainer) == {"custom": 2, "dockyard_fleet_trainer": 1}
+
+
+def test_overlay_merges_scheduling_volumes_and_sidecars(render):
+    ov = {
+        "headGroupSpec": {"template": {"spec": {"nodeSelector": {"pool": "cpu"},
+                                                "volumes": [{"name": "data", "emptyDir": {}}]}}},
+        "workerGroupSpecs": [{
+            "groupName": "inference",
+            "template": {"spec": {
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                "priorityClassName": "inference-high",
+                "containers": [{"name": "log-shipper", "image": "fluent/fluent-bit:3"},
+                               {"name": "ray-worker", "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}],
+                "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory"}}],
+            }},
+        }],
+        "enableInTreeAutoscaling": False,
+    }
+    out = render(kuberay={"spec": ov}, infra={"priorityClassName": "training"})
+    groups = out.groups()
+    head = groups["head"]["template"]["spec"]
+    assert head["nodeSelector"] == {"pool": "cpu"}
+    assert [v["name"] for v in head["volumes"]] == ["recipe", "data"]
+    assert head["priorityClassName"] == "training"
+    inf = groups["inference"]["template"]["spec"]
+    assert inf["priorityClassName"] == "inference-high"  # a fleet may override it
+    assert inf["tolerations"][0]["key"] == "nvidia.com/gpu"
+    names = [c["name"] for c in inf["containers"]]
+    assert names == ["ray-worker", "log-shipper"]
+    sidecar = inf["containers"][1]
+    assert sidecar["image"] == "fluent/fluent-bit:3"
+    assert env_of(sidecar)["DOCKYARD_FLEET_ROLE"] == "inference"
+    assert inf["containers"][0]["volumeMounts"] == [{"name": "shm", "mountPath": "/dev/shm"}]
+    assert groups["trainer"]["template"]["spec"]["priorityClassName"] == "training"
+
+
+def test_group_level_ray_resources_take_the_fleet_tag(render):
+    ov = {"workerGroupSpecs": [{"groupName": "trainer", "resources": {"custom": "2"}}]}
+    trainer = render(kuberay={"spec": ov}).groups()["trainer"]
+    assert trainer["resources"] == {"custom": "2", "dockyard_fleet_trainer": "1"}
+    assert "resources" not in trainer["rayStartParams"]  # KubeRay refuses both at once
+
+
+def test_head_mounts_the_recipe_configmap():
+    values = chart_values(recipe={"config": "name: grpo-swe\ngrpo: {steps: 3}\n"})
+    out = render_values(values)
+    cm = out.one("ConfigMap")
+    assert cm["metadata"]["name"] == "grpo-swe-recipe"
+    assert cm["data"]["recipe.yaml"] == "name: grpo-swe\ngrpo: {steps: 3}\n"
+    head = out.groups()["head"]["template"]["spec"]
+    assert {"name": "recipe", "configMap": {"name": "grpo-swe-recipe"}} in head["volumes"]
+    mount = head["containers"][0]["volumeMounts"][0]
+    assert mount == {"name": "recipe", "mountPath": "/etc/dockyard", "readOnly": True}
+
+
+def test_standard_labels_on_every_object(render):
+    out = render(infra={"resourceQuota": {"enabled": True, "hard": {"pods": 10}}})
+    for doc in out.docs:
+        labels = doc["metadata"]["labels"]
+        assert labels["app.kubernetes.io/name"] == "dockyard"
+        assert labels["app.kubernetes.io/instance"] == "grpo-swe"
+        assert labels["app.kubernetes.io/managed-by"] == "Helm"
+        assert labels["helm.sh/chart"] == "dockyard-0.1.0"
+        assert doc["metadata"]["namespace"] == "dockyard"
+
+
+@pytest.mark.parametrize("mode, limit", [("rayjob", 47), ("bringup", 53)])
+def test_release_name_limits_of_kuberay(mode, limit):
+    values = chart_values(launch={"mode": mode})
+    ok = "a" * limit
+    assert render_values(values, release=ok).all("RayJob" if mode == "rayjob" else "RayCluster")
+    with pytest.raises(CheckFailed, match=f"(at most|longer than) {limit}"):  # helm itself caps at 53
+        render_values(values, release="a" * (limit + 1))
+
+
+def test_release_name_must_be_dns1035():
+    with pytest.raises(CheckFailed, match="DNS-1035"):
+        render_values(chart_values(), release="1abc")
+
+
+def test_submitter_pod_gets_image_priority_and_secrets(render):
+    out = render(infra={"priorityClassName": "training", "imagePullSecrets": ["regcred"]})
+    sub = out.one("RayJob")["spec"]["submitterPodTemplate"]["spec"]
+    assert sub["priorityClassName"] == "training"
+    assert sub["imagePullSecrets"] == [{"name": "regcred"}]
+    assert sub["containers"][0]["image"] == "ghcr.io/dockyard-rl/ubuntu-swe:vllm"
+    assert "command" not in sub["containers"][0]  # KubeRay fills in `ray job submit`
+    http = render(launch={"submissionMode": "HTTPMode"}).one("RayJob")["spec"]
+    assert "submitterPodTemplate" not in http
+
+
+def test_rendering_is_deterministic():
+    values = chart_values(kuberay={"spec": {"workerGroupSpecs": [{"groupName": "trainer", "labels": {"a": "1", "b": "2"}}]}})
+    assert render_values(values).text == render_values(values).text
+
+
+def test_helm_lint_strict_is_clean():
+    proc = subprocess.run(
+        [binary("helm"), "lint", "--strict", str(CHART_DIR), "--kube-version", versions()["KUBERNETES_VERSION"]],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 chart(s) linted, 0 chart(s) failed" in proc.stdout
+    assert "[WARNING]" not in proc.stdout and "[ERROR]" not in proc.stdout

@@ -1,0 +1,102 @@
+"""Shared helpers: compose values, render them with the real helm, index the objects."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from generator.models import ChartValues
+from generator.tools import REPO
+
+EXAMPLES = REPO / "values-examples"
+RECIPE = EXAMPLES / "grpo_swe.yaml"
+INFRA_EXAMPLES = sorted(EXAMPLES.glob("*.infra.yaml"))
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def chart_values(**over: Any) -> dict[str, Any]:
+    """Chart defaults with `over` deep-merged, validated by the model (like the generator does)."""
+    base = ChartValues().model_dump(mode="json", by_alias=True, exclude_none=True)
+    base["recipe"]["name"] = "grpo-swe"
+    merged = deep_merge(base, over)
+    return ChartValues.model_validate(merged).model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class Rendered:
+    """Objects of one `helm template`, indexed by (kind, name)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.docs = [d for d in yaml.safe_load_all(text) if d]
+
+    def kinds(self) -> list[str]:
+        return [d["kind"] for d in self.docs]
+
+    def all(self, kind: str) -> list[dict[str, Any]]:
+        return [d for d in self.docs if d["kind"] == kind]
+
+    def one(self, kind: str) -> dict[str, Any]:
+        found = self.all(kind)
+        assert len(found) == 1, f"expected one {kind}, found {len(found)}: {self.kinds()}"
+        return found[0]
+
+    def ray_spec(self) -> dict[str, Any]:
+        if self.all("RayJob"):
+            return self.one("RayJob")["spec"]["rayClusterSpec"]
+        return self.one("RayCluster")["spec"]
+
+    def groups(self) -> dict[str, dict[str, Any]]:
+        spec = self.ray_spec()
+        out = {"head": spec["headGroupSpec"]}
+        out.update({g["groupName"]: g for g in spec["workerGroupSpecs"]})
+        return out
+
+    def pod_specs(self) -> dict[str, dict[str, Any]]:
+        """Every pod template by role: sandbox, head, trainer, inference, submitter, test."""
+        out: dict[str, dict[str, Any]] = {}
+        for d in self.docs:
+            if d["kind"] == "Deployment":
+                out["sandbox"] = d["spec"]["template"]["spec"]
+            if d["kind"] == "Pod":
+                out["test"] = d["spec"]
+            if d["kind"] == "RayJob" and "submitterPodTemplate" in d["spec"]:
+                out["submitter"] = d["spec"]["submitterPodTemplate"]["spec"]
+        if self.all("RayJob") or self.all("RayCluster"):
+            for role, group in self.groups().items():
+                out[role] = group["template"]["spec"]
+        return out
+
+
+def render_values(values: dict[str, Any], release: str = "grpo-swe", namespace: str = "dockyard", tests: bool = True) -> Rendered:
+    from generator.helm import template
+
+    return Rendered(template(values, release, namespace, tests=tests))
+
+
+@pytest.fixture
+def render():
+    """render(**overrides) -> Rendered, from chart defaults plus overrides."""
+
+    def _render(**over: Any) -> Rendered:
+        return render_values(chart_values(**over))
+
+    return _render
+
+
+def write(tmp_path: Path, name: str, data: Any) -> Path:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
+    return path
