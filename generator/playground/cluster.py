@@ -142,7 +142,7 @@ def node_summary(state: dict) -> dict:
     out = {"total": len(nodes), "ready": 0, "gpu_nodes": 0, "cpu_nodes": 0, "gpus": 0, "names": []}
     for n in nodes:
         out["names"].append(n["metadata"]["name"])
-        conds = {c["type"]: c["status"] for c in n.get("status", {}).get("conditions", [])}
+        conds = {c["type"]: c["status"] for c in (n.get("status") or {}).get("conditions") or []}
         if conds.get("Ready") == "True":
             out["ready"] += 1
         gpus = int(n.get("status", {}).get("capacity", {}).get("nvidia.com/gpu", "0") or 0)
@@ -204,6 +204,13 @@ def _kwok_config(state_dir: Path, kwok_dir: Path, lease_seconds: int) -> list[di
                 "enableDebuggingHandlers": True,
                 "enableProfilingHandler": False,
                 "nodeLeaseDurationSeconds": lease_seconds,
+                # kwok does not default these when a KwokConfiguration is given: its defaults, spelt out
+                "podPlayStageParallelism": 4,
+                "nodePlayStageParallelism": 4,
+                "nodeLeaseParallelism": 4,
+                "podsOnNodeSyncParallelism": 1,
+                "enablePodsOnNodeSyncListPager": True,
+                "enablePodsOnNodeSyncStreamWatch": False,
             },
         }
     ]
@@ -318,6 +325,13 @@ def _argv(state: dict, bins: dict[str, str], state_dir: Path) -> dict[str, list[
             f"--secure-port={p['apiserver']}",
             *serving,
             f"--client-ca-file={k['ca_crt']}",
+            f"--requestheader-client-ca-file={k['ca_crt']}",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={k['front_proxy_crt']}",
+            f"--proxy-client-key-file={k['front_proxy_key']}",
             f"--token-auth-file={state_dir / 'tokens.csv'}",
             "--authorization-mode=Node,RBAC",
             "--enable-admission-plugins=NodeRestriction,PodSecurity,ResourceQuota,LimitRanger,Priority,ServiceAccount",
@@ -410,7 +424,7 @@ def _crds_established(api, names: list[str]) -> tuple[bool, str]:
             crd = api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
         except (ApiError, OSError) as exc:
             return False, f"{name}: {exc}"
-        conds = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
+        conds = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions") or []}
         if conds.get("Established") != "True":
             return False, f"{name} not Established yet"
     return True, "all Established"
@@ -522,6 +536,10 @@ def _fresh_up(state_dir: Path, shape: Shape, bins: dict[str, str], timeout: floa
     except BaseException as exc:  # noqa: BLE001 - stop what we started on any failure, Ctrl-C too
         component = getattr(exc, "component", None)
         say(f"error: playground start-up failed: {exc}")
+        if not isinstance(exc, (UpError, KeyboardInterrupt)):
+            import traceback
+
+            say(traceback.format_exc().rstrip())
         if component and component in state.get("components", {}):
             say(f"--- last lines of {state['components'][component]['log']}:\n{procs.tail(state['components'][component]['log'])}")
         procs.stop(records(state))

@@ -12,6 +12,7 @@ import ipaddress
 import secrets
 from pathlib import Path
 
+FRONT_PROXY_CN = "front-proxy-client"
 SERVICE_NAMES = [
     "localhost",
     "kubernetes",
@@ -91,6 +92,21 @@ def generate(pki: Path, service_ip: str) -> dict[str, str]:
         .sign(ca_key, hashes.SHA256())
     )
 
+    # the apiserver's front-proxy client identity (aggregation layer / requestheader authentication)
+    fp_key = ec.generate_private_key(ec.SECP256R1())
+    fp_cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, FRONT_PROXY_CN)]))
+        .issuer_name(ca_name)
+        .public_key(fp_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(ten_years)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+
     sa_key = ec.generate_private_key(ec.SECP256R1())
     paths = {
         "ca_crt": pki / "ca.crt",
@@ -99,7 +115,11 @@ def generate(pki: Path, service_ip: str) -> dict[str, str]:
         "serving_key": pki / "serving.key",
         "sa_key": pki / "sa.key",
         "sa_pub": pki / "sa.pub",
+        "front_proxy_crt": pki / "front-proxy-client.crt",
+        "front_proxy_key": pki / "front-proxy-client.key",
     }
+    _write(paths["front_proxy_crt"], fp_cert.public_bytes(serialization.Encoding.PEM))
+    _write(paths["front_proxy_key"], key_pem(fp_key), private=True)
     _write(paths["ca_crt"], ca_cert.public_bytes(serialization.Encoding.PEM))
     _write(paths["ca_key"], key_pem(ca_key), private=True)
     _write(paths["serving_crt"], srv_cert.public_bytes(serialization.Encoding.PEM))
