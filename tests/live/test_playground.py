@@ -4,6 +4,7 @@ admission, KubeRay, logs, the network rule, and `up`/`status`/`down`."""
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import subprocess
 import sys
@@ -202,8 +203,9 @@ def test_restricted_namespace_rejects_a_root_pod(k8s, wait):
         with pytest.raises(ApiException) as err:
             core.create_namespaced_pod(ns, root)
         assert err.value.status == 403
-        assert 'violates PodSecurity "restricted:latest"' in err.value.body, err.value.body
-        assert "runAsUser=0" in err.value.body, err.value.body
+        message = json.loads(err.value.body)["message"]
+        assert 'violates PodSecurity "restricted:latest"' in message, message
+        assert "runAsUser=0" in message, message
 
         compliant = _pod(
             "compliant",
@@ -239,7 +241,8 @@ def test_resource_quota_is_enforced(k8s, namespace, wait):
     with pytest.raises(ApiException) as err:
         core.create_namespaced_pod(namespace, _pod("two", namespace, [_container(limits={"nvidia.com/gpu": "2"})]))
     assert err.value.status == 403
-    assert "exceeded quota: gpus" in err.value.body, err.value.body
+    message = json.loads(err.value.body)["message"]
+    assert "exceeded quota: gpus" in message, message
 
 
 # ------------------------------------------------------------------ KubeRay
