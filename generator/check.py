@@ -18,7 +18,8 @@ def schema_errors(values: dict) -> list[str]:
     return [f"{'.'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in validator.iter_errors(values)]
 
 
-def run_check(recipe: str, infra: str, overrides: list[str], out=sys.stdout) -> int:  # type: ignore[no-untyped-def]
+def run_check(recipe: str, infra: str, overrides: list[str], out=None) -> int:  # type: ignore[no-untyped-def]
+    out = out or sys.stdout
     from generator import helm, kubeconform
 
     inputs = load_inputs(recipe, infra, overrides)

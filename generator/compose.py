@@ -30,6 +30,20 @@ def _validate(model: type, doc: Document) -> Any:
         raise from_validation(exc, model, [((), doc)]) from None
 
 
+def _near_misses(recipe: Recipe, doc: Document) -> list[Problem]:
+    """The recipe's extra keys are opaque, but one a letter away from a launcher key is a typo."""
+    import difflib
+
+    known = list(Recipe.model_fields)
+    out = []
+    for key in recipe.model_extra or {}:
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+        if close and close[0] not in doc.data:
+            out.append(Problem(doc.path, doc.line_of((key,)), key, f"unknown key {key!r} (the launcher reads {close[0]!r})",
+                               "one of the launcher keys: " + ", ".join(known) + ", or a dockyard_rl section", close[0]))
+    return out
+
+
 def load_inputs(recipe_path: str | Path, infra_path: str | Path, overrides: list[str] | None = None) -> Inputs:
     """Parse and validate both files; every problem of both is reported at once."""
     problems: list[Problem] = []
@@ -39,6 +53,7 @@ def load_inputs(recipe_path: str | Path, infra_path: str | Path, overrides: list
         recipe_doc = load(recipe_path)
         apply_overrides(recipe_doc, overrides or [])
         recipe = _validate(Recipe, recipe_doc)
+        problems += _near_misses(recipe, recipe_doc)
     except InputError as exc:
         problems += exc.problems
     try:
@@ -89,5 +104,18 @@ def values_dict(values: ChartValues) -> dict[str, Any]:
     return values.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+class _HelmSafeDumper(yaml.SafeDumper):
+    """Quotes strings that Helm's YAML 1.1 parser would read as booleans (y, n, …)."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    if value in ("y", "Y", "n", "N"):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="'")
+    return dumper.represent_str(value)
+
+
+_HelmSafeDumper.add_representer(str, _str)
+
+
 def values_yaml(values: ChartValues) -> str:
-    return yaml.safe_dump(values_dict(values), sort_keys=False, allow_unicode=True, width=120)
+    return yaml.dump(values_dict(values), Dumper=_HelmSafeDumper, sort_keys=False, allow_unicode=True, width=120)

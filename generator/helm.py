@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import tempfile
 from typing import Any
-
-import yaml
 
 from generator.errors import CheckFailed
 from generator.tools import CHART_DIR, binary, versions
@@ -14,8 +13,9 @@ from generator.tools import CHART_DIR, binary, versions
 
 def template(values: dict[str, Any], release: str, namespace: str, *, tests: bool = False) -> str:
     """Render the chart with one `helm template` process; Helm enforces values.schema.json too."""
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="dockyard-values-") as f:
-        yaml.safe_dump(values, f, sort_keys=False)
+    # JSON is YAML that no parser reads differently (Helm's YAML 1.1 reads a bare `y` as true).
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="dockyard-values-") as f:
+        json.dump(values, f)
         f.flush()
         cmd = [
             binary("helm"), "template", release, str(CHART_DIR),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -145,10 +146,15 @@ def validate(manifests: str) -> list[Result]:
         report = json.loads(proc.stdout)
     except json.JSONDecodeError:
         raise RuntimeError(f"kubeconform failed: {proc.stderr.strip() or proc.stdout.strip()}") from None
-    out = []
-    for r in report.get("resources", []):
-        out.append(Result(r.get("kind", "?"), r.get("name", "?"), r.get("status", "?").removeprefix("status").lower(), r.get("msg", "")))
-    return out
+    return [
+        Result(r.get("kind", "?"), r.get("name", "?"), r.get("status", "?").removeprefix("status").lower(), _short(r.get("msg", "")))
+        for r in report.get("resources", [])
+    ]
+
+
+def _short(message: str) -> str:
+    """Drop kubeconform's boilerplate and the schema file URL; keep where and what."""
+    return re.sub(r"^problem validating schema\. Check JSON formatting: jsonschema validation failed with '[^']*' - ", "", message)
 
 
 def in_stream_order(results: list[Result], manifests: str) -> list[Result]:

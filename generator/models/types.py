@@ -6,7 +6,7 @@ import ipaddress
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 # Kubernetes resource.Quantity, e.g. 500m, 2Gi, 1.5, 10G, 1e3.
 QUANTITY_RE = r"^([+]?[0-9]+(\.[0-9]*)?|[+]?\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"
@@ -29,9 +29,13 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_default=True)
 
 
-def _quantity(value: Any) -> Any:
+def _not_bool(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError("expected a Kubernetes quantity such as 1, 500m or 2Gi, not a boolean")
+    return value
+
+
+def _quantity(value: Any) -> Any:
     if isinstance(value, (int, float)):
         if value < 0:
             raise ValueError(f"quantity must not be negative, got {value}")
@@ -48,7 +52,9 @@ QUANTITY_SCHEMA = {
     ]
 }
 
-Quantity = Annotated[int | float | str, AfterValidator(_quantity), WithJsonSchema(QUANTITY_SCHEMA)]
+Quantity = Annotated[
+    int | float | str, BeforeValidator(_not_bool), AfterValidator(_quantity), WithJsonSchema(QUANTITY_SCHEMA)
+]
 
 
 def _cidr(value: str) -> str:

@@ -212,3 +212,9 @@ def test_helm_lint_strict_is_clean():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 chart(s) linted, 0 chart(s) failed" in proc.stdout
     assert "[WARNING]" not in proc.stdout and "[ERROR]" not in proc.stdout
+
+
+def test_overlay_container_without_mounts_leaves_no_null_lists(render):
+    ov = {"workerGroupSpecs": [{"groupName": "trainer", "template": {"spec": {"containers": [{"name": "ray-worker"}]}}}]}
+    c = render(kuberay={"spec": ov}).groups()["trainer"]["template"]["spec"]["containers"][0]
+    assert "volumeMounts" not in c

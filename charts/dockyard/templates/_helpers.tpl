@@ -21,7 +21,7 @@
 
 {{- define "dockyard.selectorLabels" -}}
 app.kubernetes.io/name: {{ .Chart.Name }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end -}}
 
 {{- define "dockyard.labels" -}}
@@ -132,6 +132,6 @@ fsGroup: {{ .fsGroup | default 1000 }}
 
 {{- define "dockyard.imagePullSecrets" -}}
 {{- range . }}
-- name: {{ . }}
+- name: {{ . | quote }}
 {{- end }}
 {{- end -}}

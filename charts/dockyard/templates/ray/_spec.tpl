@@ -12,7 +12,7 @@ metadata:
     {{- include "dockyard.componentLabels" (dict "ctx" $ctx "component" "ray" "fleet" .role) | nindent 4 }}
 spec:
   {{- with $ctx.Values.infra.priorityClassName }}
-  priorityClassName: {{ . }}
+  priorityClassName: {{ . | quote }}
   {{- end }}
   {{- if $sec.enabled }}
   securityContext:
@@ -111,7 +111,8 @@ env and volumeMounts append; any other container is a sidecar. */ -}}
 {{- if or (not .name) (eq .name $main.name) -}}
 {{- $c := omit . "env" "volumeMounts" -}}
 {{- $_ := set $main "env" (concat ($main.env | default list) (.env | default list)) -}}
-{{- $_ := set $main "volumeMounts" (concat ($main.volumeMounts | default list) (.volumeMounts | default list)) -}}
+{{- $mounts := concat ($main.volumeMounts | default list) (.volumeMounts | default list) -}}
+{{- if $mounts -}}{{- $_ := set $main "volumeMounts" $mounts -}}{{- end -}}
 {{- $main = mergeOverwrite $main $c -}}
 {{- else -}}
 {{- $sidecars = append $sidecars . -}}

@@ -1,0 +1,94 @@
+"""Property tests: any valid infra renders, passes kubeconform -strict and keeps every invariant."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from generator import kubeconform
+from generator.models import ChartValues
+from tests.conftest import chart_values, render_values
+
+quantity_cpu = st.sampled_from(["250m", "1", "2", 4, "1.5"])
+quantity_mem = st.sampled_from(["512Mi", "2Gi", "8Gi", "1G"])
+names = st.from_regex(r"[a-z][a-z0-9]{0,10}", fullmatch=True)
+
+security = st.fixed_dictionaries({
+    "enabled": st.booleans(),
+    "profile": st.sampled_from(["baseline", "restricted"]),
+    "runAsNonRoot": st.booleans(),
+    "readOnlyRootFilesystem": st.booleans(),
+})
+
+infra_over = st.fixed_dictionaries({
+    "recipe": st.fixed_dictionaries({
+        "cluster": st.fixed_dictionaries({
+            "trainer": st.fixed_dictionaries({"nodes": st.integers(1, 64), "gpusPerNode": st.integers(1, 16)}),
+            "inference": st.fixed_dictionaries({"nodes": st.integers(1, 64), "gpusPerNode": st.integers(1, 16)}),
+        }),
+    }),
+    "infra": st.fixed_dictionaries({
+        "priorityClassName": st.one_of(st.none(), names),
+        "imagePullSecrets": st.lists(names, max_size=2, unique=True),
+        "security": security,
+    }),
+    "launch": st.fixed_dictionaries({"mode": st.sampled_from(["rayjob", "bringup", "attach"])}),
+    "kuberay": st.fixed_dictionaries({
+        "pdb": st.fixed_dictionaries({"enabled": st.booleans()}),
+        "spec": st.fixed_dictionaries({
+            "workerGroupSpecs": st.lists(st.fixed_dictionaries({
+                "groupName": st.sampled_from(["trainer", "inference"]),
+                "template": st.fixed_dictionaries({"spec": st.fixed_dictionaries({
+                    "nodeSelector": st.dictionaries(names, names, max_size=2),
+                    "containers": st.just([{"name": "ray-worker", "env": [{"name": "DOCKYARD_FLEET_ROLE", "value": "x"}]}]),
+                })}),
+            }), max_size=2, unique_by=lambda g: g["groupName"]),
+        }),
+    }),
+    "sandbox": st.fixed_dictionaries({
+        "replicas": st.integers(0, 1000),
+        "injectUrls": st.booleans(),
+        "port": st.integers(1024, 65535),
+        "resources": st.fixed_dictionaries({"cpu": quantity_cpu, "memory": quantity_mem}),
+        "security": security,
+        "networkPolicy": st.one_of(
+            st.fixed_dictionaries({"allowEgress": st.just(True), "blockCloudMetadata": st.booleans()}),
+            st.fixed_dictionaries({"allowEgress": st.just(False), "allowedEgressCidrs": st.lists(
+                st.sampled_from(["10.0.0.0/8", "192.0.2.0/24", "2001:db8::/32"]), max_size=3, unique=True)}),
+        ),
+        "pdb": st.fixed_dictionaries({"enabled": st.booleans()}),
+    }),
+})
+
+
+# Each example runs helm and kubeconform (~0.3 s): no shrinking, which would take minutes.
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@given(over=infra_over)
+def test_any_valid_values_render_validate_and_keep_invariants(over):
+    if over["launch"]["mode"] == "attach":
+        over["launch"]["clusterName"] = "shared"
+    values = chart_values(**over)
+    ChartValues.model_validate(values)
+    out = render_values(values)
+    results = kubeconform.validate(out.text)
+    assert results and all(r.status == "valid" for r in results), [r for r in results if r.status != "valid"]
+    mode = over["launch"]["mode"]
+    if mode == "attach":
+        assert not out.all("RayJob") and not out.all("RayCluster")
+        return
+    for role, group in out.groups().items():
+        for c in group["template"]["spec"]["containers"]:
+            env = {e["name"]: e.get("value") for e in c["env"]}
+            assert env["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] == "0"
+            assert env["DOCKYARD_FLEET_ROLE"] == role
+            assert ("DOCKYARD_SANDBOX_URLS" in env) is over["sandbox"]["injectUrls"]
+        params = group["rayStartParams"]["resources"]
+        assert f"dockyard_fleet_{role}" in json.loads(json.loads(params))
+        if role != "head":
+            shape = over["recipe"]["cluster"][role]
+            assert group["replicas"] == shape["nodes"]
+            assert group["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == shape["gpusPerNode"]
+    assert out.one("Deployment")["spec"]["replicas"] == over["sandbox"]["replicas"]

@@ -1,0 +1,159 @@
+"""Bad input exits 2 with file, line, key path, what was expected and a close match; never a traceback."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from generator.cli import main
+from tests.conftest import RECIPE, write
+
+GOOD_INFRA = {
+    "infra": {"namespace": "dockyard", "image": {"repository": "ghcr.io/dockyard-rl/ubuntu-swe", "tag": "2026.11-vllm"}, "backend": "vllm"},
+    "launch": {"mode": "rayjob"},
+    "sandbox": {"replicas": 2},
+}
+
+
+def infra_with(path: str, value) -> dict:
+    """GOOD_INFRA with `value` set at dotted `path`."""
+    data = yaml.safe_load(yaml.safe_dump(GOOD_INFRA))
+    node = data
+    *parents, last = path.split(".")
+    for p in parents:
+        node = node.setdefault(p, {})
+    node[last] = value
+    return data
+
+
+# (id, infra-or-recipe change, expected fragments of the error output)
+CASES = [
+    ("unknown top key", ("infra", "sandboxx", {}), ["sandboxx: unknown key 'sandboxx'", "did you mean: sandbox"]),
+    ("misspelt sandbox key", ("infra", "sandbox.replcas", 2), ["sandbox.replcas: unknown key", "did you mean: replicas"]),
+    ("misspelt resources key", ("infra", "sandbox.resources.memroy", "2Gi"), ["sandbox.resources.memroy", "did you mean: memory"]),
+    ("misspelt infra key", ("infra", "infra.imagePullSecret", ["x"]), ["infra.imagePullSecret", "did you mean: imagePullSecrets"]),
+    ("negative replicas", ("infra", "sandbox.replicas", -1), ["sandbox.replicas: -1 is out of range", "greater than or equal to 0"]),
+    ("replicas wrong type", ("infra", "sandbox.replicas", "many"), ["sandbox.replicas: wrong type: 'many'", "valid integer"]),
+    ("bad cpu quantity", ("infra", "sandbox.resources.cpu", "lots"), ["sandbox.resources.cpu: 'lots' is not a Kubernetes quantity"]),
+    ("bad memory quantity", ("infra", "sandbox.resources.memory", "2GB"), ["sandbox.resources.memory: '2GB' is not a Kubernetes quantity"]),
+    ("negative quantity", ("infra", "sandbox.resources.cpu", -2), ["sandbox.resources.cpu: quantity must not be negative"]),
+    ("bool quantity", ("infra", "sandbox.resources.cpuLimit", True), ["sandbox.resources.cpuLimit: expected a Kubernetes quantity"]),
+    ("bad cidr", ("infra", "sandbox.networkPolicy", {"allowEgress": False, "allowedEgressCidrs": ["10.0.0.0/33"]}),
+     ["sandbox.networkPolicy.allowedEgressCidrs[0]: '10.0.0.0/33' is not valid", "a CIDR block"]),
+    ("cidr host bits", ("infra", "sandbox.networkPolicy", {"allowEgress": False, "allowedEgressCidrs": ["10.1.2.3/16"]}),
+     ["has host bits set; did you mean 10.1.0.0/16?"]),
+    ("cidrs with open egress", ("infra", "sandbox.networkPolicy", {"allowedEgressCidrs": ["10.0.0.0/8"]}),
+     ["sandbox.networkPolicy.allowedEgressCidrs: allowedEgressCidrs only applies with allowEgress: false"]),
+    ("backend contradicts image", ("infra", "infra.backend", "sglang"),
+     ["infra.backend: backend is 'sglang' but the image", "is the vllm build"]),
+    ("unknown backend", ("infra", "infra.backend", "vlm"), ["infra.backend: 'vlm' is not allowed", "one of: vllm, sglang", "did you mean: vllm"]),
+    ("unknown mode", ("infra", "launch.mode", "ray-job"), ["launch.mode: 'ray-job' is not allowed", "did you mean: rayjob"]),
+    ("attach without cluster", ("infra", "launch.mode", "attach"), ["launch.clusterName: launch.mode attach needs launch.clusterName"]),
+    ("missing image", ("infra", "infra.image", None), ["infra.image: wrong type: None"]),
+    ("missing repository", ("infra", "infra.image", {"tag": "x"}), ["infra.image.repository: required key is missing"]),
+    ("bad repository", ("infra", "infra.image.repository", "GHCR.io/Org"), ["infra.image.repository: 'GHCR.io/Org' is not valid", "an image repository"]),
+    ("bad digest", ("infra", "infra.image.digest", "sha256:abc"), ["infra.image.digest", "sha256:<64 hex digits>"]),
+    ("bad namespace", ("infra", "infra.namespace", "Dockyard_NS"), ["infra.namespace: 'Dockyard_NS' is not valid", "DNS-1123 label"]),
+    ("bad priority class", ("infra", "infra.priorityClassName", "High Priority"), ["infra.priorityClassName", "DNS-1123 name"]),
+    ("port out of range", ("infra", "sandbox.port", 70000), ["sandbox.port: 70000 is out of range", "less than or equal to 65535"]),
+    ("unknown profile", ("infra", "sandbox.security.profile", "strict"), ["sandbox.security.profile: 'strict' is not allowed", "baseline, restricted"]),
+    ("duplicate group names", ("infra", "kuberay.spec", {"workerGroupSpecs": [{"groupName": "trainer"}, {"groupName": "trainer"}]}),
+     ["kuberay.spec.workerGroupSpecs: duplicate groupName 'trainer'"]),
+    ("unknown group name", ("infra", "kuberay.spec", {"workerGroupSpecs": [{"groupName": "critic"}]}),
+     ["kuberay.spec.workerGroupSpecs[0].groupName: 'critic' is not allowed", "trainer, inference"]),
+    ("ray resources twice", ("infra", "kuberay.spec", {"workerGroupSpecs": [{"groupName": "trainer", "resources": {"x": "1"}, "rayStartParams": {"num-cpus": "4"}}]}),
+     ["trainer: Ray resources set both in group-level `resources` and rayStartParams ['num-cpus']"]),
+    ("labels in rayStartParams", ("infra", "kuberay.spec", {"headGroupSpec": {"rayStartParams": {"labels": "a=b"}}}),
+     ["headGroupSpec: rayStartParams.labels is refused by KubeRay"]),
+    ("replicas in overlay", ("infra", "kuberay.spec", {"workerGroupSpecs": [{"groupName": "inference", "replicas": 3}]}),
+     ["inference: replicas comes from the recipe's cluster.<group>.nodes"]),
+    ("quota without limits", ("infra", "infra.resourceQuota", {"enabled": True}), ["infra.resourceQuota.hard: resourceQuota is enabled but `hard` is empty"]),
+    ("bad toleration operator", ("infra", "sandbox.tolerations", [{"key": "a", "operator": "In"}]),
+     ["sandbox.tolerations[0].operator: 'In' is not allowed", "Exists, Equal"]),
+    ("spread without key", ("infra", "sandbox.topologySpreadConstraints", [{"maxSkew": 1}]),
+     ["sandbox.topologySpreadConstraints[0].topologyKey: required key is missing"]),
+    ("recipe name too long for a RayJob", ("recipe", "name", "a" * 48),
+     ["name: '" + "a" * 48 + "' has 48 characters; KubeRay allows at most 47 for a RayJob", "did you mean: " + "a" * 47]),
+    ("recipe name not DNS", ("recipe", "name", "GRPO_swe"), ["name: 'GRPO_swe' is not valid", "DNS-1035 label"]),
+    ("recipe zero nodes", ("recipe", "cluster", {"trainer": {"nodes": 0, "gpusPerNode": 8}}), ["cluster.trainer.nodes: 0 is out of range"]),
+    ("recipe misspelt group", ("recipe", "cluster", {"trainr": {"nodes": 1}}), ["cluster.trainr: unknown key", "did you mean: trainer"]),
+    ("recipe missing entrypoint", ("recipe", "entrypoint", None), ["entrypoint: wrong type: None"]),
+]
+
+
+def run_cli(capsys, recipe, infra, *extra):
+    code = main(["values", str(recipe), str(infra), *extra])
+    captured = capsys.readouterr()
+    return code, captured.err
+
+
+@pytest.mark.parametrize("case_id, change, expected", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_table(tmp_path, capsys, case_id, change, expected):
+    target, path, value = change
+    recipe, infra = RECIPE, write(tmp_path, "bad.infra.yaml", GOOD_INFRA)
+    if target == "infra":
+        infra = write(tmp_path, "bad.infra.yaml", infra_with(path, value))
+    else:
+        data = yaml.safe_load(RECIPE.read_text())
+        data[path] = value
+        recipe = write(tmp_path, "bad.yaml", data)
+    code, err = run_cli(capsys, recipe, infra)
+    assert code == 2, err
+    assert "Traceback" not in err
+    bad_file = infra if target == "infra" else recipe
+    assert f"error: {bad_file}:" in err
+    for fragment in expected:
+        assert fragment in err, f"{fragment!r} not in:\n{err}"
+
+
+def test_line_numbers_point_at_the_key(tmp_path, capsys):
+    infra = write(tmp_path, "i.yaml", (
+        "infra:\n"
+        "  image: {repository: ghcr.io/x/ubuntu-swe}\n"
+        "sandbox:\n"
+        "  replicas: 2\n"
+        "  resources:\n"
+        "    cpu: one\n"
+    ))
+    code, err = run_cli(capsys, RECIPE, infra)
+    assert code == 2
+    assert f"error: {infra}:6: sandbox.resources.cpu: 'one' is not a Kubernetes quantity" in err
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("infra: [unclosed\n", ":2: malformed YAML: expected ',' or ']'"),
+    ("infra:\n  image: {repository: a}\n  image: {repository: b}\n", ":3: infra.image: duplicate key 'image'"),
+    ("- a list\n", ":1: the file holds a list, not a mapping"),
+])
+def test_malformed_yaml(tmp_path, capsys, text, fragment):
+    code, err = run_cli(capsys, RECIPE, write(tmp_path, "i.yaml", text))
+    assert code == 2 and fragment in err and "Traceback" not in err
+
+
+def test_missing_file(tmp_path, capsys):
+    code, err = run_cli(capsys, RECIPE, tmp_path / "nope.yaml")
+    assert code == 2 and "cannot read the file" in err
+
+
+def test_errors_from_both_files_at_once(tmp_path, capsys):
+    recipe = write(tmp_path, "r.yaml", {"name": "x", "entrypoint": "e", "clusterr": {}})
+    infra = write(tmp_path, "i.yaml", infra_with("sandbox.replicas", -3))
+    code, err = run_cli(capsys, recipe, infra)
+    assert code == 2 and "sandbox.replicas" in err
+    assert f"error: {recipe}:3: clusterr: unknown key 'clusterr' (the launcher reads 'cluster')" in err
+
+
+@pytest.mark.parametrize("override, fragment", [
+    ("cluster.trainer.nodes=-1", "error: <command line>: cluster.trainer.nodes: -1 is out of range"),
+    ("noequals", "bad override 'noequals'"),
+    ("cluster..nodes=1", "bad override"),
+    ("name.first=x", "cannot set name.first: name is a str, not a mapping"),
+    ("cluster.trainer.gpusPerNode=[1", "value is not YAML"),
+])
+def test_bad_overrides(tmp_path, capsys, override, fragment):
+    code, err = run_cli(capsys, RECIPE, write(tmp_path, "i.yaml", GOOD_INFRA), override)
+    assert code == 2 and fragment in err, err
+
+
+def test_table_is_large_enough():
+    assert len(CASES) >= 30
