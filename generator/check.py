@@ -1,43 +1,29 @@
-"""`check`: models, values schema, one `helm template`, one `kubeconform -strict`, a summary table."""
+"""`check`: models, values schema (enforced by helm), one `helm template`, one `kubeconform -strict`."""
 
 from __future__ import annotations
 
-import json
 import sys
+
+from generator import helm, kubeconform
 from generator.compose import compose, load_inputs, values_dict
-from generator.errors import EXIT_FAILED, EXIT_OK, CheckFailed
-from generator.tools import CHART_DIR, versions
+from generator.errors import EXIT_FAILED, EXIT_OK
+from generator.tools import versions
 
 
-def schema_errors(values: dict) -> list[str]:
-    """Validate values against the chart's values.schema.json (what Helm enforces)."""
-    import jsonschema
-
-    schema = json.loads((CHART_DIR / "values.schema.json").read_text())
-    validator = jsonschema.Draft7Validator(schema)
-    return [f"{'.'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in validator.iter_errors(values)]
-
-
-def run_check(recipe: str, infra: str, overrides: list[str], out=None) -> int:  # type: ignore[no-untyped-def]
+def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator=None) -> int:  # type: ignore[no-untyped-def]
+    """`validator` is a kubeconform.Run started by the caller, so its start-up overlaps ours."""
     out = out or sys.stdout
-    from generator import helm, kubeconform
-
-    inputs = load_inputs(recipe, infra, overrides)
-    values = compose(inputs)
-    data = values_dict(values)
-    rows = [("✓", "models", "recipe and infra spec are valid")]
-    errors = schema_errors(data)
-    if errors:
-        raise CheckFailed("values.schema.json refuses the composed values:\n  " + "\n  ".join(errors))
-    rows.append(("✓", "values schema", "charts/dockyard/values.schema.json accepts the values"))
-    manifests = helm.template(data, values.recipe.name, inputs.infra.infra.namespace, tests=True)
-    results = kubeconform.in_stream_order(kubeconform.validate(manifests), manifests)
-    rows.append(("✓", "helm template", f"{len(results)} objects rendered (helm {versions()['HELM_VERSION']})"))
+    validator = validator or kubeconform.Run()
+    try:
+        inputs = load_inputs(recipe, infra, overrides)
+        values = compose(inputs)
+        manifests = helm.template(values_dict(values), values.recipe.name, inputs.infra.infra.namespace, tests=True)
+    except BaseException:
+        validator.cancel()
+        raise
+    results = kubeconform.in_stream_order(validator.finish(manifests), manifests)
     bad = [r for r in results if r.status != "valid"]
-    mark = "✓" if not bad else "✗"
-    rows.append((mark, "kubeconform", f"{len(results) - len(bad)} valid, {len(bad)} not "
-                 f"(-strict; Kubernetes {kubeconform.kube_minor()}, KubeRay {versions()['KUBERAY_VERSION']} CRDs)"))
-    width = max(len(r.kind) for r in results) if results else 4
+    width = max((len(r.kind) for r in results), default=4)
     print(f"check {recipe} + {infra}: release {values.recipe.name}, namespace {inputs.infra.infra.namespace}, "
           f"mode {values.launch.mode}", file=out)
     for r in results:
@@ -45,7 +31,14 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None) -> int:  
         if r.status != "valid":
             line += f"  — {r.status}: {r.message}"
         print(line, file=out)
+    rows = [
+        ("✓", "models", "recipe and infra spec are valid"),
+        ("✓", "values schema", "charts/dockyard/values.schema.json accepts the values (enforced by helm)"),
+        ("✓", "helm template", f"{len(results)} objects rendered (helm {versions()['HELM_VERSION']})"),
+        ("✗" if bad else "✓", "kubeconform", f"{len(results) - len(bad)} valid, {len(bad)} not "
+         f"(-strict; Kubernetes {kubeconform.kube_minor()}, KubeRay {versions()['KUBERAY_VERSION']} CRDs)"),
+    ]
     print(file=out)
-    for mark_, step, detail in rows:
-        print(f"{mark_} {step:<14} {detail}", file=out)
+    for mark, step, detail in rows:
+        print(f"{mark} {step:<14} {detail}", file=out)
     return EXIT_OK if not bad else EXIT_FAILED

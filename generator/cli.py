@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from generator.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2  # as in generator.errors, without importing pydantic
 
 
 def _inputs_args(p: argparse.ArgumentParser, output: bool = True) -> None:
@@ -47,9 +47,12 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from generator.kubeconform import Run
+
+    validator = Run()  # starts now, so kubeconform's start-up overlaps the imports below
     from generator.check import run_check
 
-    return run_check(args.recipe, args.infra, args.overrides)
+    return run_check(args.recipe, args.infra, args.overrides, validator=validator)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,14 +81,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:
-    """Subcommand groups that live in their own modules."""
+    """Subcommand groups that live in their own packages: each exposes add_parser(subparsers)."""
+    import importlib
+
     out = []
-    try:
-        from generator.playground.cli import add_parser as playground
-    except ImportError:  # the playground package is optional at this point
-        pass
-    else:
-        out.append(playground)
+    for module in ("generator.live.cli", "generator.playground.cli"):
+        try:
+            out.append(importlib.import_module(module).add_parser)
+        except ModuleNotFoundError as exc:
+            if exc.name not in (module, module.rsplit(".", 1)[0]):
+                raise
     return out
 
 

@@ -62,11 +62,17 @@ def _bundle(node: Any, defs: dict[str, Any], need: dict[str, Any]) -> None:
 
 
 def core_schemas() -> Path:
-    import kubernetes_validate
+    from importlib.metadata import version
 
-    src = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / f"{kube_minor()}-local-strict"
+    dest = cache_dir() / "schemas" / f"kubernetes-{kube_minor()}-strict-kv{version('kubernetes-validate')}"
 
     def build(out: Path) -> None:
+        import importlib.util
+
+        # The package's data only: importing kubernetes_validate itself costs ~0.1 s.
+        spec = importlib.util.find_spec("kubernetes_validate")
+        assert spec and spec.submodule_search_locations
+        src = Path(spec.submodule_search_locations[0]) / "kubernetes-json-schema" / f"{kube_minor()}-local-strict"
         defs = json.loads((src / "_definitions.json").read_text())["$defs"]
         for path in src.glob("*.json"):
             if path.name.startswith("_") or path.name.endswith("list-v1.json"):
@@ -79,8 +85,7 @@ def core_schemas() -> Path:
             schema["definitions"] = need
             (out / path.name).write_text(json.dumps(schema))
 
-    version = kubernetes_validate.__version__ if hasattr(kubernetes_validate, "__version__") else "pkg"
-    return _atomic_dir(cache_dir() / "schemas" / f"kubernetes-{kube_minor()}-strict-kv{version}", build)
+    return _atomic_dir(dest, build)
 
 
 def _strict(node: Any) -> Any:
@@ -131,25 +136,40 @@ class Result:
     message: str = ""
 
 
+class Run:
+    """One kubeconform -strict process, started early so its start-up overlaps other work."""
+
+    def __init__(self) -> None:
+        core, crds = core_schemas(), crd_schemas()
+        cmd = [
+            binary("kubeconform"), "-strict", "-output", "json", "-verbose",
+            "-kubernetes-version", kube_minor().lstrip("v"),
+            "-schema-location", f"{core}/{{{{ .ResourceKind }}}}{{{{ .KindSuffix }}}}.json",
+            "-schema-location", f"{crds}/{{{{ .ResourceKind }}}}-{{{{ .Group }}}}-{{{{ .ResourceAPIVersion }}}}.json",
+            "-",
+        ]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def finish(self, manifests: str) -> list[Result]:
+        stdout, stderr = self.proc.communicate(manifests)
+        try:
+            report = json.loads(stdout)
+        except json.JSONDecodeError:
+            raise RuntimeError(f"kubeconform failed: {stderr.strip() or stdout.strip()}") from None
+        return [
+            Result(r.get("kind", "?"), r.get("name", "?"), r.get("status", "?").removeprefix("status").lower(),
+                   _short(r.get("msg", "")))
+            for r in report.get("resources", [])
+        ]
+
+    def cancel(self) -> None:
+        self.proc.kill()
+        self.proc.communicate()
+
+
 def validate(manifests: str) -> list[Result]:
-    """Run one kubeconform -strict process over a multi-document YAML stream."""
-    core, crds = core_schemas(), crd_schemas()
-    cmd = [
-        binary("kubeconform"), "-strict", "-output", "json", "-verbose",
-        "-kubernetes-version", kube_minor().lstrip("v"),
-        "-schema-location", f"{core}/{{{{ .ResourceKind }}}}{{{{ .KindSuffix }}}}.json",
-        "-schema-location", f"{crds}/{{{{ .ResourceKind }}}}-{{{{ .Group }}}}-{{{{ .ResourceAPIVersion }}}}.json",
-        "-",
-    ]
-    proc = subprocess.run(cmd, input=manifests, capture_output=True, text=True)
-    try:
-        report = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        raise RuntimeError(f"kubeconform failed: {proc.stderr.strip() or proc.stdout.strip()}") from None
-    return [
-        Result(r.get("kind", "?"), r.get("name", "?"), r.get("status", "?").removeprefix("status").lower(), _short(r.get("msg", "")))
-        for r in report.get("resources", [])
-    ]
+    """kubeconform -strict over a multi-document YAML stream."""
+    return Run().finish(manifests)
 
 
 def _short(message: str) -> str:
@@ -157,10 +177,15 @@ def _short(message: str) -> str:
     return re.sub(r"^problem validating schema\. Check JSON formatting: jsonschema validation failed with '[^']*' - ", "", message)
 
 
+_KIND = re.compile(r"^kind: *(\S+)", re.M)
+_NAME = re.compile(r"^metadata:\n(?:  .*\n)*?  name: *[\"']?([^\"'\n]+)", re.M)
+
+
 def in_stream_order(results: list[Result], manifests: str) -> list[Result]:
-    """kubeconform reports in goroutine order; put results back in the stream's order."""
-    order = {}
-    for doc in yaml.safe_load_all(manifests):
-        if isinstance(doc, dict):
-            order.setdefault((doc.get("kind"), (doc.get("metadata") or {}).get("name")), len(order))
+    """kubeconform reports in goroutine order; put results back in the stream's (helm's) order."""
+    order: dict[tuple[str, str], int] = {}
+    for doc in re.split(r"^---", manifests, flags=re.M):
+        kind, name = _KIND.search(doc), _NAME.search(doc)
+        if kind and name:
+            order.setdefault((kind.group(1), name.group(1).strip()), len(order))
     return sorted(results, key=lambda r: order.get((r.kind, r.name), len(order)))
