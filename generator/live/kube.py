@@ -1,0 +1,231 @@
+"""Cluster access with the official kubernetes client: kubeconfig/context resolution, call counting,
+and turning client failures into one line a user can act on."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+from generator.errors import CheckFailed, InputError, Problem
+
+RAY_GROUP, RAY_VERSION = "ray.io", "v1"
+INSTANCE = "app.kubernetes.io/instance"
+NAME_LABEL = "app.kubernetes.io/name=dockyard"
+
+
+def usage_error(message: str, where: str = "<command line>") -> InputError:
+    return InputError([Problem(where, None, "", message)])
+
+
+def resolve_kubeconfig(explicit: str | None) -> str:
+    """--kubeconfig, else $KUBECONFIG (first entry), else ~/.kube/config, else the playground's."""
+    if explicit:
+        if not Path(explicit).is_file():
+            raise usage_error(f"--kubeconfig {explicit}: no such file")
+        return explicit
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        first = env.split(os.pathsep)[0]
+        if Path(first).is_file():
+            return first
+        raise CheckFailed(f"KUBECONFIG={env}: no such file")
+    home = Path.home() / ".kube" / "config"
+    if home.is_file():
+        return str(home)
+    from generator.playground import default_state_dir
+
+    pg = default_state_dir() / "kubeconfig"
+    if pg.is_file():
+        return str(pg)
+    raise CheckFailed("no kubeconfig: pass --kubeconfig, set KUBECONFIG, or start the local playground "
+                      "(`dockyard-k8s playground up`)")
+
+
+class Kube:
+    """One ApiClient for one kubeconfig/context; `calls` counts API requests (status is bounded)."""
+
+    def __init__(self, kubeconfig: str | None = None, context: str | None = None):
+        from kubernetes import client, config
+        from kubernetes.config.config_exception import ConfigException
+
+        self.kubeconfig = resolve_kubeconfig(kubeconfig)
+        self.context = context
+        cfg = client.Configuration()
+        try:
+            config.load_kube_config(config_file=self.kubeconfig, context=context, client_configuration=cfg)
+            contexts, active = config.list_kube_config_contexts(config_file=self.kubeconfig)
+        except ConfigException as exc:
+            raise usage_error(f"kubeconfig {self.kubeconfig}: {exc}") from None
+        chosen = next((c for c in contexts if c["name"] == context), active) if context else active
+        self.context_namespace = ((chosen or {}).get("context") or {}).get("namespace")
+        cfg.retries = 0
+        self.server = cfg.host
+        self.api = client.ApiClient(cfg)
+        self.calls = 0
+        original = self.api.call_api
+
+        @functools.wraps(original)
+        def counted(*a: Any, **kw: Any) -> Any:
+            self.calls += 1
+            kw.setdefault("_request_timeout", 30)
+            return original(*a, **kw)
+
+        self.api.call_api = counted  # type: ignore[method-assign]
+
+    # typed API groups -------------------------------------------------------------------------
+    @functools.cached_property
+    def core(self):
+        from kubernetes import client
+        return client.CoreV1Api(self.api)
+
+    @functools.cached_property
+    def apps(self):
+        from kubernetes import client
+        return client.AppsV1Api(self.api)
+
+    @functools.cached_property
+    def custom(self):
+        from kubernetes import client
+        return client.CustomObjectsApi(self.api)
+
+    @functools.cached_property
+    def coordination(self):
+        from kubernetes import client
+        return client.CoordinationV1Api(self.api)
+
+    @functools.cached_property
+    def batch(self):
+        from kubernetes import client
+        return client.BatchV1Api(self.api)
+
+    def close(self) -> None:
+        self.api.close()
+
+    # helpers ------------------------------------------------------------------------------------
+    def list_ray(self, plural: str, namespace: str, selector: str | None = None) -> list[dict]:
+        from kubernetes.client.exceptions import ApiException
+
+        kw = {"label_selector": selector} if selector else {}
+        try:
+            return self.custom.list_namespaced_custom_object(RAY_GROUP, RAY_VERSION, namespace, plural, **kw)["items"]
+        except ApiException as exc:
+            if exc.status == 404:
+                raise CheckFailed(crd_missing(plural)) from None
+            raise
+
+    def get_ray(self, plural: str, namespace: str, name: str) -> dict | None:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return self.custom.get_namespaced_custom_object(RAY_GROUP, RAY_VERSION, namespace, plural, name)
+        except ApiException as exc:
+            if exc.status == 404 and _is_object_404(exc):
+                return None
+            if exc.status == 404:
+                raise CheckFailed(crd_missing(plural)) from None
+            raise
+
+    def namespace_exists(self, name: str) -> bool:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self.core.read_namespace(name)
+            return True
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+
+    def ensure_namespace(self, name: str) -> bool:
+        """Create the namespace (and wait for its default ServiceAccount); True when created."""
+        import time
+
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        if self.namespace_exists(name):
+            return False
+        try:
+            self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                self.core.read_namespaced_service_account("default", name)
+                break
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                time.sleep(0.2)
+        return True
+
+
+def crd_missing(plural: str) -> str:
+    return (f"the cluster does not serve {plural}.{RAY_GROUP}/{RAY_VERSION}: the KubeRay CRDs are not installed "
+            "(install the KubeRay operator's CRDs, e.g. its Helm chart kuberay-operator)")
+
+
+def _is_object_404(exc: Any) -> bool:
+    """A 404 for a missing object (NotFound Status body), not a resource type the server lacks."""
+    import json
+
+    try:
+        body = json.loads(exc.body or "{}")
+    except ValueError:
+        return False
+    details = body.get("details") or {}
+    return body.get("reason") == "NotFound" and bool(details.get("name"))
+
+
+def describe_error(exc: BaseException, server: str | None = None) -> str | None:
+    """One line for a client failure a user can act on; None when it is not a cluster failure."""
+    import json
+
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError as Urllib3Error
+    from urllib3.exceptions import MaxRetryError
+
+    where = f" at {server}" if server else ""
+    if isinstance(exc, MaxRetryError):
+        reason = exc.reason
+        text = str(reason)
+        m = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text)
+        detail = m.group(1).strip() if m else type(reason).__name__
+        return f"cannot reach the Kubernetes API{where}: {detail} (check --kubeconfig / --context, or start the playground)"
+    if isinstance(exc, Urllib3Error):
+        return f"cannot reach the Kubernetes API{where}: {exc}"
+    if isinstance(exc, ApiException):
+        try:
+            body = json.loads(exc.body or "{}")
+            message = body.get("message") or exc.reason
+        except ValueError:
+            message = (exc.body or exc.reason or "").strip()
+        if exc.status == 404 and not _is_object_404(exc):
+            return f"the API server does not serve this resource (404 {message}); is KubeRay installed?"
+        if exc.status in (401, 403):
+            return f"the API server refused the request ({exc.status} {exc.reason}): {message}"
+        return f"the API server answered {exc.status} {exc.reason}: {message}"
+    return None
+
+
+def cluster_errors(handler: Callable[..., int]) -> Callable[..., int]:
+    """Turn expected client failures into CheckFailed (exit 1, one line, no traceback)."""
+
+    @functools.wraps(handler)
+    def wrapped(*a: Any, **kw: Any) -> int:
+        try:
+            return handler(*a, **kw)
+        except (CheckFailed, InputError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001 - translated below or re-raised
+            line = describe_error(exc)
+            if line is None:
+                raise
+            raise CheckFailed(line) from None
+
+    return wrapped

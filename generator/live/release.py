@@ -1,0 +1,177 @@
+"""Helm releases through pyhelm3 over the pinned helm binary, and the per-release run lock."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import os
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from generator.errors import CheckFailed
+from generator.live.kube import Kube
+from generator.tools import CHART_DIR, binary
+
+PENDING = ("pending-install", "pending-upgrade", "pending-rollback")
+
+
+def _helm_message(exc: Any) -> str:
+    """The useful part of helm's stderr: drop the 'Error: ' prefixes, keep it short."""
+    text = exc.stderr.decode(errors="replace") if isinstance(getattr(exc, "stderr", None), bytes) else str(exc)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("WARNING")]
+    text = " ".join(lines)
+    text = re.sub(r"^Error: ", "", text)
+    if "Kubernetes cluster unreachable" in text or "connection refused" in text:
+        m = re.search(r'Get "(https?://[^/"]+)', text)
+        return f"cannot reach the Kubernetes API{' at ' + m.group(1) if m else ''}: connection refused (check --kubeconfig / --context)"
+    return text[:2000]
+
+
+def seconds(timeout: float) -> str:
+    return f"{int(max(1, timeout))}s"
+
+
+class Helm:
+    def __init__(self, kube: Kube):
+        from pyhelm3 import Command
+
+        self.kube = kube
+        self.cmd = Command(executable=binary("helm"), kubeconfig=kube.kubeconfig, kubecontext=kube.context,
+                           default_timeout="600s", history_max_revisions=10)
+
+    def _run(self, coro: Any, what: str) -> Any:
+        from pyhelm3 import errors
+
+        try:
+            return asyncio.run(coro)
+        except errors.Error as exc:
+            raise CheckFailed(f"{what}: {_helm_message(exc)}") from None
+
+    def upgrade(self, release: str, namespace: str, values: dict[str, Any], *, timeout: float,
+                description: str | None = None) -> dict[str, Any]:
+        """`helm upgrade --install --atomic --wait`: a failed install leaves nothing, a failed upgrade
+        rolls back to the previous revision."""
+        return self._run(self.cmd.install_or_upgrade(
+            release, str(CHART_DIR), values, atomic=True, atomic_arg="--atomic", create_namespace=False,
+            namespace=namespace, timeout=seconds(timeout), wait=True, description=description,
+        ), f"helm upgrade --install {release}")
+
+    def rollback(self, release: str, namespace: str, revision: int | None, *, timeout: float) -> None:
+        self._run(self.cmd.rollback(release, revision, namespace=namespace, timeout=seconds(timeout), wait=True,
+                                    cleanup_on_fail=True), f"helm rollback {release}")
+
+    def uninstall(self, release: str, namespace: str, *, timeout: float) -> None:
+        self._run(self.cmd.uninstall(release, namespace=namespace, timeout=seconds(timeout), wait=True),
+                  f"helm uninstall {release}")
+
+    def history(self, release: str, namespace: str) -> list[dict[str, Any]]:
+        return list(self._run(self.cmd.history(release, namespace=namespace, max_revisions=256),
+                              f"helm history {release}"))
+
+    def list(self, namespace: str | None) -> list[dict[str, Any]]:
+        return list(self._run(self.cmd.list(all=True, all_namespaces=namespace is None, namespace=namespace,
+                                            include_failed=True, include_pending=True),
+                              "helm list"))
+
+
+# The run lock: a Lease per release, renewed while a `run` is in flight ---------------------------
+
+LEASE_SECONDS = 15
+
+
+def lease_name(release: str) -> str:
+    return f"{release}.dockyard-run"
+
+
+class RunLock:
+    """Held for the whole of a mutating verb. A second holder is refused at once while the lease is
+    fresh; a lease left by a killed process goes stale after LEASE_SECONDS and is taken over."""
+
+    def __init__(self, kube: Kube, namespace: str, release: str, verb: str):
+        self.kube, self.namespace, self.release, self.verb = kube, namespace, release, verb
+        self.identity = f"{socket.gethostname()}/{os.getpid()}/{verb}"
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.took_over_stale = False
+
+    def _body(self, resource_version: str | None = None) -> Any:
+        from kubernetes import client
+
+        now = datetime.now(timezone.utc)
+        return client.V1Lease(
+            metadata=client.V1ObjectMeta(name=lease_name(self.release), resource_version=resource_version,
+                                         labels={"app.kubernetes.io/instance": self.release,
+                                                 "app.kubernetes.io/managed-by": "dockyard-k8s"}),
+            spec=client.V1LeaseSpec(holder_identity=self.identity, lease_duration_seconds=LEASE_SECONDS,
+                                    acquire_time=now, renew_time=now),
+        )
+
+    def acquire(self) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        api = self.kube.coordination
+        name = lease_name(self.release)
+        try:
+            api.create_namespaced_lease(self.namespace, self._body())
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            current = api.read_namespaced_lease(name, self.namespace)
+            spec = current.spec
+            renew = spec.renew_time or spec.acquire_time
+            age = (datetime.now(timezone.utc) - renew).total_seconds() if renew else 1e9
+            if age < (spec.lease_duration_seconds or LEASE_SECONDS):
+                raise CheckFailed(
+                    f"release {self.release} in namespace {self.namespace} is busy: another `{spec.holder_identity.split('/')[-1]}` "
+                    f"(holder {spec.holder_identity}, renewed {age:.0f}s ago) is in flight; nothing was changed. "
+                    "Wait for it to finish, or stop it (Ctrl-C) and run again") from None
+            try:
+                api.replace_namespaced_lease(name, self.namespace, self._body(current.metadata.resource_version))
+            except ApiException as exc2:
+                if exc2.status == 409:
+                    raise CheckFailed(f"release {self.release} is busy: another run took the lock just now; nothing was changed") from None
+                raise
+            self.took_over_stale = True
+        self._thread = threading.Thread(target=self._renew, name="dockyard-lease", daemon=True)
+        self._thread.start()
+
+    def _renew(self) -> None:
+        while not self._stop.wait(LEASE_SECONDS / 3):
+            try:
+                now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+                self.kube.coordination.patch_namespaced_lease(
+                    lease_name(self.release), self.namespace, {"spec": {"renewTime": now}})
+            except Exception:  # noqa: BLE001 - a missed renewal only makes the lease go stale sooner
+                pass
+
+    def release_lock(self) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=5)
+        try:
+            self.kube.coordination.delete_namespaced_lease(lease_name(self.release), self.namespace)
+        except ApiException:
+            pass
+        except Exception:  # noqa: BLE001 - cleanup must not hide the real outcome
+            pass
+
+    def __enter__(self) -> "RunLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release_lock()
+
+
+def wait_until(predicate: Any, timeout: float, interval: float = 0.5) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)

@@ -1,0 +1,320 @@
+"""One read of a release's state: Helm record, RayJob, RayCluster, and a row per fleet.
+
+A snapshot costs a fixed number of API calls (seven list/get calls by label selector or field
+selector), whatever the number of pods: `status`, `run --wait` and `dev` all read through it.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from generator.live.kube import INSTANCE, Kube
+
+FLEETS = ("head", "trainer", "inference", "sandbox", "submitter")
+GPU = "nvidia.com/gpu"
+
+
+@dataclass
+class Fleet:
+    fleet: str
+    desired: int = 0
+    ready: int = 0
+    pods: int = 0
+    gpus_requested: int = 0
+    gpus_allocated: int = 0
+    nodes: list[str] = field(default_factory=list)
+    reason: str = ""
+
+    @property
+    def is_ready(self) -> bool:
+        return self.ready >= self.desired
+
+
+@dataclass
+class Snapshot:
+    release: str
+    namespace: str
+    revision: int | None = None
+    release_status: str | None = None
+    updated: str | None = None
+    mode: str | None = None  # rayjob | bringup | attach (what exists)
+    rayjob: dict[str, Any] | None = None
+    raycluster: dict[str, Any] | None = None
+    fleets: dict[str, Fleet] = field(default_factory=dict)
+    calls: int = 0
+
+    # end states --------------------------------------------------------------------------------
+    def ray_fleets(self) -> list[Fleet]:
+        return [self.fleets[f] for f in ("head", "trainer", "inference") if f in self.fleets]
+
+    def ready(self) -> bool:
+        sandbox = self.fleets.get("sandbox")
+        if sandbox is None or not sandbox.is_ready:
+            return False
+        if self.mode == "attach" or self.mode is None:
+            return self.mode == "attach"
+        if not self.raycluster or self.raycluster.get("state") != "ready":
+            return False
+        if not all(f.is_ready for f in self.ray_fleets()):
+            return False
+        if self.mode == "rayjob":
+            return (self.rayjob or {}).get("deploymentStatus") in ("Running", "Complete")
+        return True
+
+    def failure(self) -> str | None:
+        """A terminal failure worth stopping a wait for."""
+        job = self.rayjob or {}
+        if job.get("deploymentStatus") in ("Failed", "ValidationFailed"):
+            return f"RayJob {job.get('name')} {job.get('deploymentStatus')}: {job.get('message') or job.get('reason') or 'no message'}"
+        if job.get("jobStatus") in ("FAILED", "STOPPED"):
+            return f"RayJob {job.get('name')} job status {job.get('jobStatus')}: {job.get('message') or ''}".rstrip(": ")
+        return None
+
+    def not_ready_reasons(self) -> list[str]:
+        out = []
+        for f in self.fleets.values():
+            if not f.is_ready or f.reason:
+                out.append(f"{f.fleet} {f.ready}/{f.desired}: {f.reason or 'not ready yet'}")
+        return out
+
+    def summary_line(self) -> str:
+        parts = []
+        for name in FLEETS:
+            f = self.fleets.get(name)
+            if f is None or (name == "submitter" and f.pods == 0):
+                continue
+            part = f"{name} {f.ready}/{f.desired}"
+            if f.reason and not f.is_ready:
+                part += f" ({f.reason})"
+            parts.append(part)
+        if self.rayjob:
+            parts.append(f"rayjob {self.rayjob.get('deploymentStatus') or 'New'}")
+        if self.raycluster:
+            parts.append(f"raycluster {self.raycluster.get('state') or 'pending'}")
+        elif self.mode in ("rayjob", "bringup"):
+            parts.append("raycluster -")
+        return " · ".join(parts) or "no objects yet"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["fleets"] = [asdict(f) | {"ready_all": f.is_ready} for f in self.fleets.values()]
+        out["ready"] = self.ready()
+        return out
+
+
+# Helm release records (Secrets owner=helm) ------------------------------------------------------
+
+def decode_release(secret: Any) -> dict[str, Any]:
+    """Helm's release record: base64(gzip(JSON)) inside the Secret's `release` key."""
+    raw = base64.b64decode(base64.b64decode(secret.data["release"]))
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return json.loads(raw)
+
+
+def release_records(kube: Kube, release: str, namespace: str | None) -> list[Any]:
+    """Every revision's Secret, oldest first (one call; all namespaces when namespace is None)."""
+    sel = f"owner=helm,name={release}"
+    if namespace:
+        items = kube.core.list_namespaced_secret(namespace, label_selector=sel).items
+    else:
+        items = kube.core.list_secret_for_all_namespaces(label_selector=sel).items
+    return sorted(items, key=lambda s: int(s.metadata.labels.get("version", 0)))
+
+
+# Pods -------------------------------------------------------------------------------------------
+
+def _pod_gpus(spec: Any) -> int:
+    total = 0
+    for c in (spec.containers or []) if spec else []:
+        res = c.resources
+        for src in (res.limits if res else None, res.requests if res else None):
+            if src and GPU in src:
+                total += int(src[GPU])
+                break
+    return total
+
+
+def _template_gpus(template: dict[str, Any]) -> int:
+    total = 0
+    for c in (template.get("spec") or {}).get("containers") or []:
+        res = c.get("resources") or {}
+        val = (res.get("limits") or {}).get(GPU) or (res.get("requests") or {}).get(GPU)
+        total += int(val or 0)
+    return total
+
+
+def _pod_ready(pod: Any) -> bool:
+    if pod.metadata.deletion_timestamp or (pod.status and pod.status.phase != "Running"):
+        return False
+    return any(c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []))
+
+
+def pod_reason(pod: Any) -> str:
+    """Why a pod is not ready: the scheduler's message, a waiting container, or its phase."""
+    st = pod.status
+    if pod.metadata.deletion_timestamp:
+        return "Terminating"
+    for c in (st.conditions or []) if st else []:
+        if c.type == "PodScheduled" and c.status == "False":
+            return f"{c.reason or 'Unschedulable'}: {c.message or ''}".strip()
+    for cs in (st.container_statuses or []) if st else []:
+        w = cs.state.waiting if cs.state else None
+        if w and w.reason:
+            return f"{w.reason}: {w.message or ''}".rstrip(": ")
+    return f"{st.phase if st else 'Unknown'}"
+
+
+def _fleet_of(pod: Any) -> str | None:
+    labels = pod.metadata.labels or {}
+    if labels.get("dockyard.dev/fleet") in FLEETS:
+        return labels["dockyard.dev/fleet"]
+    if labels.get("ray.io/node-type") == "head":
+        return "head"
+    if labels.get("ray.io/group") in ("trainer", "inference"):
+        return labels["ray.io/group"]
+    return None
+
+
+# The snapshot -------------------------------------------------------------------------------------
+
+def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = None) -> Snapshot:
+    start = kube.calls
+    snap = Snapshot(release=release, namespace=namespace)
+    sel = f"{INSTANCE}={release}"
+
+    if records is None:
+        records = release_records(kube, release, namespace)
+    if records:
+        last = records[-1]
+        snap.revision = int(last.metadata.labels.get("version", 0))
+        snap.release_status = last.metadata.labels.get("status")
+        ts = last.metadata.labels.get("modifiedAt")
+        if last.metadata.creation_timestamp:
+            snap.updated = last.metadata.creation_timestamp.isoformat(timespec="seconds")
+        elif ts and ts.isdigit():
+            from datetime import datetime, timezone
+
+            snap.updated = datetime.fromtimestamp(int(ts), timezone.utc).isoformat(timespec="seconds")
+
+
+    jobs = kube.list_ray("rayjobs", namespace, sel)
+    clusters = kube.list_ray("rayclusters", namespace)
+    pods = kube.core.list_namespaced_pod(namespace, label_selector=sel).items
+    deployments = kube.apps.list_namespaced_deployment(namespace, label_selector=sel).items
+    replicasets = kube.apps.list_namespaced_replica_set(namespace, label_selector=sel).items
+    events = kube.core.list_namespaced_event(namespace, field_selector="type=Warning").items
+
+    job = next((j for j in jobs if j["metadata"]["name"] == release), jobs[0] if jobs else None)
+    cluster_name = None
+    ray_spec = None
+    if job:
+        st = job.get("status") or {}
+        cluster_name = st.get("rayClusterName")
+        snap.mode = "rayjob"
+        snap.rayjob = {
+            "name": job["metadata"]["name"],
+            "deploymentStatus": st.get("jobDeploymentStatus"),
+            "jobStatus": st.get("jobStatus"),
+            "cluster": cluster_name,
+            "reason": st.get("reason"),
+            "message": st.get("message"),
+        }
+        ray_spec = (job.get("spec") or {}).get("rayClusterSpec")
+    wanted = {release, cluster_name} - {None}
+    cluster = next((c for c in clusters if c["metadata"]["name"] in wanted
+                    or (c["metadata"].get("labels") or {}).get(INSTANCE) == release), None)
+    if cluster:
+        st = cluster.get("status") or {}
+        snap.mode = snap.mode or "bringup"
+        snap.raycluster = {
+            "name": cluster["metadata"]["name"],
+            "state": st.get("state"),
+            "reason": st.get("reason"),
+            "readyWorkers": st.get("readyWorkerReplicas"),
+            "desiredGPU": st.get("desiredGPU"),
+        }
+        ray_spec = cluster.get("spec") or ray_spec
+
+    # desired pods and GPUs per pod, from the spec
+    per_pod_gpu: dict[str, int] = {}
+    if ray_spec:
+        snap.fleets["head"] = Fleet("head", desired=1)
+        per_pod_gpu["head"] = _template_gpus((ray_spec.get("headGroupSpec") or {}).get("template") or {})
+        for g in ray_spec.get("workerGroupSpecs") or []:
+            name = g.get("groupName")
+            if name not in ("trainer", "inference"):
+                continue
+            replicas = 0 if g.get("suspend") else int(g.get("replicas", g.get("minReplicas", 0)) or 0)
+            snap.fleets[name] = Fleet(name, desired=replicas)
+            per_pod_gpu[name] = _template_gpus(g.get("template") or {})
+    sandbox_dep = next((d for d in deployments if (d.metadata.labels or {}).get("app.kubernetes.io/component") == "sandbox"), None)
+    if sandbox_dep is not None:
+        snap.fleets["sandbox"] = Fleet("sandbox", desired=int(sandbox_dep.spec.replicas or 0))
+        per_pod_gpu["sandbox"] = _pod_gpus(sandbox_dep.spec.template.spec)
+        if snap.mode is None:
+            snap.mode = "attach" if records else None
+    if snap.rayjob is not None:
+        snap.fleets["submitter"] = Fleet("submitter", desired=0)
+
+    for f in snap.fleets.values():
+        f.gpus_requested = f.desired * per_pod_gpu.get(f.fleet, 0)
+
+    # observed pods
+    reasons: dict[str, Counter] = {name: Counter() for name in snap.fleets}
+    nodes: dict[str, set] = {name: set() for name in snap.fleets}
+    for pod in pods:
+        name = _fleet_of(pod)
+        if name is None or name not in snap.fleets:
+            continue
+        f = snap.fleets[name]
+        if pod.status and pod.status.phase in ("Succeeded", "Failed"):
+            continue
+        f.pods += 1
+        if name == "submitter":
+            f.desired = max(f.desired, 1)
+        if pod.spec.node_name:
+            nodes[name].add(pod.spec.node_name)
+            f.gpus_allocated += _pod_gpus(pod.spec)
+        if _pod_ready(pod):
+            f.ready += 1
+        else:
+            reasons[name][pod_reason(pod)] += 1
+
+    # pods that do not exist: the owners' Warning events (quota, PodSecurity, ...)
+    owner_fleet: dict[str, str] = {}
+    for rs in replicasets:
+        owner_fleet[rs.metadata.name] = "sandbox"
+    if snap.raycluster:
+        owner_fleet[snap.raycluster["name"]] = "ray"
+    if snap.rayjob:
+        owner_fleet[snap.rayjob["name"]] = "submitter"
+    latest: dict[str, tuple[str, str]] = {}
+    for ev in events:
+        obj = ev.involved_object
+        if obj is None or obj.name not in owner_fleet:
+            continue
+        when = str(ev.last_timestamp or ev.event_time or ev.metadata.creation_timestamp or "")
+        key = owner_fleet[obj.name]
+        if key not in latest or when >= latest[key][0]:
+            latest[key] = (when, f"{ev.reason}: {ev.message}")
+    for name, f in snap.fleets.items():
+        f.nodes = sorted(nodes[name])
+        if reasons[name]:
+            text, count = reasons[name].most_common(1)[0]
+            f.reason = text if f.pods - f.ready <= 1 else f"{count} pod(s) {text}"
+        elif f.pods < f.desired:
+            key = "sandbox" if name == "sandbox" else ("submitter" if name == "submitter" else "ray")
+            if key in latest:
+                f.reason = latest[key][1]
+            elif key == "ray" and not snap.raycluster:
+                f.reason = "waiting for KubeRay to create the RayCluster"
+            else:
+                f.reason = f"{f.desired - f.pods} pod(s) not created yet"
+    snap.calls = kube.calls - start
+    return snap
