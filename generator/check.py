@@ -10,7 +10,7 @@ from generator.errors import EXIT_FAILED, EXIT_OK
 from generator.tools import versions
 
 
-def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator=None) -> int:  # type: ignore[no-untyped-def]
+def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator=None, security: bool = False) -> int:  # type: ignore[no-untyped-def]
     """`validator` is a kubeconform.Run started by the caller, so its start-up overlaps ours."""
     out = out or sys.stdout
     validator = validator or kubeconform.Run()
@@ -41,4 +41,8 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
     print(file=out)
     for mark, step, detail in rows:
         print(f"{mark} {step:<14} {detail}", file=out)
+    if security:
+        from generator.security import table
+
+        print(f"\nhardening controls per pod template (rendered; see docs/validation-ledger.md)\n{table(manifests)}", end="", file=out)
     return EXIT_OK if not bad else EXIT_FAILED

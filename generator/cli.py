@@ -52,7 +52,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     validator = Run()  # starts now, so kubeconform's start-up overlaps the imports below
     from generator.check import run_check
 
-    return run_check(args.recipe, args.infra, args.overrides, validator=validator)
+    return run_check(args.recipe, args.infra, args.overrides, validator=validator, security=args.security)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="validate: models, schema, helm template, kubeconform -strict (no cluster contact)")
     _inputs_args(p, output=False)
+    p.add_argument("--security", action="store_true", help="also print each hardening control per rendered pod template")
     p.set_defaults(func=cmd_check)
 
     for register in _extensions():

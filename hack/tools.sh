@@ -93,8 +93,16 @@ build_kuberay_crds() {
   cp "$src"/config/crd/bases/*.yaml "$1/" && chmod -R u+w "$1"
 }
 
+# checkov (PyPI) in a virtualenv of its own beside the cache entry: its pins stay out of ours.
+build_checkov() {
+  local venv="$CACHE/checkov-$2.venv"
+  rm -rf "$venv" && python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "checkov==$2"
+  printf '#!/bin/sh\nexec "%s/bin/checkov" "$@"\n' "$venv" > "$1/checkov" && chmod +x "$1/checkov"
+}
+
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(helm kubeconform kuberay-crds kubernetes etcd kwok kuberay)
+[ ${#tools[@]} -gt 0 ] || tools=(helm kubeconform kuberay-crds checkov kubernetes etcd kwok kuberay)
 for t in "${tools[@]}"; do
   case $t in
     helm) build helm "$HELM_VERSION" build_helm ;;
@@ -104,6 +112,7 @@ for t in "${tools[@]}"; do
     kwok) build kwok "$KWOK_VERSION" build_kwok ;;
     kuberay) build kuberay "$KUBERAY_VERSION" build_kuberay ;;
     kuberay-crds) build kuberay-crds "$KUBERAY_VERSION" build_kuberay_crds ;;
+    checkov) build checkov "$CHECKOV_VERSION" build_checkov ;;
     *) say "unknown tool: $t"; exit 2 ;;
   esac
 done

@@ -50,7 +50,7 @@ class SecuritySettings(Strict):
     dropCapabilities: list[str] = Field(["ALL"], description="Linux capabilities to drop.")
     seccompProfile: Literal["RuntimeDefault", "Unconfined"] = Field("RuntimeDefault", description="Pod seccomp profile type.")
     runAsNonRoot: bool = Field(False, description="Opt-in: refuse to start as root (the executor image runs as root by default).")
-    runAsUser: int | None = Field(None, ge=0, description="UID to run as; `restricted` defaults it to 1000.")
+    runAsUser: int | None = Field(None, ge=0, description="UID to run as; `restricted` defaults it to 10001.")
     runAsGroup: int | None = Field(None, ge=0, description="GID to run as.")
     fsGroup: int | None = Field(None, ge=0, description="Pod fsGroup for mounted volumes.")
     readOnlyRootFilesystem: bool = Field(False, description="Opt-in: read-only root filesystem; a writable emptyDir is mounted at `workDir`.")

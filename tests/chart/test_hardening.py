@@ -52,11 +52,11 @@ def test_run_as_non_root_and_read_only_root_are_opt_in(render):
 def test_restricted_profile_is_one_switch(render):
     pod = sandbox_pod(render(sandbox={"security": {"profile": "restricted"}}))
     sc = pod["containers"][0]["securityContext"]
-    assert sc["runAsNonRoot"] is True and sc["runAsUser"] == 1000
+    assert sc["runAsNonRoot"] is True and sc["runAsUser"] == 10001
     assert sc["readOnlyRootFilesystem"] is True
     assert sc["allowPrivilegeEscalation"] is False and sc["capabilities"] == {"drop": ["ALL"]}
     assert pod["securityContext"]["runAsNonRoot"] is True
-    assert pod["securityContext"]["fsGroup"] == 1000
+    assert pod["securityContext"]["fsGroup"] == 10001
     assert [v["name"] for v in pod["volumes"]] == ["workdir", "tmp"]
 
 
