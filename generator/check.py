@@ -10,8 +10,9 @@ from generator.errors import EXIT_FAILED, EXIT_OK
 from generator.tools import versions
 
 
-def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator=None, security: bool = False) -> int:  # type: ignore[no-untyped-def]
-    """`validator` is a kubeconform.Run started by the caller, so its start-up overlaps ours."""
+def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator=None, security: bool = False, server=None) -> int:  # type: ignore[no-untyped-def]
+    """`validator` is a kubeconform.Run started by the caller, so its start-up overlaps ours;
+    `server` is a live.kube.Kube for a dry run of every object on the apiserver (`check --server`)."""
     out = out or sys.stdout
     validator = validator or kubeconform.Run()
     try:
@@ -38,6 +39,20 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
         ("✗" if bad else "✓", "kubeconform", f"{len(results) - len(bad)} valid, {len(bad)} not "
          f"(-strict; Kubernetes {kubeconform.kube_minor()}, KubeRay {versions()['KUBERAY_VERSION']} CRDs)"),
     ]
+    if server is not None:
+        from generator.server_check import dry_run
+
+        namespace = inputs.infra.infra.namespace
+        dry = dry_run(server, manifests, namespace)
+        refused = [d for d in dry if not d.accepted]
+        for d in dry:
+            if not d.accepted:
+                print(f"  ✗ server refused {d.kind} {d.name}: {d.message}", file=out)
+            for w in d.warnings:
+                print(f"  ! server warns on {d.kind} {d.name}: {w}", file=out)
+        rows.append(("✗" if refused else "✓", "server dry-run",
+                     f"{len(dry) - len(refused)} accepted, {len(refused)} refused (dryRun=All, namespace {namespace}, {server.server})"))
+        bad = bad + refused  # type: ignore[operator]
     print(file=out)
     for mark, step, detail in rows:
         print(f"{mark} {step:<14} {detail}", file=out)

@@ -52,7 +52,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     validator = Run()  # starts now, so kubeconform's start-up overlaps the imports below
     from generator.check import run_check
 
-    return run_check(args.recipe, args.infra, args.overrides, validator=validator, security=args.security)
+    server = None
+    if args.server:
+        from generator.live.kube import Kube
+
+        server = Kube(args.kubeconfig, args.context)
+    return run_check(args.recipe, args.infra, args.overrides, validator=validator, security=args.security, server=server)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="validate: models, schema, helm template, kubeconform -strict (no cluster contact)")
     _inputs_args(p, output=False)
     p.add_argument("--security", action="store_true", help="also print each hardening control per rendered pod template")
+    p.add_argument("--server", action="store_true", help="also send every object to the apiserver with dryRun=All")
+    p.add_argument("--kubeconfig", help="with --server: the kubeconfig (default $KUBECONFIG, ~/.kube/config, the playground's)")
+    p.add_argument("--context", help="with --server: the kubeconfig context")
     p.set_defaults(func=cmd_check)
 
     for register in _extensions():

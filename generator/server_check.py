@@ -1,0 +1,60 @@
+"""`check --server`: every rendered object sent to the apiserver with dryRun=All (server-side apply)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+
+@dataclass
+class DryRun:
+    kind: str
+    name: str
+    accepted: bool
+    message: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+def _plural(kind: str) -> str:
+    k = kind.lower()
+    if k.endswith("y"):
+        return k[:-1] + "ies"
+    return k + ("es" if k.endswith("s") else "s")
+
+
+def object_path(obj: dict[str, Any], namespace: str) -> str:
+    group_version = obj["apiVersion"]
+    base = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
+    return f"{base}/namespaces/{namespace}/{_plural(obj['kind'])}/{obj['metadata']['name']}"
+
+
+def dry_run(kube, manifests: str, namespace: str) -> list[DryRun]:  # type: ignore[no-untyped-def]
+    """Server-side apply each object with dryRun=All: admission (PodSecurity, quota, webhooks) and
+    validation run, nothing is stored. Warnings (e.g. PodSecurity on a Deployment) are kept."""
+    out = []
+    for obj in yaml.safe_load_all(manifests):
+        if not isinstance(obj, dict):
+            continue
+        kind, name = obj["kind"], obj["metadata"]["name"]
+        method, url, headers, body, _ = kube.api.param_serialize(
+            "PATCH", object_path(obj, namespace),
+            query_params=[("dryRun", "All"), ("fieldManager", "dockyard-k8s"), ("force", "true")],
+            header_params={"Content-Type": "application/apply-patch+yaml", "Accept": "application/json"},
+            body=json.dumps(obj), auth_settings=["BearerToken"],
+        )
+        resp = kube.api.call_api(method, url, header_params=headers, body=body, _request_timeout=30)
+        data = resp.read()
+        if resp.status >= 300:
+            try:
+                message = json.loads(data).get("message", resp.reason)
+            except (TypeError, ValueError):
+                message = f"{resp.status} {resp.reason}"
+            out.append(DryRun(kind, name, False, message))
+            continue
+        raw = resp.getheader("Warning") or ""
+        warnings = [w.split(" ", 2)[-1].strip('"').replace('\\"', '"') for w in raw.split(", 299 ") if w]
+        out.append(DryRun(kind, name, True, warnings=warnings))
+    return out
