@@ -11,9 +11,13 @@ from typing import Any, Callable
 
 from generator.errors import CheckFailed, InputError, Problem
 
-RAY_GROUP, RAY_VERSION = "ray.io", "v1"
+RAY_GROUP = "ray.io"
+RAY_VERSION = "v1"  # the KubeRay API the chart renders
 INSTANCE = "app.kubernetes.io/instance"
 NAME_LABEL = "app.kubernetes.io/name=dockyard"
+
+
+LAST_SERVER: str | None = None
 
 
 def usage_error(message: str, where: str = "<command line>") -> InputError:
@@ -63,6 +67,8 @@ class Kube:
         self.context_namespace = ((chosen or {}).get("context") or {}).get("namespace")
         cfg.retries = 0
         self.server = cfg.host
+        global LAST_SERVER
+        LAST_SERVER = cfg.host
         self.api = client.ApiClient(cfg)
         self.calls = 0
         original = self.api.call_api
@@ -126,6 +132,39 @@ class Kube:
                 return None
             if exc.status == 404:
                 raise CheckFailed(crd_missing(plural)) from None
+            raise
+
+    def ray_resources(self) -> set[str]:
+        """The resources the cluster serves under ray.io/<version> (empty when the group is not served)."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            doc = self.custom.get_api_resources(RAY_GROUP, RAY_VERSION)
+        except ApiException as exc:
+            if exc.status == 404:
+                return set()
+            raise
+        return {r.name for r in doc.resources or []}
+
+    def require_ray(self, plurals: tuple[str, ...] = ("rayjobs", "rayclusters")) -> None:
+        """CheckFailed (one line) unless the cluster serves ray.io/<version> with these resources."""
+        served = self.ray_resources()
+        missing = [p for p in plurals if p not in served]
+        if missing:
+            raise CheckFailed(crd_missing(missing[0]))
+
+    def require_priority_class(self, name: str | None) -> None:
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        if not name:
+            return
+        try:
+            client.SchedulingV1Api(self.api).read_priority_class(name)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise CheckFailed(f"PriorityClass {name} does not exist in the cluster (infra.priorityClassName): "
+                                  "create it, or remove infra.priorityClassName") from None
             raise
 
     def namespace_exists(self, name: str) -> bool:
@@ -223,7 +262,7 @@ def cluster_errors(handler: Callable[..., int]) -> Callable[..., int]:
         except (CheckFailed, InputError, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001 - translated below or re-raised
-            line = describe_error(exc)
+            line = describe_error(exc, LAST_SERVER)
             if line is None:
                 raise
             raise CheckFailed(line) from None

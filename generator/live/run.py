@@ -23,6 +23,10 @@ class Plan:
     values: dict[str, Any]
     notes: list[str]
 
+    @property
+    def priority_class(self) -> str | None:
+        return (self.values.get("infra") or {}).get("priorityClassName")
+
 
 def plan(recipe: str, infra: str, overrides: list[str], release: str | None, namespace: str | None,
          mode: str | None = None) -> Plan:
@@ -156,10 +160,12 @@ def _reasons(snap: Snapshot) -> str:
     return ("\n  " + "\n  ".join(reasons)) if reasons else ""
 
 
-def _watch_during(kube: Kube, p: Plan, progress: Progress, stop: threading.Event) -> None:
+def _watch_during(kube: Kube, p: Plan, progress: Progress, stop: threading.Event, seen: list[Snapshot]) -> None:
     while not stop.is_set():
         try:
-            progress.update(take(kube, p.release, p.namespace), "helm upgrade --install")
+            snap = take(kube, p.release, p.namespace)
+            seen[:] = [snap]
+            progress.update(snap, "helm upgrade --install")
         except Exception:  # noqa: BLE001 - the view is best effort; helm's outcome is what counts
             pass
         stop.wait(2.0)
@@ -173,6 +179,9 @@ def run(args: Any, mode: str | None = None) -> int:
     t0 = time.monotonic()
     deadline = t0 + args.timeout
     kube = Kube(args.kubeconfig, args.context)
+    if p.mode != "attach":
+        kube.require_ray()
+    kube.require_priority_class(p.priority_class)
     if not kube.namespace_exists(p.namespace):
         if not args.create_namespace:
             raise CheckFailed(f"namespace {p.namespace} does not exist: pass --create-namespace, or create it")
@@ -193,7 +202,8 @@ def run(args: Any, mode: str | None = None) -> int:
                     f"`dockyard-k8s uninstall {p.release}` first")
             _delete_rayjob(kube, p, progress, max(30.0, deadline - time.monotonic()))
         stop = threading.Event()
-        watcher = threading.Thread(target=_watch_during, args=(kube, p, progress, stop), daemon=True)
+        seen: list[Snapshot] = []
+        watcher = threading.Thread(target=_watch_during, args=(kube, p, progress, stop, seen), daemon=True)
         watcher.start()
         try:
             rev = helm.upgrade(p.release, p.namespace, p.values, timeout=max(10.0, deadline - time.monotonic()),
@@ -205,8 +215,8 @@ def run(args: Any, mode: str | None = None) -> int:
             deployed = [r for r in after if r.metadata.labels.get("status") == "deployed"]
             state = (f"revision {deployed[-1].metadata.labels['version']} is still the deployed one" if deployed
                      else "nothing is left installed")
-            snap = take(kube, p.release, p.namespace)
-            raise CheckFailed(f"{exc}\n  rolled back: {state}" + _reasons(snap)) from None
+            why = _reasons(seen[0]) if seen else ""
+            raise CheckFailed(f"{exc}\n  rolled back: {state}" + (f"\n  while it ran:{why}" if why else "")) from None
         except KeyboardInterrupt:
             stop.set()
             print(f"\ninterrupted: helm was stopped; `dockyard-k8s run` again converges from here", file=sys.stderr)

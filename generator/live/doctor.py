@@ -1,0 +1,330 @@
+"""`doctor RECIPE INFRA`: preflight checks on the target cluster, each a row ✓ / ✗ / ! with a remedy."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from generator.errors import EXIT_FAILED, EXIT_OK
+from generator.live.kube import RAY_GROUP, RAY_VERSION, Kube, describe_error
+
+OK, FAIL, WARN = "✓", "✗", "!"
+GPU = "nvidia.com/gpu"
+
+# Every (group, resource, verbs) the live path uses.
+RBAC = [
+    ("", "secrets", ("get", "list", "create", "update", "delete")),  # Helm's release records
+    ("", "configmaps", ("get", "create", "patch", "delete")),
+    ("", "services", ("get", "create", "patch", "delete")),
+    ("", "serviceaccounts", ("get", "create", "patch", "delete")),
+    ("", "pods", ("get", "list", "watch")),
+    ("", "pods/log", ("get",)),
+    ("", "pods/portforward", ("create",)),
+    ("", "events", ("list",)),
+    ("apps", "deployments", ("get", "list", "watch", "create", "patch", "delete")),
+    ("apps", "replicasets", ("list",)),
+    ("networking.k8s.io", "networkpolicies", ("get", "create", "patch", "delete")),
+    ("policy", "poddisruptionbudgets", ("get", "create", "patch", "delete")),
+    (RAY_GROUP, "rayjobs", ("get", "list", "create", "patch", "delete")),
+    (RAY_GROUP, "rayclusters", ("get", "list", "create", "patch", "delete")),
+    ("coordination.k8s.io", "leases", ("get", "create", "update", "patch", "delete")),
+]
+
+
+@dataclass
+class Row:
+    mark: str
+    check: str
+    detail: str
+    remedy: str = ""
+
+
+def _qty(value: Any) -> float:
+    """A Kubernetes quantity as a float (cpu in cores, bytes for memory)."""
+    if value is None:
+        return 0.0
+    s = str(value)
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+             "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+    for suffix in sorted(units, key=len, reverse=True):
+        if s.endswith(suffix):
+            return float(s[: -len(suffix)]) * units[suffix]
+    return float(s)
+
+
+def _pod_templates(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Rendered pod templates by role (sandbox, head, trainer, inference, submitter)."""
+    out: dict[str, dict[str, Any]] = {}
+    for d in docs:
+        if d.get("kind") == "Deployment":
+            out["sandbox"] = d["spec"]["template"]
+        spec = None
+        if d.get("kind") == "RayJob":
+            spec = d["spec"].get("rayClusterSpec")
+            if d["spec"].get("submitterPodTemplate"):
+                out["submitter"] = d["spec"]["submitterPodTemplate"]
+        if d.get("kind") == "RayCluster":
+            spec = d["spec"]
+        if spec:
+            out["head"] = spec["headGroupSpec"]["template"]
+            for g in spec.get("workerGroupSpecs") or []:
+                out[g["groupName"]] = g["template"]
+    return out
+
+
+def _requests(template: dict[str, Any]) -> dict[str, float]:
+    total: dict[str, float] = {}
+    for c in (template.get("spec") or {}).get("containers") or []:
+        res = c.get("resources") or {}
+        req = dict(res.get("limits") or {})
+        req.update(res.get("requests") or {})
+        for k, v in req.items():
+            total[k] = total.get(k, 0.0) + _qty(v)
+    return total
+
+
+def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namespace: str) -> list[Row]:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from generator.helm import template
+
+    rows: list[Row] = []
+    try:
+        ver = client.VersionApi(kube.api).get_code()
+    except Exception as exc:  # noqa: BLE001 - reported as the first (blocking) row
+        rows.append(Row(FAIL, "API server", describe_error(exc, kube.server) or str(exc),
+                        "check --kubeconfig / --context, or start the playground"))
+        return rows
+    rows.append(Row(OK, "API server", f"{kube.server} Kubernetes {ver.git_version}"))
+
+    ns_exists = kube.namespace_exists(namespace)
+    ns_obj = kube.core.read_namespace(namespace) if ns_exists else None
+    rows.append(Row(OK if ns_exists else WARN, "namespace", f"{namespace} exists" if ns_exists else f"{namespace} does not exist",
+                    "" if ns_exists else "`run --create-namespace` creates it"))
+
+    # RBAC
+    authz = client.AuthorizationV1Api(kube.api)
+    denied = []
+    total = 0
+    for group, resource, verbs in RBAC:
+        res, sub = (resource.split("/") + [None])[:2]
+        for verb in verbs:
+            total += 1
+            review = client.V1SelfSubjectAccessReview(spec=client.V1SelfSubjectAccessReviewSpec(
+                resource_attributes=client.V1ResourceAttributes(group=group, resource=res, subresource=sub,
+                                                                verb=verb, namespace=namespace)))
+            if not authz.create_self_subject_access_review(review).status.allowed:
+                denied.append(f"{verb} {resource}" + (f".{group}" if group else ""))
+    rows.append(Row(FAIL if denied else OK, "RBAC",
+                    f"{total - len(denied)}/{total} verbs allowed in {namespace}" + (f"; denied: {', '.join(denied[:8])}" if denied else ""),
+                    "ask a cluster admin for a Role granting these verbs in the namespace" if denied else ""))
+
+    # KubeRay
+    served = kube.ray_resources()
+    need = ("rayjobs", "rayclusters")
+    missing = [p for p in need if p not in served]
+    rows.append(Row(FAIL if missing else OK, "KubeRay CRDs",
+                    f"{RAY_GROUP}/{RAY_VERSION} serves {', '.join(sorted(served & set(need)))}" if not missing
+                    else f"{RAY_GROUP}/{RAY_VERSION} does not serve {', '.join(missing)}",
+                    "install the KubeRay operator and its CRDs (helm chart kuberay-operator)" if missing else ""))
+    apps_all = client.AppsV1Api(kube.api).list_deployment_for_all_namespaces().items
+    ops = [d for d in apps_all if "kuberay-operator" in d.metadata.name
+           or (d.metadata.labels or {}).get("app.kubernetes.io/name") == "kuberay-operator"]
+    if ops:
+        ready = [d for d in ops if (d.status.ready_replicas or 0) > 0]
+        d = ops[0]
+        rows.append(Row(OK if ready else FAIL, "KubeRay operator",
+                        f"Deployment {d.metadata.namespace}/{d.metadata.name} {'ready' if ready else 'not ready'}",
+                        "" if ready else "check the operator's pods and logs"))
+    else:
+        rows.append(Row(WARN, "KubeRay operator",
+                        "no in-cluster operator Deployment found (an operator running outside the cluster, as on the "
+                        "playground, cannot be seen from the API)",
+                        "make sure a KubeRay operator (>= v1.6) watches this namespace, or RayJobs will not progress"))
+
+    # PriorityClass
+    pc = (values.get("infra") or {}).get("priorityClassName")
+    if pc:
+        try:
+            client.SchedulingV1Api(kube.api).read_priority_class(pc)
+            rows.append(Row(OK, "PriorityClass", f"{pc} exists"))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            rows.append(Row(FAIL, "PriorityClass", f"{pc} does not exist", f"create PriorityClass {pc}, or unset infra.priorityClassName"))
+    else:
+        rows.append(Row(OK, "PriorityClass", "none requested"))
+
+    # pull secrets
+    secrets = (values.get("infra") or {}).get("imagePullSecrets") or []
+    if secrets:
+        have = {s.metadata.name for s in kube.core.list_namespaced_secret(namespace).items} if ns_exists else set()
+        absent = [s for s in secrets if s not in have]
+        rows.append(Row(FAIL if absent else OK, "image pull secrets",
+                        f"missing in {namespace}: {', '.join(absent)}" if absent else f"{', '.join(secrets)} exist",
+                        f"kubectl -n {namespace} create secret docker-registry NAME ..." if absent else ""))
+    else:
+        rows.append(Row(OK, "image pull secrets", "none requested"))
+
+    # capacity: rendered pods against nodes
+    docs = [d for d in __import__("yaml").safe_load_all(template(values, release, namespace)) if isinstance(d, dict)]
+    templates = _pod_templates(docs)
+    nodes = [n for n in kube.core.list_node().items if not n.spec.unschedulable]
+    pods = kube.core.list_pod_for_all_namespaces(field_selector="status.phase!=Succeeded,status.phase!=Failed").items
+    used: dict[str, dict[str, float]] = {n.metadata.name: {} for n in nodes}
+    for p in pods:
+        if p.spec.node_name in used:
+            for c in p.spec.containers or []:
+                req = dict((c.resources.limits or {}) if c.resources else {})
+                req.update((c.resources.requests or {}) if c.resources else {})
+                for k, v in req.items():
+                    used[p.spec.node_name][k] = used[p.spec.node_name].get(k, 0.0) + _qty(v)
+    alloc = {n.metadata.name: {k: _qty(v) for k, v in (n.status.allocatable or {}).items()} for n in nodes}
+    cluster = inputs.recipe.cluster
+    if inputs.infra.launch.mode != "attach":
+        gpu_nodes = {n: a.get(GPU, 0.0) for n, a in alloc.items() if a.get(GPU, 0.0) > 0}
+        for group in ("trainer", "inference"):
+            g = getattr(cluster, group)
+            fit = [n for n, c in gpu_nodes.items() if c >= g.gpusPerNode]
+            mark = OK if len(fit) >= g.nodes else FAIL
+            rows.append(Row(mark, f"GPU capacity: {group}",
+                            f"{g.nodes} pod(s) × {g.gpusPerNode} {GPU}: {len(fit)} node(s) have ≥ {g.gpusPerNode} allocatable",
+                            "" if mark == OK else f"add GPU nodes with ≥ {g.gpusPerNode} GPUs, or lower cluster.{group}"))
+        # the whole gang at once, against what is free now (first fit, biggest first)
+        free = {n: c - used[n].get(GPU, 0.0) for n, c in gpu_nodes.items()}
+        want = sorted([cluster.trainer.gpusPerNode] * cluster.trainer.nodes + [cluster.inference.gpusPerNode] * cluster.inference.nodes, reverse=True)
+        placed = 0
+        for w in want:
+            node = next((n for n, c in sorted(free.items(), key=lambda x: x[1]) if c >= w), None)
+            if node:
+                free[node] -= w
+                placed += 1
+        total_gpu = sum(gpu_nodes.values())
+        rows.append(Row(OK if placed == len(want) else FAIL, "GPU capacity: gang",
+                        f"{placed}/{len(want)} worker pods fit in the free GPUs now ({int(sum(want))} wanted, "
+                        f"{int(total_gpu)} allocatable on {len(gpu_nodes)} node(s))",
+                        "" if placed == len(want) else "free GPUs (other jobs), add GPU nodes, or shrink cluster.trainer/inference"))
+
+    sb = templates.get("sandbox")
+    replicas = int((values.get("sandbox") or {}).get("replicas", 0))
+    if sb:
+        per = _requests(sb)
+        short = []
+        for key in ("cpu", "memory", "ephemeral-storage"):
+            need_one = per.get(key, 0.0)
+            free_by_node = {n: alloc[n].get(key, 0.0) - used[n].get(key, 0.0) for n in alloc}
+            slots = sum(int(f // need_one) if need_one else replicas for f in free_by_node.values() if f > 0)
+            if slots < replicas:
+                short.append(f"{key}: room for {slots} of {replicas} replicas at {_fmt(key, need_one)} each")
+        rows.append(Row(FAIL if short else OK, "sandbox pool fits",
+                        "; ".join(short) if short else
+                        f"{replicas} × (cpu {_fmt('cpu', per.get('cpu'))}, memory {_fmt('memory', per.get('memory'))}, "
+                        f"ephemeral-storage {_fmt('ephemeral-storage', per.get('ephemeral-storage'))}) fit the schedulable nodes",
+                        "lower sandbox.replicas or sandbox.resources (requests are what the scheduler reserves)" if short else ""))
+
+    # ResourceQuota headroom for everything the release creates
+    if ns_exists:
+        quotas = kube.core.list_namespaced_resource_quota(namespace).items
+        if quotas:
+            need: dict[str, float] = {"pods": 0.0}
+            counts = {"sandbox": replicas, "head": 1, "trainer": cluster.trainer.nodes,
+                      "inference": cluster.inference.nodes, "submitter": 1}
+            for role, tpl in templates.items():
+                n = counts.get(role, 1)
+                need["pods"] += n
+                for k, v in _requests(tpl).items():
+                    need[k] = need.get(k, 0.0) + n * v
+            over = []
+            for q in quotas:
+                hard = q.status.hard or q.spec.hard or {}
+                usedq = q.status.used or {}
+                for key, limit in hard.items():
+                    res = key.removeprefix("requests.")
+                    if res not in need or key.startswith("limits."):
+                        continue
+                    room = _qty(limit) - _qty(usedq.get(key, 0))
+                    if need[res] > room:
+                        over.append(f"{q.metadata.name} {key}: needs {_fmt(res, need[res])}, {_fmt(res, room)} left")
+            rows.append(Row(FAIL if over else OK, "ResourceQuota headroom",
+                            "; ".join(over) if over else f"{len(quotas)} quota(s) leave room for the release",
+                            "raise the quota or shrink the recipe" if over else ""))
+        else:
+            rows.append(Row(OK, "ResourceQuota headroom", f"no ResourceQuota in {namespace}"))
+
+    # PodSecurity: server-side dry run of each rendered pod
+    if ns_exists:
+        level = (ns_obj.metadata.labels or {}).get("pod-security.kubernetes.io/enforce", "cluster default")
+        refused = []
+        for role, tpl in templates.items():
+            body = {"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"generateName": f"doctor-{role}-", "labels": (tpl.get("metadata") or {}).get("labels") or {}},
+                    "spec": copy.deepcopy(tpl.get("spec") or {})}
+            body["spec"].pop("serviceAccountName", None)  # created by the release itself
+            if pc and not any(r.check == "PriorityClass" and r.mark == OK for r in rows):
+                body["spec"].pop("priorityClassName", None)
+            try:
+                kube.core.create_namespaced_pod(namespace, body, dry_run="All")
+            except ApiException as exc:
+                if exc.status in (400, 403, 422):
+                    import json
+
+                    try:
+                        msg = json.loads(exc.body).get("message", exc.reason)
+                    except ValueError:
+                        msg = exc.reason
+                    refused.append(f"{role}: {msg}")
+                else:
+                    raise
+        rows.append(Row(FAIL if refused else OK, "PodSecurity admission",
+                        f"enforce={level}: " + ("; ".join(refused)[:600] if refused else f"admits all {len(templates)} pod templates (server-side dry run)"),
+                        "relax the namespace's pod-security.kubernetes.io/enforce label, or harden "
+                        "sandbox.security / infra.security (profile: restricted)" if refused else ""))
+    else:
+        rows.append(Row(WARN, "PodSecurity admission", "namespace does not exist yet: the cluster's default level applies",
+                        "create the namespace first to check its level"))
+
+    if (values.get("sandbox") or {}).get("networkPolicy", {}).get("enabled"):
+        rows.append(Row(WARN, "NetworkPolicy", "the sandbox NetworkPolicy is only enforced by a CNI that implements it",
+                        "use Calico, Cilium or another enforcing CNI; elsewhere the policy is an inert no-op"))
+    return rows
+
+
+def _fmt(key: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if key == "cpu":
+        return f"{value:g}" if value >= 1 else f"{value * 1000:.0f}m"
+    if key in ("memory", "ephemeral-storage"):
+        for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20)):
+            if value >= size:
+                return f"{value / size:g}{unit}"
+        return f"{value:g}"
+    return f"{value:g}"
+
+
+def doctor(args: Any) -> int:
+    from generator.live.run import plan
+    from generator.compose import load_inputs
+    from generator.live.verbs import emit
+
+    p = plan(args.recipe, args.infra, args.overrides, args.release, args.namespace)
+    inputs = load_inputs(args.recipe, args.infra, args.overrides)
+    kube = Kube(args.kubeconfig, args.context)
+    rows = checks(kube, inputs, p.values, p.release, p.namespace)
+    failed = [r for r in rows if r.mark == FAIL]
+
+    def table() -> str:
+        lines = []
+        for r in rows:
+            lines.append(f"{r.mark} {r.check:<24} {r.detail}")
+            if r.remedy and r.mark != OK:
+                lines.append(f"  {'':<24} → {r.remedy}")
+        lines.append("")
+        lines.append(f"{len(failed)} blocking problem(s)" if failed else "ready to run")
+        return "\n".join(lines)
+
+    emit({"release": p.release, "namespace": p.namespace, "ok": not failed, "checks": [asdict(r) for r in rows]},
+         args.output, table)
+    return EXIT_FAILED if failed else EXIT_OK

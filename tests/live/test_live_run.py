@@ -1,0 +1,287 @@
+"""The live path on the playground: run, status, logs, history, rollback, uninstall, and the failure
+behaviour of each (failed install/upgrade, concurrent run, Ctrl-C, unfit job, missing API pieces)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+from kubernetes import client
+
+from live_helpers import INFRA, RECIPE, cli, infra_variant, kube, spawn
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture
+def release(playground, namespace, capsys):
+    """The release name of the small recipe; uninstalled at the end so no GPU stays taken."""
+    yield "small"
+    from generator.live.snapshot import release_records
+
+    k = kube(playground)
+    if release_records(k, "small", namespace):
+        cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", playground.kubeconfig, "--timeout", 60)
+
+
+def _status(capsys, playground, namespace, name="small") -> dict:
+    rc, out, err = cli(capsys, "status", name, "-n", namespace, "-o", "json", "--kubeconfig", playground.kubeconfig)
+    assert rc == 0, err
+    return json.loads(out)
+
+
+def _fleets(status: dict) -> dict:
+    return {f["fleet"]: f for f in status["fleets"]}
+
+
+def _sandbox_cpu(playground, namespace) -> str:
+    dep = client.AppsV1Api(playground.api_client()).read_namespaced_deployment("small-sandbox", namespace)
+    return dep.spec.template.spec.containers[0].resources.requests["cpu"]
+
+
+def test_run_wait_status_logs_history_uninstall(playground, namespace, release, capsys):
+    kc = playground.kubeconfig
+    t0 = time.monotonic()
+    rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120)
+    assert rc == 0, out + err
+    assert "RayJob running on a ready RayCluster" in out
+    print(f"run --wait: {time.monotonic() - t0:.1f}s")
+
+    st = _status(capsys, playground, namespace)
+    assert st["ready"] and st["revision"] == 1 and st["release_status"] == "deployed"
+    assert st["rayjob"]["deploymentStatus"] == "Running" and st["raycluster"]["state"] == "ready"
+    fleets = _fleets(st)
+    for role in ("trainer", "inference"):
+        assert fleets[role]["ready"] == fleets[role]["desired"] == 1
+        assert fleets[role]["gpus_requested"] == fleets[role]["gpus_allocated"] == 8
+        assert set(fleets[role]["nodes"]) <= set(playground.gpu_node_names)
+    assert fleets["sandbox"]["ready"] == 2 and fleets["head"]["ready"] == 1
+
+    rc, out, _ = cli(capsys, "status", "small", "-n", namespace, "--kubeconfig", kc)
+    assert rc == 0 and "trainer" in out and "8/8" in out and "Running" in out
+
+    rc, out, err = cli(capsys, "logs", "small", "-n", namespace, "--role", "sandbox", "--tail", "1", "--kubeconfig", kc)
+    assert rc == 0, err
+    assert out.count("[small-sandbox-") == 2 and "dockyard-k8s playground" in out
+
+    rc, out, err = cli(capsys, "history", "small", "-n", namespace, "-o", "json", "--kubeconfig", kc)
+    assert rc == 0, err
+    assert [r["status"] for r in json.loads(out)] == ["deployed"]
+
+    rc, out, err = cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", kc, "--timeout", 60)
+    assert rc == 0, err
+    assert "nothing left" in out
+    from generator.live.verbs import leftovers
+
+    assert leftovers(kube(playground), "small", namespace) == []
+
+
+def test_status_reads_a_bounded_number_of_api_calls(playground, namespace, release, capsys, tmp_path):
+    from generator.live.snapshot import take
+
+    kc = playground.kubeconfig
+    assert cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120)[0] == 0
+    k = kube(playground)
+    small = take(k, "small", namespace)
+    more = infra_variant(tmp_path, "more.yaml", lambda d: d["sandbox"].update(replicas=8))
+    assert cli(capsys, "run", RECIPE, more, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120)[0] == 0
+    big = take(k, "small", namespace)
+    assert big.fleets["sandbox"].ready == 8
+    print(f"status API calls: {small.calls} with 2 sandbox pods, {big.calls} with 8")
+    assert small.calls == big.calls <= 8
+
+
+def test_failed_first_install_leaves_nothing(playground, namespace, release, capsys, tmp_path):
+    huge = infra_variant(tmp_path, "huge.yaml", lambda d: d["sandbox"]["resources"].update(cpu="500"))
+    rc, out, err = cli(capsys, "run", RECIPE, huge, "-n", namespace, "--kubeconfig", playground.kubeconfig,
+                       "--timeout", 8, "-q")
+    assert rc == 1
+    assert "nothing is left installed" in err and "Insufficient cpu" in err
+    assert "Traceback" not in err
+    from generator.live.snapshot import release_records
+    from generator.live.verbs import leftovers
+
+    k = kube(playground)
+    assert release_records(k, "small", namespace) == []
+    deadline = time.monotonic() + 30
+    while leftovers(k, "small", namespace) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert leftovers(k, "small", namespace) == []
+
+
+def test_failed_upgrade_keeps_previous_revision_and_rollback_restores_spec(playground, namespace, release, capsys, tmp_path):
+    kc = playground.kubeconfig
+    assert cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--kubeconfig", kc, "--timeout", 60)[0] == 0
+    assert _sandbox_cpu(playground, namespace) == "250m"
+
+    huge = infra_variant(tmp_path, "huge.yaml", lambda d: d["sandbox"]["resources"].update(cpu="500"))
+    rc, out, err = cli(capsys, "run", RECIPE, huge, "-n", namespace, "--kubeconfig", kc, "--timeout", 8, "-q")
+    assert rc == 1 and "still the deployed one" in err, err
+    assert _sandbox_cpu(playground, namespace) == "250m"
+    st = _status(capsys, playground, namespace)
+    assert st["release_status"] == "deployed" and _fleets(st)["sandbox"]["ready"] == 2
+
+    # a "bad" upgrade that Helm accepts, then rollback restores the previous sandbox pool spec
+    bigger = infra_variant(tmp_path, "bigger.yaml", lambda d: d["sandbox"]["resources"].update(cpu="500m"))
+    assert cli(capsys, "run", RECIPE, bigger, "-n", namespace, "--kubeconfig", kc, "--timeout", 60)[0] == 0
+    assert _sandbox_cpu(playground, namespace) == "500m"
+    before = _status(capsys, playground, namespace)["revision"]
+    rc, out, err = cli(capsys, "rollback", "small", "-n", namespace, "--kubeconfig", kc, "--timeout", 60)
+    assert rc == 0, err
+    assert _sandbox_cpu(playground, namespace) == "250m"
+    assert _status(capsys, playground, namespace)["revision"] == before + 1
+    rc, out, _ = cli(capsys, "history", "small", "-n", namespace, "--kubeconfig", kc)
+    assert "deployed" in out and "superseded" in out
+
+
+def test_concurrent_run_refused_and_ctrl_c_converges(playground, namespace, release, capsys, tmp_path):
+    from generator.live.snapshot import release_records
+
+    kc = playground.kubeconfig
+    huge = infra_variant(tmp_path, "huge.yaml", lambda d: d["sandbox"]["resources"].update(cpu="500"))
+    first = spawn("run", RECIPE, huge, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120, "-q")
+    try:
+        k = kube(playground)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            recs = release_records(k, "small", namespace)
+            if recs and recs[-1].metadata.labels.get("status") == "pending-install":
+                break
+            time.sleep(0.3)
+        else:
+            pytest.fail("the first run never reached pending-install")
+        before = [(r.metadata.name, r.metadata.resource_version) for r in release_records(k, "small", namespace)]
+
+        t0 = time.monotonic()
+        rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 60)
+        assert rc == 1 and "busy" in err and "nothing was changed" in err, err
+        assert time.monotonic() - t0 < 5
+        assert [(r.metadata.name, r.metadata.resource_version) for r in release_records(k, "small", namespace)] == before
+
+        first.send_signal(signal.SIGINT)
+        _, ferr = first.communicate(timeout=60)
+        assert first.returncode == 130 and "Traceback" not in ferr, ferr
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.communicate()
+
+    rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120)
+    assert rc == 0, out + err
+    assert _status(capsys, playground, namespace)["ready"]
+
+
+def test_stale_lock_and_pending_release_from_a_killed_run_converge(playground, namespace, release, capsys, tmp_path):
+    """SIGKILL (no chance to clean up) leaves a lease and a pending release; the next run takes over."""
+    from generator.live.snapshot import release_records
+
+    kc = playground.kubeconfig
+    assert cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--kubeconfig", kc, "--timeout", 60)[0] == 0
+    huge = infra_variant(tmp_path, "huge.yaml", lambda d: d["sandbox"]["resources"].update(cpu="500"))
+    victim = spawn("run", RECIPE, huge, "-n", namespace, "--kubeconfig", kc, "--timeout", 120, "-q", start_new_session=True)
+    k = kube(playground)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        recs = release_records(k, "small", namespace)
+        if recs[-1].metadata.labels.get("status") == "pending-upgrade":
+            break
+        time.sleep(0.3)
+    import os
+
+    os.killpg(victim.pid, signal.SIGKILL)  # python and its helm child
+    victim.communicate()
+    assert release_records(k, "small", namespace)[-1].metadata.labels["status"] == "pending-upgrade"
+    from generator.live.release import LEASE_SECONDS
+
+    time.sleep(LEASE_SECONDS + 1)
+    rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120)
+    assert rc == 0, out + err
+    assert "interrupted run: rolling back" in out
+    assert _sandbox_cpu(playground, namespace) == "250m"
+
+
+def test_job_that_cannot_fit_stays_pending_and_status_says_why(playground, namespace, release, capsys, wait):
+    kc = playground.kubeconfig
+    # 3 trainer pods x 8 GPUs + 1 inference x 8 = 32 GPUs on a 16-GPU playground
+    rc, out, err = cli(capsys, "run", RECIPE, INFRA, "cluster.trainer.nodes=3", "-n", namespace, "--kubeconfig", kc,
+                       "--timeout", 60)
+    assert rc == 0, err
+
+    def pending_reason():
+        f = _fleets(_status(capsys, playground, namespace)).get("trainer") or {}
+        return f.get("reason") if "Insufficient nvidia.com/gpu" in (f.get("reason") or "") else None
+
+    reason = wait(pending_reason, 60, "trainer Pending with the scheduler's reason")
+    assert "Unschedulable" in reason
+    rc, out, _ = cli(capsys, "status", "small", "-n", namespace, "--kubeconfig", kc)
+    assert "Insufficient nvidia.com/gpu" in out and "ready: no" in out
+
+    rc, out, err = cli(capsys, "run", RECIPE, INFRA, "cluster.trainer.nodes=3", "-n", namespace, "--wait",
+                       "--kubeconfig", kc, "--timeout", 6, "-q")
+    assert rc == 1 and "not ready after the timeout" in err and "Insufficient nvidia.com/gpu" in err
+
+
+def test_gpu_spec_change_is_refused_or_replaced(playground, namespace, release, capsys):
+    kc = playground.kubeconfig
+    assert cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120)[0] == 0
+    cluster_before = _status(capsys, playground, namespace)["raycluster"]["name"]
+    rc, out, err = cli(capsys, "run", RECIPE, INFRA, "cluster.trainer.gpusPerNode=4", "-n", namespace,
+                       "--kubeconfig", kc, "--timeout", 60)
+    assert rc == 1 and "KubeRay #1776" in err and "nvidia.com/gpu: 8 -> 4" in err
+    assert _status(capsys, playground, namespace)["revision"] == 1
+
+    rc, out, err = cli(capsys, "run", RECIPE, INFRA, "cluster.trainer.gpusPerNode=4", "-n", namespace, "--replace",
+                       "--wait", "--kubeconfig", kc, "--timeout", 120)
+    assert rc == 0, out + err
+    st = _status(capsys, playground, namespace)
+    assert st["raycluster"]["name"] != cluster_before
+    assert _fleets(st)["trainer"]["gpus_allocated"] == 4
+
+
+def test_quota_note_and_not_applied(playground, namespace, release, capsys, tmp_path):
+    q = infra_variant(tmp_path, "q.yaml", lambda d: d["infra"].update(
+        resourceQuota={"enabled": True, "hard": {"pods": "1"}}, limitRange={"enabled": True, "max": {"cpu": "1"}}))
+    rc, out, err = cli(capsys, "run", RECIPE, q, "-n", namespace, "--kubeconfig", playground.kubeconfig, "--timeout", 60)
+    assert rc == 0, err
+    assert "infra.resourceQuota is enabled" in err and "render" in err and "infra.limitRange is enabled" in err
+    core = client.CoreV1Api(playground.api_client())
+    assert core.list_namespaced_resource_quota(namespace).items == []
+    assert core.list_namespaced_limit_range(namespace).items == []
+
+
+def test_missing_namespace_priorityclass_crd_and_unreachable_api_are_one_line(playground, capsys, tmp_path, monkeypatch):
+    kc = playground.kubeconfig
+    rc, _, err = cli(capsys, "run", RECIPE, INFRA, "-n", "no-such-ns-x", "--kubeconfig", kc)
+    assert rc == 1 and err.strip().count("\n") == 0 and "--create-namespace" in err
+
+    pc = infra_variant(tmp_path, "pc.yaml", lambda d: d["infra"].update(priorityClassName="no-such-priority"))
+    rc, _, err = cli(capsys, "run", RECIPE, pc, "--kubeconfig", kc)
+    assert rc == 1 and err.strip().count("\n") == 0 and "PriorityClass no-such-priority does not exist" in err
+
+    import generator.live.kube as kube_mod
+
+    monkeypatch.setattr(kube_mod, "RAY_VERSION", "v9alpha1")  # a KubeRay API this cluster does not serve
+    rc, _, err = cli(capsys, "run", RECIPE, INFRA, "--kubeconfig", kc)
+    assert rc == 1 and err.strip().count("\n") == 0 and "KubeRay CRDs are not installed" in err
+    rc, _, err = cli(capsys, "cluster", "list", "-n", "default", "--kubeconfig", kc)
+    assert rc == 1 and "KubeRay CRDs are not installed" in err
+    monkeypatch.undo()
+
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    closed = s.getsockname()[1]
+    s.close()
+    import re
+
+    bad = tmp_path / "unreachable.kubeconfig"
+    bad.write_text(re.sub(r"https://127\.0\.0\.1:\d+", f"https://127.0.0.1:{closed}", open(kc).read()))
+    for argv in (["status", "small"], ["run", RECIPE, INFRA], ["history", "small"], ["cluster", "list"]):
+        p = spawn(*argv, "--kubeconfig", bad)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 1, (argv, err)
+        assert "Traceback" not in err and err.strip().count("\n") == 0, err
+        assert f"cannot reach the Kubernetes API at https://127.0.0.1:{closed}" in err
