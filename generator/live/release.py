@@ -34,12 +34,50 @@ def seconds(timeout: float) -> str:
     return f"{int(max(1, timeout))}s"
 
 
+def _exec_command_class() -> Any:
+    """pyhelm3's Command, running helm without a shell in between.
+
+    pyhelm3 starts `/bin/sh -c "helm ..."`; on Ctrl-C it terminates the shell, which (dash) leaves helm
+    running as an orphan that holds the output pipe until its own --timeout. Here helm is our direct
+    child: on cancellation it gets SIGTERM, cancels, lets --atomic roll back, and exits.
+    """
+    import signal
+
+    from pyhelm3 import Command, errors
+
+    class ExecCommand(Command):
+        async def run(self, command: list[Any], input: bytes | None = None) -> bytes:
+            argv = [self._executable, *(str(part) for part in command)]
+            if self._kubeconfig:
+                argv += ["--kubeconfig", str(self._kubeconfig)]
+            if self._kubecontext:
+                argv += ["--kube-context", self._kubecontext]
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE if input is not None else None,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            try:
+                stdout, stderr = await proc.communicate(input)
+            except asyncio.CancelledError:
+                try:
+                    proc.send_signal(signal.SIGTERM)
+                    await asyncio.wait_for(proc.wait(), 90)
+                except ProcessLookupError:
+                    pass
+                except (asyncio.TimeoutError, asyncio.CancelledError):
+                    proc.kill()
+                    await proc.wait()
+                raise
+            if proc.returncode != 0:
+                raise errors.Error(proc.returncode, stdout, stderr)
+            return stdout
+
+    return ExecCommand
+
+
 class Helm:
     def __init__(self, kube: Kube):
-        from pyhelm3 import Command
-
         self.kube = kube
-        self.cmd = Command(executable=binary("helm"), kubeconfig=kube.kubeconfig, kubecontext=kube.context,
+        self.cmd = _exec_command_class()(executable=binary("helm"), kubeconfig=kube.kubeconfig, kubecontext=kube.context,
                            default_timeout="600s", history_max_revisions=10)
 
     def _run(self, coro: Any, what: str) -> Any:

@@ -162,7 +162,8 @@ def pod_reason(pod: Any) -> str:
         return "Terminating"
     for c in (st.conditions or []) if st else []:
         if c.type == "PodScheduled" and c.status == "False":
-            return f"{c.reason or 'Unschedulable'}: {c.message or ''}".strip()
+            msg = (c.message or "").split(" preemption:")[0].replace(" no new claims to deallocate,", "").rstrip(" ,")
+            return f"{c.reason or 'Unschedulable'}: {msg}".strip()
     for cs in (st.container_statuses or []) if st else []:
         w = cs.state.waiting if cs.state else None
         if w and w.reason:

@@ -1,0 +1,125 @@
+"""`dev`: the development loop on a long-lived (bringup) cluster.
+
+Brings the cluster up when it is absent, shows status until it is ready, then keeps two port-forwards
+open on 127.0.0.1 (the Ray dashboard, 8265 on the head pod; the sandbox Service, 9090) with the pinned
+kubectl, restarting one that dies, until interrupted. `--down` uninstalls the release on exit.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+from generator.errors import EXIT_OK, CheckFailed
+from generator.live.kube import Kube
+from generator.live.progress import Progress
+from generator.tools import binary
+
+FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) ->")
+
+
+class Forward:
+    """One `kubectl port-forward --address 127.0.0.1` child, restarted when it exits."""
+
+    def __init__(self, kube: Kube, namespace: str, target: str, local: int, remote: int, what: str):
+        self.kube, self.namespace, self.target, self.remote, self.what = kube, namespace, target, remote, what
+        self.local = local
+        self.proc: subprocess.Popen | None = None
+        self.restarts = -1
+
+    def argv(self) -> list[str]:
+        cmd = [binary("kubectl", "kubernetes"), "--kubeconfig", self.kube.kubeconfig]
+        if self.kube.context:
+            cmd += ["--context", self.kube.context]
+        return cmd + ["-n", self.namespace, "port-forward", "--address", "127.0.0.1", self.target,
+                      f"{self.local or ''}:{self.remote}"]
+
+    def start(self, timeout: float = 20) -> int:
+        self.restarts += 1
+        self.proc = subprocess.Popen(self.argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + timeout
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            m = FORWARDING.search(line)
+            if m:
+                self.local = int(m.group(1))
+                return self.local
+        err = self.proc.stderr.read() if self.proc.poll() is not None and self.proc.stderr else ""
+        self.stop()
+        raise CheckFailed(f"port-forward to {self.what} ({self.target}:{self.remote}) failed: {err.strip() or 'no answer'}")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _head_pod(kube: Kube, namespace: str, cluster: str) -> str:
+    pods = kube.core.list_namespaced_pod(namespace, label_selector=f"ray.io/cluster={cluster},ray.io/node-type=head").items
+    if not pods:
+        raise CheckFailed(f"no head pod for RayCluster {cluster} in {namespace}")
+    return pods[0].metadata.name
+
+
+def dev(args: Any) -> int:
+    from generator.live.run import follow, plan, run
+    from generator.live.snapshot import release_records
+    from generator.live.verbs import uninstall
+
+    p = plan(args.recipe, args.infra, args.overrides, args.release, args.namespace, mode="bringup")
+    kube = Kube(args.kubeconfig, args.context)
+    records = release_records(kube, p.release, p.namespace) if kube.namespace_exists(p.namespace) else []
+    deployed = any(r.metadata.labels.get("status") == "deployed" for r in records)
+    forwards: list[Forward] = []
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        if deployed:
+            print(f"release {p.release} is already installed in {p.namespace}: using it", flush=True)
+            follow(kube, p.release, p.namespace, time.monotonic() + args.timeout,
+                   Progress(quiet=args.quiet, title=f"{p.release} ({p.namespace})"))
+        else:
+            args.release, args.namespace = p.release, p.namespace
+            run(args, mode="bringup")
+        head = _head_pod(kube, p.namespace, p.release)
+        forwards = [Forward(kube, p.namespace, f"pod/{head}", args.dashboard_port, 8265, "the Ray dashboard"),
+                    Forward(kube, p.namespace, f"svc/{p.release}-sandbox", args.sandbox_port, 9090, "the sandbox pool")]
+        for f in forwards:
+            f.start()
+        print(f"Ray dashboard:  http://127.0.0.1:{forwards[0].local}", flush=True)
+        print(f"sandbox pool:   http://127.0.0.1:{forwards[1].local}  (POST /task/submit)", flush=True)
+        print("port-forwards open; Ctrl-C to stop" + (" and tear the cluster down" if args.down else ""), flush=True)
+        while True:
+            time.sleep(1.0)
+            for f in forwards:
+                if not f.alive():
+                    print(f"port-forward to {f.what} exited; restarting on 127.0.0.1:{f.local}", file=sys.stderr, flush=True)
+                    f.start()
+    except KeyboardInterrupt:
+        print("\nstopping port-forwards", flush=True)
+    finally:
+        for f in forwards:
+            f.stop()
+        signal.signal(signal.SIGTERM, previous)
+    if args.down:
+        args.release, args.namespace = p.release, p.namespace
+        return uninstall(args)
+    print(f"cluster {p.release} keeps running in {p.namespace} (`dockyard-k8s cluster down {p.release} -n {p.namespace}`)")
+    return EXIT_OK

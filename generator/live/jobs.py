@@ -1,0 +1,147 @@
+"""`job submit|list|stop`: RayJobs that run on an existing RayCluster through `clusterSelector`.
+
+KubeRay refuses `rayClusterSpec` together with `clusterSelector`, and `backoffLimit > 0` with it, so
+these RayJobs carry neither; deleting one leaves the cluster running.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from generator.errors import EXIT_OK, CheckFailed
+from generator.live.kube import RAY_GROUP, RAY_VERSION, Kube
+from generator.live.verbs import age, columns, emit
+
+MANAGED = "app.kubernetes.io/managed-by=dockyard-k8s,dockyard.dev/kind=job"
+MAX_RAYJOB_NAME = 47
+
+
+def _job_name(recipe: str) -> str:
+    stamp = time.strftime("%m%d%H%M%S")
+    return f"{recipe[: MAX_RAYJOB_NAME - len(stamp) - 1].rstrip('-')}-{stamp}"
+
+
+def rayjob_body(name: str, cluster: str, values: dict[str, Any]) -> dict[str, Any]:
+    launch = values.get("launch") or {}
+    recipe = values["recipe"]
+    entry = f"{recipe['entrypoint']} --config {launch.get('configMountPath', '/etc/dockyard')}/recipe.yaml"
+    if (values.get("sandbox") or {}).get("injectUrls"):
+        entry += " env.code.sandbox_urls=null"
+    spec: dict[str, Any] = {
+        "entrypoint": entry,
+        "clusterSelector": {"ray.io/cluster": cluster},
+        "submissionMode": launch.get("submissionMode", "K8sJobMode"),
+        "shutdownAfterJobFinishes": False,
+    }
+    if launch.get("activeDeadlineSeconds"):
+        spec["activeDeadlineSeconds"] = launch["activeDeadlineSeconds"]
+    return {
+        "apiVersion": f"{RAY_GROUP}/{RAY_VERSION}",
+        "kind": "RayJob",
+        "metadata": {"name": name, "labels": {
+            "app.kubernetes.io/managed-by": "dockyard-k8s", "app.kubernetes.io/name": "dockyard",
+            "dockyard.dev/kind": "job", "dockyard.dev/cluster": cluster, "dockyard.dev/recipe": recipe["name"]}},
+        "spec": spec,
+    }
+
+
+def submit(args: Any) -> int:
+    from generator.live.run import plan
+
+    p = plan(args.recipe, args.infra, args.overrides, None, args.namespace)
+    launch = p.values.get("launch") or {}
+    cluster = args.cluster or (launch.get("clusterName") if p.mode == "attach" else None) or p.values["recipe"]["name"]
+    kube = Kube(args.kubeconfig, args.context)
+    kube.require_ray(("rayjobs", "rayclusters"))
+    if kube.get_ray("rayclusters", p.namespace, cluster) is None:
+        raise CheckFailed(f"RayCluster {cluster} not found in namespace {p.namespace}: bring one up with "
+                          f"`dockyard-k8s cluster up RECIPE INFRA`, or pass --cluster NAME")
+    name = args.name or _job_name(p.values["recipe"]["name"])
+    if len(name) > MAX_RAYJOB_NAME:
+        raise CheckFailed(f"RayJob name {name!r} has {len(name)} characters; KubeRay allows at most {MAX_RAYJOB_NAME}")
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        kube.custom.create_namespaced_custom_object(RAY_GROUP, RAY_VERSION, p.namespace, "rayjobs",
+                                                    rayjob_body(name, cluster, p.values))
+    except ApiException as exc:
+        if exc.status == 409:
+            raise CheckFailed(f"RayJob {name} already exists in {p.namespace}: pick another --name, or `job stop {name}`") from None
+        raise
+    print(f"RayJob {name} submitted to RayCluster {cluster} in {p.namespace}")
+    if not args.wait:
+        return EXIT_OK
+    deadline = time.monotonic() + (args.timeout or 300)
+    last = None
+    while True:
+        job = kube.get_ray("rayjobs", p.namespace, name) or {}
+        st = job.get("status") or {}
+        state = st.get("jobDeploymentStatus")
+        if state != last and not args.quiet:
+            print(f"  {name}: {state or 'New'}", flush=True)
+        last = state
+        if state in ("Running", "Complete"):
+            print(f"RayJob {name} {state} on {cluster}")
+            return EXIT_OK
+        if state in ("Failed", "ValidationFailed"):
+            raise CheckFailed(f"RayJob {name} {state}: {st.get('message') or st.get('reason') or 'no message'}")
+        if time.monotonic() >= deadline:
+            raise CheckFailed(f"RayJob {name} not running after the timeout (state {state or 'New'})")
+        time.sleep(1.0)
+
+
+def _list(kube: Kube, namespace: str | None, cluster: str | None = None) -> list[dict[str, Any]]:
+    sel = MANAGED + (f",dockyard.dev/cluster={cluster}" if cluster else "")
+    if namespace:
+        return kube.list_ray("rayjobs", namespace, sel)
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return kube.custom.list_cluster_custom_object(RAY_GROUP, RAY_VERSION, "rayjobs", label_selector=sel)["items"]
+    except ApiException as exc:
+        if exc.status == 404:
+            from generator.live.kube import crd_missing
+            raise CheckFailed(crd_missing("rayjobs")) from None
+        raise
+
+
+def list_jobs(args: Any) -> int:
+    kube = Kube(args.kubeconfig, args.context)
+    items = _list(kube, args.namespace, args.cluster)
+    data = []
+    for j in items:
+        st = j.get("status") or {}
+        data.append({"namespace": j["metadata"]["namespace"], "name": j["metadata"]["name"],
+                     "cluster": (j["spec"].get("clusterSelector") or {}).get("ray.io/cluster"),
+                     "deploymentStatus": st.get("jobDeploymentStatus") or "New", "jobStatus": st.get("jobStatus") or "-",
+                     "age": age(j["metadata"].get("creationTimestamp"))})
+    rows = [["NAMESPACE", "NAME", "CLUSTER", "DEPLOYMENT", "JOB", "AGE"]]
+    rows += [[d["namespace"], d["name"], d["cluster"], d["deploymentStatus"], d["jobStatus"], d["age"]] for d in data]
+    emit(data, args.output, lambda: columns(rows) if data else "no jobs")
+    return EXIT_OK
+
+
+def stop(args: Any) -> int:
+    from kubernetes.client.exceptions import ApiException
+
+    from generator.live.release import wait_until
+
+    kube = Kube(args.kubeconfig, args.context)
+    matches = [j for j in _list(kube, args.namespace) if j["metadata"]["name"] == args.name]
+    if not matches:
+        raise CheckFailed(f"no dockyard job {args.name}" + (f" in {args.namespace}" if args.namespace else "")
+                          + " (`dockyard-k8s job list`)")
+    if len(matches) > 1:
+        raise CheckFailed(f"job {args.name} exists in several namespaces: pass -n")
+    ns = matches[0]["metadata"]["namespace"]
+    try:
+        kube.custom.delete_namespaced_custom_object(RAY_GROUP, RAY_VERSION, ns, "rayjobs", args.name,
+                                                    propagation_policy="Foreground")
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    if not wait_until(lambda: kube.get_ray("rayjobs", ns, args.name) is None, args.timeout or 120):
+        raise CheckFailed(f"RayJob {args.name} still exists after the timeout")
+    print(f"RayJob {args.name} stopped and deleted from {ns}; its RayCluster keeps running")
+    return EXIT_OK
