@@ -262,6 +262,11 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
                     "metadata": {"generateName": f"doctor-{role}-", "labels": (tpl.get("metadata") or {}).get("labels") or {}},
                     "spec": copy.deepcopy(tpl.get("spec") or {})}
             body["spec"].pop("serviceAccountName", None)  # created by the release itself
+            for c in body["spec"].get("containers", []) + body["spec"].get("initContainers", []):
+                for part in ("limits", "requests"):
+                    block = (c.get("resources") or {}).get(part)
+                    if block:
+                        c["resources"][part] = {k: str(v) for k, v in block.items()}
             if pc and not any(r.check == "PriorityClass" and r.mark == OK for r in rows):
                 body["spec"].pop("priorityClassName", None)
             try:
