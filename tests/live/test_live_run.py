@@ -66,6 +66,12 @@ def test_run_wait_status_logs_history_uninstall(playground, namespace, release, 
     assert rc == 0, err
     assert out.count("[small-sandbox-") == 2 and "dockyard-k8s playground" in out
 
+    rc, out, err = cli(capsys, "logs", "--role", "trainer", "-f", "-n", namespace, "--timeout", 3, "--kubeconfig", kc)
+    assert rc == 0 and "no container process exists" in out, err
+
+    rc, out, err = cli(capsys, "status", "-n", namespace, "--watch", "--timeout", 3, "--kubeconfig", kc)
+    assert rc == 0 and out.count("release    small") == 1, out  # not a terminal: printed once, unchanged
+
     rc, out, err = cli(capsys, "history", "small", "-n", namespace, "-o", "json", "--kubeconfig", kc)
     assert rc == 0, err
     assert [r["status"] for r in json.loads(out)] == ["deployed"]
