@@ -175,6 +175,8 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     pods = kube.core.list_pod_for_all_namespaces(field_selector="status.phase!=Succeeded,status.phase!=Failed").items
     used: dict[str, dict[str, float]] = {n.metadata.name: {} for n in nodes}
     for p in pods:
+        if (p.metadata.labels or {}).get("app.kubernetes.io/instance") == release and p.metadata.namespace == namespace:
+            continue  # this release's own pods (an upgrade replaces them)
         if p.spec.node_name in used:
             for c in p.spec.containers or []:
                 req = dict((c.resources.limits or {}) if c.resources else {})
