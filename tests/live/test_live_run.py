@@ -291,3 +291,24 @@ def test_missing_namespace_priorityclass_crd_and_unreachable_api_are_one_line(pl
         assert p.returncode == 1, (argv, err)
         assert "Traceback" not in err and err.strip().count("\n") == 0, err
         assert f"cannot reach the Kubernetes API at https://127.0.0.1:{closed}" in err
+
+
+def test_status_names_a_quota_refusal_from_replicaset_events(playground, namespace, release, capsys, wait):
+    kc = playground.kubeconfig
+    assert cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120)[0] == 0
+    core = client.CoreV1Api(playground.api_client())
+    used = len(core.list_namespaced_pod(namespace).items)
+    core.create_namespaced_resource_quota(namespace, client.V1ResourceQuota(
+        metadata=client.V1ObjectMeta(name="full"), spec=client.V1ResourceQuotaSpec(hard={"pods": str(used - 1)})))  # already full
+    wait(lambda: (core.read_namespaced_resource_quota("full", namespace).status.used or {}).get("pods"), 30, "quota status")
+    victim = core.list_namespaced_pod(namespace, label_selector="dockyard.dev/fleet=sandbox").items[0]
+    core.delete_namespaced_pod(victim.metadata.name, namespace, grace_period_seconds=0)
+
+    def refused():
+        f = _fleets(_status(capsys, playground, namespace))["sandbox"]
+        return f["reason"] if "exceeded quota" in f["reason"] else None
+
+    reason = wait(refused, 60, "the sandbox row to show the quota refusal")
+    assert "FailedCreate" in reason and "full" in reason
+    rc, out, _ = cli(capsys, "status", "small", "-n", namespace, "--kubeconfig", kc)
+    assert "exceeded quota" in out and "sandbox     1/2" in out
