@@ -42,8 +42,8 @@ playground-down: venv ## stop the local playground cluster
 	$(PY) -m generator playground down
 
 demo: venv tools ## tools, playground, run the example job, status
-	$(PY) -m generator playground up
-	$(PY) -m generator run values-examples/grpo_swe.yaml values-examples/grpo_swe.infra.yaml --wait
+	$(PY) -m generator playground up --gpu-nodes 3
+	$(PY) -m generator run values-examples/grpo_swe.yaml values-examples/grpo_swe.infra.yaml --wait --create-namespace
 	$(PY) -m generator status grpo-swe
 
 bench: venv ## benchmarks (not part of make test) -> docs/benchmarks.md

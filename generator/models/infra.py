@@ -241,7 +241,7 @@ class Sandbox(Strict):
     topologySpreadConstraints: list[TopologySpreadConstraint] = Field([], description="Spread the replicas over nodes or zones.")
     nodeSelector: dict[str, str] = Field({}, description="Node labels the executors must run on.")
     tolerations: list[Toleration] = Field([], description="Tolerations of the executors.")
-    affinity: FreeForm = Field({}, description="Pod affinity / anti-affinity (Kubernetes Affinity).")
+    affinity: FreeForm = Field({}, description="Pod affinity / anti-affinity (Kubernetes Affinity); empty prefers nodes without `nvidia.com/gpu.present`.")
     runtimeClassName: Dns1123Subdomain | None = Field(None, description="RuntimeClass, e.g. gvisor or kata, where the cluster has one.")
 
 

@@ -136,6 +136,15 @@ def test_sandbox_placement_knobs(render):
     assert tsc["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == "sandbox"
 
 
+def test_gpu_free_pods_prefer_cpu_nodes(render):
+    out = render()
+    prefer = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {
+        "matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "DoesNotExist"}]}}]}}
+    assert sandbox_pod(out)["affinity"] == prefer
+    assert out.groups()["head"]["template"]["spec"]["affinity"] == prefer
+    assert "affinity" not in out.groups()["trainer"]["template"]["spec"]
+
+
 def test_sandbox_image_defaults_to_infra_image_and_can_pin_a_digest(render):
     assert sandbox_pod(render())["containers"][0]["image"] == "ghcr.io/dockyard-rl/ubuntu-swe:vllm"
     digest = "sha256:" + "a" * 64

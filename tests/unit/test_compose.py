@@ -70,3 +70,15 @@ def test_values_yaml_quotes_what_helm_would_read_as_booleans(tmp_path):
     text = values_yaml(values)
     assert "priorityClassName: 'y'" in text
     assert "- 'n'" in text and "- 'on'" in text
+
+
+def test_overrides_may_follow_options(tmp_path):
+    out = tmp_path / "v.yaml"
+    assert main(["values", str(RECIPE), str(INFRA), "-o", str(out), "cluster.trainer.nodes=5"]) == 0
+    assert yaml.safe_load(out.read_text())["recipe"]["cluster"]["trainer"]["nodes"] == 5
+    try:
+        main(["values", str(RECIPE), str(INFRA), "--bogus"])
+    except SystemExit as exc:
+        assert exc.code == 2
+    else:
+        raise AssertionError("an unknown option must exit 2")

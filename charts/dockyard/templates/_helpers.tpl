@@ -163,3 +163,14 @@ fsGroup: {{ .fsGroup | default 10001 }}
 checkov.io/skip{{ add1 $i }}: {{ $s | quote }}
 {{- end }}
 {{- end -}}
+
+{{/* Default affinity of GPU-free pods: prefer nodes without GPUs, so they do not take a GPU node's cpu. */}}
+{{- define "dockyard.preferCpuNodes" -}}
+nodeAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      preference:
+        matchExpressions:
+          - key: nvidia.com/gpu.present
+            operator: DoesNotExist
+{{- end -}}

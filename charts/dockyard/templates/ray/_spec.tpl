@@ -14,6 +14,10 @@ spec:
   {{- with $ctx.Values.infra.priorityClassName }}
   priorityClassName: {{ . | quote }}
   {{- end }}
+  {{- if eq .role "head" }}
+  affinity:
+    {{- include "dockyard.preferCpuNodes" $ctx | nindent 4 }}
+  {{- end }}
   {{- if $sec.enabled }}
   securityContext:
     {{- include "dockyard.podSecurityContext" $sec | nindent 4 }}
