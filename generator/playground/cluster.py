@@ -88,6 +88,11 @@ def locked(state_dir: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def _removable(state_dir: Path) -> bool:
+    """Only a folder we made (it has state.json) or an empty one is ever deleted."""
+    return (state_dir / STATE_FILE).exists() or not any(state_dir.iterdir())
+
+
 def records(state: dict) -> list[dict]:
     return [state["components"][c] for c in COMPONENTS if c in state.get("components", {})]
 
@@ -483,8 +488,11 @@ def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.
                 return 0
             say(f"playground at {state_dir} is not healthy ({'; '.join(f'{n}: {d}' for n, d in unhealthy)}); restarting it")
         if state:
-            procs.stop(records(state))
+            procs.stop(list(reversed(records(state))))
         if state_dir.exists():
+            if not _removable(state_dir):
+                say(f"error: {state_dir} exists and is not a playground state folder (no {STATE_FILE}); pick another --state-dir")
+                return 2
             shutil.rmtree(state_dir)
         try:
             bins = ensure_binaries(say)
@@ -503,6 +511,7 @@ def _fresh_up(state_dir: Path, shape: Shape, bins: dict[str, str], timeout: floa
     deadline = t0 + timeout
     state_dir.mkdir(parents=True, exist_ok=True)
     state_dir.chmod(0o700)
+    (state_dir / STATE_FILE).write_text("{}")  # marks the folder as ours before anything else
     (state_dir / "logs").mkdir()
     (state_dir / "kubeconfigs").mkdir()
     port_names = ["etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler", "kwok", "kuberay_probe"]
@@ -560,7 +569,7 @@ def _fresh_up(state_dir: Path, shape: Shape, bins: dict[str, str], timeout: floa
             say(traceback.format_exc().rstrip())
         if component and component in state.get("components", {}):
             say(f"--- last lines of {state['components'][component]['log']}:\n{procs.tail(state['components'][component]['log'])}")
-        procs.stop(records(state))
+        procs.stop(list(reversed(records(state))))
         state["failed"] = True
         with contextlib.suppress(OSError):
             save_state(state_dir, state)
@@ -612,10 +621,10 @@ def down(state_dir: Path, out: TextIO = sys.stdout) -> int:
 
     with locked(state_dir):
         state = load_state(state_dir)
-        if state is None:
-            if state_dir.exists():
-                shutil.rmtree(state_dir)
-                say(f"removed {state_dir} (no state file)")
+        if not state:
+            if state_dir.exists() and (state_dir / STATE_FILE).exists():
+                shutil.rmtree(state_dir)  # a start-up that died before recording any process
+                say(f"removed {state_dir} (no process was recorded)")
             else:
                 say(f"no playground at {state_dir}")
             return 0

@@ -106,35 +106,42 @@ def reap() -> None:
             _orphans.remove(proc)
 
 
-def stop(records: list[dict], timeout: float = 15.0) -> list[str]:
-    """SIGTERM each recorded process that is still ours, then SIGKILL what remains after `timeout`.
+def _signal(rec: dict, sig: int) -> None:
+    try:
+        os.kill(int(rec["pid"]), sig)
+    except ProcessLookupError:
+        pass
 
-    Returns the names of the processes that were signalled. Processes are never looked up by name.
-    """
-    live = [r for r in records if is_running(r)]
-    for rec in live:
-        try:
-            os.kill(int(rec["pid"]), signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+
+def _wait_gone(rec: dict, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         reap()
-        if not any(is_running(r) for r in live):
-            break
-        time.sleep(0.1)
-    for rec in live:
-        if is_running(rec):
-            try:
-                os.kill(int(rec["pid"]), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(is_running(r) for r in live):
-        reap()
-        time.sleep(0.05)
+        if not is_running(rec):
+            return True
+        time.sleep(0.02)
+    return not is_running(rec)
+
+
+def stop(records: list[dict], timeout: float = 10.0) -> list[str]:
+    """Stop the recorded processes one by one, in the order given (clients before the apiserver,
+    the apiserver before etcd: an apiserver whose etcd is gone hangs in shutdown).
+
+    Each gets SIGTERM, then SIGKILL if it is still there after `timeout` seconds. Only a process
+    that is still ours (same PID *and* start time) is signalled; nothing is looked up by name.
+    Returns the names of the processes that were signalled.
+    """
+    signalled = []
+    for rec in records:
+        if not is_running(rec):
+            continue
+        signalled.append(rec["name"])
+        _signal(rec, signal.SIGTERM)
+        if not _wait_gone(rec, timeout):
+            _signal(rec, signal.SIGKILL)
+            _wait_gone(rec, 5)
     reap()
-    return [r["name"] for r in live]
+    return signalled
 
 
 def tail(path: str | Path, lines: int = 25) -> str:

@@ -98,16 +98,46 @@ def k8s(playground):
 
 
 @pytest.fixture
-def namespace(k8s):
-    """A fresh namespace whose `default` ServiceAccount exists (pods are admitted only then)."""
+def make_namespace(k8s):
+    """`make_namespace(labels=None) -> name`: a fresh namespace whose `default` ServiceAccount
+    exists (pods are admitted only then); each is deleted, and waited for, at teardown."""
     from kubernetes import client
 
     core = client.CoreV1Api(k8s)
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-    wait_for(lambda: _has_default_sa(core, name), 30, f"default ServiceAccount in {name}")
-    yield name
-    core.delete_namespace(name)
+    made: list[str] = []
+
+    def make(labels: dict | None = None) -> str:
+        name = f"t-{uuid.uuid4().hex[:8]}"
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels=labels)))
+        made.append(name)
+        wait_for(lambda: _has_default_sa(core, name), 30, f"default ServiceAccount in {name}")
+        return name
+
+    yield make
+    for name in made:
+        delete_namespace_and_wait(core, name)
+
+
+@pytest.fixture
+def namespace(make_namespace):
+    """A fresh namespace (see `make_namespace`)."""
+    return make_namespace()
+
+
+def delete_namespace_and_wait(core, name: str, timeout: float = 60) -> None:
+    """Delete a namespace and wait until none of its pods is left, so they no longer hold node
+    resources (GPUs) that later tests of the session need. (The namespace object itself lingers
+    ~10 s more while the namespace controller finishes; nothing needs to wait for that.)"""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        core.delete_namespace(name)  # Terminating: nothing new can be created in it
+        core.delete_collection_namespaced_pod(name, grace_period_seconds=0)  # kwok removes them at once
+    except ApiException as exc:
+        if exc.status == 404:
+            return
+        raise
+    wait_for(lambda: not core.list_namespaced_pod(name).items, timeout, f"the pods of namespace {name} to be gone")
 
 
 def _has_default_sa(core, ns: str) -> bool:

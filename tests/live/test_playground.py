@@ -181,50 +181,33 @@ def test_kubectl_logs_of_a_simulated_pod(playground, k8s, namespace, wait):
 # ------------------------------------------------------------------ admission
 
 
-def test_restricted_namespace_rejects_a_root_pod(k8s, wait):
+def test_restricted_namespace_rejects_a_root_pod(k8s, make_namespace):
     core = client.CoreV1Api(k8s)
-    ns = f"restricted-{os.getpid()}-{int(time.time())}"
-    core.create_namespace(
-        client.V1Namespace(
-            metadata=client.V1ObjectMeta(name=ns, labels={"pod-security.kubernetes.io/enforce": "restricted"})
-        )
-    )
-    try:
-        def has_sa():
-            try:
-                return core.read_namespaced_service_account("default", ns)
-            except ApiException as exc:
-                if exc.status == 404:
-                    return None
-                raise
+    ns = make_namespace({"pod-security.kubernetes.io/enforce": "restricted"})
+    root = _pod("root", ns, [_container(security_context=client.V1SecurityContext(run_as_user=0))])
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_pod(ns, root)
+    assert err.value.status == 403
+    message = json.loads(err.value.body)["message"]
+    assert 'violates PodSecurity "restricted:latest"' in message, message
+    assert "runAsUser=0" in message, message
 
-        wait(has_sa, 30, "default ServiceAccount")
-        root = _pod("root", ns, [_container(security_context=client.V1SecurityContext(run_as_user=0))])
-        with pytest.raises(ApiException) as err:
-            core.create_namespaced_pod(ns, root)
-        assert err.value.status == 403
-        message = json.loads(err.value.body)["message"]
-        assert 'violates PodSecurity "restricted:latest"' in message, message
-        assert "runAsUser=0" in message, message
-
-        compliant = _pod(
-            "compliant",
-            ns,
-            [
-                _container(
-                    security_context=client.V1SecurityContext(
-                        run_as_non_root=True,
-                        run_as_user=1000,
-                        allow_privilege_escalation=False,
-                        capabilities=client.V1Capabilities(drop=["ALL"]),
-                        seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault"),
-                    )
+    compliant = _pod(
+        "compliant",
+        ns,
+        [
+            _container(
+                security_context=client.V1SecurityContext(
+                    run_as_non_root=True,
+                    run_as_user=1000,
+                    allow_privilege_escalation=False,
+                    capabilities=client.V1Capabilities(drop=["ALL"]),
+                    seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault"),
                 )
-            ],
-        )
-        core.create_namespaced_pod(ns, compliant)  # the same namespace admits a compliant pod
-    finally:
-        core.delete_namespace(ns)
+            )
+        ],
+    )
+    core.create_namespaced_pod(ns, compliant)  # the same namespace admits a compliant pod
 
 
 def test_resource_quota_is_enforced(k8s, namespace, wait):
@@ -405,6 +388,15 @@ def test_bad_usage_exits_2(tmp_path):
     out = _cli("up", "--node-memory", "lots", "--state-dir", str(tmp_path / "pg"), timeout=30)
     assert out.returncode == 2
     assert not (tmp_path / "pg").exists()
+    # a folder that is not a playground's is never taken over (nor deleted by `down`)
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "keep.txt").write_text("mine")
+    out = _cli("up", "--state-dir", str(precious), timeout=60)
+    assert out.returncode == 2, out.stdout + out.stderr
+    out = _cli("down", "--state-dir", str(precious), timeout=30)
+    assert out.returncode == 0
+    assert (precious / "keep.txt").read_text() == "mine"
 
 
 def test_down_leaves_no_process_behind(playground, tmp_path):
