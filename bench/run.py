@@ -178,6 +178,12 @@ def plain_live(pg: BenchPlayground, values: Path, release: str, namespace: str, 
                     f"--timeout={timeout}s"], check=True, capture_output=True)
 
 
+def delete_namespace(pg: BenchPlayground, namespace: str) -> None:
+    """Untimed clean-up between trials, so each trial gets every GPU node."""
+    subprocess.run([binary("kubectl", "kubernetes"), "--kubeconfig", pg.kubeconfig, "delete", "namespace", namespace,
+                    "--wait=true", "--timeout=300s"], check=True, capture_output=True)
+
+
 def live(repeat: int, report: list[str], tmp: Path) -> None:
     report += ["## Live path on a playground", "",
                "`run --wait` to all-ready against `helm upgrade --install --wait` followed by `kubectl wait` for the "
@@ -191,7 +197,7 @@ def live(repeat: int, report: list[str], tmp: Path) -> None:
             ours, plain = [], []
             overrides = [f"cluster.trainer.nodes={nodes}", f"cluster.inference.nodes={nodes}"]
             for i in range(repeat):
-                for method in ("ours", "plain"):
+                for method in ("ours", "plain"):  # alternate, so drift in the machine's load hits both
                     ns = f"bench-{method}-{i}"
                     infra = live_infra(tmp, ns, ns, replicas)
                     t0 = time.perf_counter()
@@ -206,8 +212,11 @@ def live(repeat: int, report: list[str], tmp: Path) -> None:
                         t0 = time.perf_counter()
                         plain_live(pg, values, "grpo-swe", ns, 600)
                         plain.append(time.perf_counter() - t0)
+                    if method == "ours" and i == 0:  # status of a running job, before it is cleaned up
+                        status = status_cost(pg, ns, repeat)
+                    delete_namespace(pg, ns)
             report.append(f"| {label} | {fmt_s(ours)} | {fmt_s(plain)} | {ratio(ours, plain)} |")
-            status_rows.append((label, *status_cost(pg, "bench-ours-0", repeat)))
+            status_rows.append((label, *status))
         finally:
             pg.down()
     report += ["", "Target: ≤ 1.1×.", "", "## `status`", "",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import typing
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,17 +68,7 @@ def _field_model(model: type[BaseModel] | None, key: str) -> type[BaseModel] | N
                 field = f
     if field is None:
         return None
-    return _first_model(field.annotation)
-
-
-def _first_model(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in typing.get_args(annotation):
-        found = _first_model(arg)
-        if found:
-            return found
-    return None
+    return t.model_in(field.annotation)
 
 
 def _keys_of(model: type[BaseModel] | None) -> list[str]:

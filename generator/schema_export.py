@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-import typing
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import yaml
 from pydantic import BaseModel
 
 from generator.models import ChartValues, InfraSpec, Recipe
+from generator.models.types import model_in
 from generator.tools import CHART_DIR, REPO
 
 DRAFT07 = "http://json-schema.org/draft-07/schema#"
@@ -51,17 +51,6 @@ def _dump_json(schema: dict[str, Any]) -> str:
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
 
-def _model_of(annotation: Any) -> type[BaseModel] | None:
-    """The BaseModel inside an annotation such as `Image` or `Image | None`."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in typing.get_args(annotation):
-        found = _model_of(arg)
-        if found:
-            return found
-    return None
-
-
 def _yaml_scalar(value: Any) -> str:
     text = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=10_000).strip()
     return text.removesuffix("\n...").strip()
@@ -74,7 +63,7 @@ def _values_lines(model: type[BaseModel], data: dict[str, Any], indent: int) -> 
         key = field.alias or name
         desc = field.description or ""
         lines.append(f"{pad}# {desc}")
-        sub = _model_of(field.annotation)
+        sub = model_in(field.annotation)
         value = data.get(key)
         if sub is not None and isinstance(value, dict) and sub.model_config.get("extra") != "allow":
             lines.append(f"{pad}{key}:")
@@ -103,7 +92,7 @@ def _table_rows(model: type[BaseModel], data: dict[str, Any], prefix: str) -> li
     for name, field in model.model_fields.items():
         key = field.alias or name
         path = f"{prefix}{key}"
-        sub = _model_of(field.annotation)
+        sub = model_in(field.annotation)
         value = data.get(key)
         if sub is not None and isinstance(value, dict) and sub.model_config.get("extra") != "allow":
             rows.extend(_table_rows(sub, value, path + "."))

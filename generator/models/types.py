@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import typing
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
@@ -21,6 +22,17 @@ CIDR_RE = (
     r"|[0-9a-fA-F:.]*:[0-9a-fA-F:.]*/([0-9]|[1-9][0-9]|1[0-1][0-9]|12[0-8]))$"
 )
 ENV_NAME_RE = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
+
+
+def model_in(annotation: Any) -> type[BaseModel] | None:
+    """The BaseModel inside an annotation such as `Image` or `Image | None`."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = model_in(arg)
+        if found:
+            return found
+    return None
 
 
 class Strict(BaseModel):
