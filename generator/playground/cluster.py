@@ -230,6 +230,19 @@ def _kwok_config(state_dir: Path, kwok_dir: Path, lease_seconds: int) -> list[di
             "spec": {"logs": [{"logsFile": str(state_dir / "pod.log"), "follow": False}]},
         }
     )
+    # Port-forwards to the Ray dashboard and the sandbox executor reach a stub over stdin/stdout.
+    stub = str(Path(__file__).with_name("forward_stub.py"))
+    docs.append(
+        {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterPortForward",
+            "metadata": {"name": "dockyard-playground-forwards"},
+            "spec": {"forwards": [
+                {"ports": [8265], "command": [sys.executable, stub, "Ray dashboard"]},
+                {"ports": [9090], "command": [sys.executable, stub, "sandbox executor"]},
+            ]},
+        }
+    )
     return docs
 
 

@@ -103,12 +103,22 @@ def test_dev_forwards_on_loopback_and_down_tears_down(playground, namespace, tmp
         listening = _listening_ports()
         assert ports <= listening["127.0.0.1"]
         assert not ports & listening["other"]
+        # and a request goes through: kubectl -> apiserver -> kwok's kubelet endpoint -> the playground's stub
+        answers = sorted(_get(f"http://127.0.0.1:{p}/") for p in ports)
+        assert "simulated Ray dashboard" in answers[0] and "simulated sandbox executor" in answers[1], answers
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=90)
     assert proc.returncode == 0, out + err
     assert "nothing left" in out
     assert _objects(playground, namespace) == set()
+
+
+def _get(url: str) -> str:
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=20) as resp:  # a 127.0.0.1 URL printed by `dev`
+        return resp.read().decode()
 
 
 def _listening_ports() -> dict[str, set[int]]:
