@@ -7,23 +7,33 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from functools import cache
+from typing import TYPE_CHECKING
 
-from generator.models import types as t
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
+
+# pydantic and the models are imported only where a validation error is explained: the live verbs
+# and the CLI's error handling import this module and must not pay for them.
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
-PATTERN_NAMES = {
-    t.QUANTITY_RE: "a Kubernetes quantity such as 1, 500m, 2Gi or 20Gi",
-    t.DNS1035_LABEL_RE: "a DNS-1035 label: lower-case letters, digits and '-', starting with a letter",
-    t.DNS1123_LABEL_RE: "a DNS-1123 label: lower-case letters, digits and '-'",
-    t.DNS1123_SUBDOMAIN_RE: "a DNS-1123 name: lower-case letters, digits, '-' and '.'",
-    t.CIDR_RE: "a CIDR block such as 10.0.0.0/8 or 2001:db8::/32",
-    t.IMAGE_REPO_RE: "an image repository such as ghcr.io/org/ubuntu-swe",
-    t.IMAGE_TAG_RE: "an image tag (letters, digits, '_', '.', '-')",
-    t.DIGEST_RE: "a digest sha256:<64 hex digits>",
-    "^/": "an absolute path",
-}
+
+@cache
+def pattern_names() -> dict[str, str]:
+    from generator.models import types as t
+
+    return {
+        t.QUANTITY_RE: "a Kubernetes quantity such as 1, 500m, 2Gi or 20Gi",
+        t.DNS1035_LABEL_RE: "a DNS-1035 label: lower-case letters, digits and '-', starting with a letter",
+        t.DNS1123_LABEL_RE: "a DNS-1123 label: lower-case letters, digits and '-'",
+        t.DNS1123_SUBDOMAIN_RE: "a DNS-1123 name: lower-case letters, digits, '-' and '.'",
+        t.CIDR_RE: "a CIDR block such as 10.0.0.0/8 or 2001:db8::/32",
+        t.IMAGE_REPO_RE: "an image repository such as ghcr.io/org/ubuntu-swe",
+        t.IMAGE_TAG_RE: "an image tag (letters, digits, '_', '.', '-')",
+        t.DIGEST_RE: "a digest sha256:<64 hex digits>",
+        "^/": "an absolute path",
+    }
 
 
 @dataclass
@@ -68,6 +78,8 @@ def _field_model(model: type[BaseModel] | None, key: str) -> type[BaseModel] | N
                 field = f
     if field is None:
         return None
+    from generator.models import types as t
+
     return t.model_in(field.annotation)
 
 
@@ -119,7 +131,7 @@ def _describe(err: dict[str, Any], root: type[BaseModel], path: tuple[Any, ...])
         field = parent.model_fields.get(str(path[-1])) if parent else None
         return "required key is missing", (field.description if field else "") or "a value", ""
     if kind == "string_pattern_mismatch":
-        name = PATTERN_NAMES.get(ctx.get("pattern", ""), f"a string matching {ctx.get('pattern')}")
+        name = pattern_names().get(ctx.get("pattern", ""), f"a string matching {ctx.get('pattern')}")
         return f"{given!r} is not valid", name, ""
     if kind == "literal_error":
         options = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))

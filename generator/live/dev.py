@@ -77,13 +77,13 @@ def _head_pod(kube: Kube, namespace: str, cluster: str) -> str:
 
 def dev(args: Any) -> int:
     from generator.live.run import follow, plan, run
-    from generator.live.snapshot import release_records
+    from generator.live.snapshot import labels, release_records
     from generator.live.verbs import uninstall
 
     p = plan(args.recipe, args.infra, args.overrides, args.release, args.namespace, mode="bringup")
     kube = Kube(args.kubeconfig, args.context)
     records = release_records(kube, p.release, p.namespace) if kube.namespace_exists(p.namespace) else []
-    deployed = any(r.metadata.labels.get("status") == "deployed" for r in records)
+    deployed = any(labels(r).get("status") == "deployed" for r in records)
     forwards: list[Forward] = []
 
     def on_term(signum: int, frame: Any) -> None:

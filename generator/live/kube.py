@@ -81,7 +81,34 @@ class Kube:
 
         self.api.call_api = counted  # type: ignore[method-assign]
 
-    # typed API groups -------------------------------------------------------------------------
+    # plain JSON requests -------------------------------------------------------------------------
+    # The hot paths (status, run --wait) go through the client's ApiClient (its configuration, auth,
+    # TLS and urllib3 pool) but read the answer as plain JSON: the typed API modules and their
+    # pydantic models cost ~0.5-1 s of import and validation per process and are not needed there.
+    def request(self, method: str, path: str, query: dict[str, Any] | None = None, body: Any = None,
+                content_type: str | None = None) -> Any:
+        """One API request; the decoded JSON answer. ApiException (as the typed APIs raise) on non-2xx."""
+        import json
+
+        from kubernetes.client.exceptions import ApiException
+
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type or "application/json"
+        params = self.api.param_serialize(
+            method=method, resource_path=path, header_params=headers, body=body, auth_settings=["BearerToken"],
+            query_params=[(k, v) for k, v in (query or {}).items() if v is not None])
+        resp = self.api.call_api(*params)
+        resp.read()
+        if not 200 <= resp.status <= 299:
+            raise ApiException.from_response(http_resp=resp, body=resp.data.decode("utf-8", "replace"), data=None)
+        return json.loads(resp.data) if resp.data else {}
+
+    def list(self, path: str, label_selector: str | None = None, field_selector: str | None = None) -> list[dict]:
+        """The items of a list call, as dicts."""
+        return self.request("GET", path, {"labelSelector": label_selector, "fieldSelector": field_selector})["items"]
+
+    # typed API groups (the less frequent verbs) ----------------------------------------------------
     @functools.cached_property
     def core(self):
         from kubernetes import client
@@ -114,9 +141,8 @@ class Kube:
     def list_ray(self, plural: str, namespace: str, selector: str | None = None) -> list[dict]:
         from kubernetes.client.exceptions import ApiException
 
-        kw = {"label_selector": selector} if selector else {}
         try:
-            return self.custom.list_namespaced_custom_object(RAY_GROUP, RAY_VERSION, namespace, plural, **kw)["items"]
+            return self.list(f"/apis/{RAY_GROUP}/{RAY_VERSION}/namespaces/{namespace}/{plural}", label_selector=selector)
         except ApiException as exc:
             if exc.status == 404:
                 raise CheckFailed(crd_missing(plural)) from None
@@ -126,7 +152,7 @@ class Kube:
         from kubernetes.client.exceptions import ApiException
 
         try:
-            return self.custom.get_namespaced_custom_object(RAY_GROUP, RAY_VERSION, namespace, plural, name)
+            return self.request("GET", f"/apis/{RAY_GROUP}/{RAY_VERSION}/namespaces/{namespace}/{plural}/{name}")
         except ApiException as exc:
             if exc.status == 404 and _is_object_404(exc):
                 return None
@@ -139,12 +165,12 @@ class Kube:
         from kubernetes.client.exceptions import ApiException
 
         try:
-            doc = self.custom.get_api_resources(RAY_GROUP, RAY_VERSION)
+            doc = self.request("GET", f"/apis/{RAY_GROUP}/{RAY_VERSION}")
         except ApiException as exc:
             if exc.status == 404:
                 return set()
             raise
-        return {r.name for r in doc.resources or []}
+        return {r["name"] for r in doc.get("resources") or []}
 
     def require_ray(self, plurals: tuple[str, ...] = ("rayjobs", "rayclusters")) -> None:
         """CheckFailed (one line) unless the cluster serves ray.io/<version> with these resources."""
@@ -154,13 +180,12 @@ class Kube:
             raise CheckFailed(crd_missing(missing[0]))
 
     def require_priority_class(self, name: str | None) -> None:
-        from kubernetes import client
         from kubernetes.client.exceptions import ApiException
 
         if not name:
             return
         try:
-            client.SchedulingV1Api(self.api).read_priority_class(name)
+            self.request("GET", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
         except ApiException as exc:
             if exc.status == 404:
                 raise CheckFailed(f"PriorityClass {name} does not exist in the cluster (infra.priorityClassName): "
@@ -171,7 +196,7 @@ class Kube:
         from kubernetes.client.exceptions import ApiException
 
         try:
-            self.core.read_namespace(name)
+            self.request("GET", f"/api/v1/namespaces/{name}")
             return True
         except ApiException as exc:
             if exc.status == 404:
@@ -182,20 +207,19 @@ class Kube:
         """Create the namespace (and wait for its default ServiceAccount); True when created."""
         import time
 
-        from kubernetes import client
         from kubernetes.client.exceptions import ApiException
 
         if self.namespace_exists(name):
             return False
         try:
-            self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+            self.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         except ApiException as exc:
             if exc.status != 409:
                 raise
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                self.core.read_namespaced_service_account("default", name)
+                self.request("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")
                 break
             except ApiException as exc:
                 if exc.status != 404:

@@ -135,39 +135,41 @@ class RunLock:
         self._thread: threading.Thread | None = None
         self.took_over_stale = False
 
-    def _body(self, resource_version: str | None = None) -> Any:
-        from kubernetes import client
+    def _path(self, name: str = "") -> str:
+        return f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases" + (f"/{name}" if name else "")
 
-        now = datetime.now(timezone.utc)
-        return client.V1Lease(
-            metadata=client.V1ObjectMeta(name=lease_name(self.release), resource_version=resource_version,
-                                         labels={"app.kubernetes.io/instance": self.release,
-                                                 "app.kubernetes.io/managed-by": "dockyard-k8s"}),
-            spec=client.V1LeaseSpec(holder_identity=self.identity, lease_duration_seconds=LEASE_SECONDS,
-                                    acquire_time=now, renew_time=now),
-        )
+    def _body(self, resource_version: str | None = None) -> dict[str, Any]:
+        now = _micro_time(datetime.now(timezone.utc))
+        metadata: dict[str, Any] = {"name": lease_name(self.release),
+                                    "labels": {"app.kubernetes.io/instance": self.release,
+                                               "app.kubernetes.io/managed-by": "dockyard-k8s"}}
+        if resource_version:
+            metadata["resourceVersion"] = resource_version
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata,
+                "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": LEASE_SECONDS,
+                         "acquireTime": now, "renewTime": now}}
 
     def acquire(self) -> None:
         from kubernetes.client.exceptions import ApiException
 
-        api = self.kube.coordination
         name = lease_name(self.release)
         try:
-            api.create_namespaced_lease(self.namespace, self._body())
+            self.kube.request("POST", self._path(), body=self._body())
         except ApiException as exc:
             if exc.status != 409:
                 raise
-            current = api.read_namespaced_lease(name, self.namespace)
-            spec = current.spec
-            renew = spec.renew_time or spec.acquire_time
-            age = (datetime.now(timezone.utc) - renew).total_seconds() if renew else 1e9
-            if age < (spec.lease_duration_seconds or LEASE_SECONDS):
+            current = self.kube.request("GET", self._path(name))
+            spec = current.get("spec") or {}
+            renew = spec.get("renewTime") or spec.get("acquireTime")
+            age = (datetime.now(timezone.utc) - _parse_time(renew)).total_seconds() if renew else 1e9
+            holder = spec.get("holderIdentity") or "?"
+            if age < (spec.get("leaseDurationSeconds") or LEASE_SECONDS):
                 raise CheckFailed(
-                    f"release {self.release} in namespace {self.namespace} is busy: another `{spec.holder_identity.split('/')[-1]}` "
-                    f"(holder {spec.holder_identity}, renewed {age:.0f}s ago) is in flight; nothing was changed. "
+                    f"release {self.release} in namespace {self.namespace} is busy: another `{holder.split('/')[-1]}` "
+                    f"(holder {holder}, renewed {age:.0f}s ago) is in flight; nothing was changed. "
                     "Wait for it to finish, or stop it (Ctrl-C) and run again") from None
             try:
-                api.replace_namespaced_lease(name, self.namespace, self._body(current.metadata.resource_version))
+                self.kube.request("PUT", self._path(name), body=self._body(current["metadata"]["resourceVersion"]))
             except ApiException as exc2:
                 if exc2.status == 409:
                     raise CheckFailed(f"release {self.release} is busy: another run took the lock just now; nothing was changed") from None
@@ -179,9 +181,9 @@ class RunLock:
     def _renew(self) -> None:
         while not self._stop.wait(LEASE_SECONDS / 3):
             try:
-                now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-                self.kube.coordination.patch_namespaced_lease(
-                    lease_name(self.release), self.namespace, {"spec": {"renewTime": now}})
+                self.kube.request("PATCH", self._path(lease_name(self.release)),
+                                  body={"spec": {"renewTime": _micro_time(datetime.now(timezone.utc))}},
+                                  content_type="application/merge-patch+json")
             except Exception:  # noqa: BLE001 - a missed renewal only makes the lease go stale sooner
                 pass
 
@@ -192,7 +194,7 @@ class RunLock:
         if self._thread:
             self._thread.join(timeout=5)
         try:
-            self.kube.coordination.delete_namespaced_lease(lease_name(self.release), self.namespace)
+            self.kube.request("DELETE", self._path(lease_name(self.release)))
         except ApiException:
             pass
         except Exception:  # noqa: BLE001 - cleanup must not hide the real outcome
@@ -204,6 +206,15 @@ class RunLock:
 
     def __exit__(self, *exc: Any) -> None:
         self.release_lock()
+
+
+def _micro_time(t: datetime) -> str:
+    """A Kubernetes MicroTime (RFC 3339, microseconds, UTC)."""
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def wait_until(predicate: Any, timeout: float, interval: float = 0.5) -> Any:

@@ -12,7 +12,7 @@ from generator.errors import EXIT_OK, CheckFailed
 from generator.live.kube import Kube
 from generator.live.progress import Progress
 from generator.live.release import PENDING, Helm, RunLock, wait_until
-from generator.live.snapshot import Snapshot, decode_release, release_records, take
+from generator.live.snapshot import Snapshot, decode_release, labels, release_records, take
 
 
 @dataclass
@@ -89,7 +89,7 @@ def _rayjob_change(kube: Kube, p: Plan, records: list[Any]) -> list[str]:
 
     if p.mode != "rayjob":
         return []
-    deployed = next((r for r in reversed(records) if r.metadata.labels.get("status") == "deployed"), None)
+    deployed = next((r for r in reversed(records) if labels(r).get("status") == "deployed"), None)
     if deployed is None:
         return []
     old = _rayjob_spec(_manifest_objects(decode_release(deployed).get("manifest", "")))
@@ -124,11 +124,11 @@ def _recover(kube: Kube, helm: Helm, p: Plan, records: list[Any], out: Progress,
     running): roll back to the last deployed revision, or uninstall a never-deployed release."""
     if not records:
         return
-    status = records[-1].metadata.labels.get("status")
-    deployed = [r for r in records if r.metadata.labels.get("status") == "deployed"]
+    status = labels(records[-1]).get("status")
+    deployed = [r for r in records if labels(r).get("status") == "deployed"]
     if status in PENDING:
         if deployed:
-            rev = int(deployed[-1].metadata.labels["version"])
+            rev = int(labels(deployed[-1])["version"])
             out.say(f"release {p.release} was left {status} by an interrupted run: rolling back to revision {rev}")
             helm.rollback(p.release, p.namespace, rev, timeout=timeout)
         else:
@@ -212,8 +212,8 @@ def run(args: Any, mode: str | None = None) -> int:
             stop.set()
             watcher.join(timeout=5)
             after = release_records(kube, p.release, p.namespace)
-            deployed = [r for r in after if r.metadata.labels.get("status") == "deployed"]
-            state = (f"revision {deployed[-1].metadata.labels['version']} is still the deployed one" if deployed
+            deployed = [r for r in after if labels(r).get("status") == "deployed"]
+            state = (f"revision {labels(deployed[-1])['version']} is still the deployed one" if deployed
                      else "nothing is left installed")
             why = _reasons(seen[0]) if seen else ""
             raise CheckFailed(f"{exc}\n  rolled back: {state}" + (f"\n  while it ran:{why}" if why else "")) from None

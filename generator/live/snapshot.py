@@ -2,6 +2,8 @@
 
 A snapshot costs a fixed number of API calls (seven list/get calls by label selector or field
 selector), whatever the number of pods: `status`, `run --wait` and `dev` all read through it.
+Objects are read as plain JSON dicts (Kube.list), not the client's pydantic models: that keeps
+`status` free of the typed API modules' import cost.
 """
 
 from __future__ import annotations
@@ -109,31 +111,32 @@ class Snapshot:
 
 # Helm release records (Secrets owner=helm) ------------------------------------------------------
 
-def decode_release(secret: Any) -> dict[str, Any]:
+def labels(obj: dict[str, Any]) -> dict[str, str]:
+    return obj["metadata"].get("labels") or {}
+
+
+def decode_release(secret: dict[str, Any]) -> dict[str, Any]:
     """Helm's release record: base64(gzip(JSON)) inside the Secret's `release` key."""
-    raw = base64.b64decode(base64.b64decode(secret.data["release"]))
+    raw = base64.b64decode(base64.b64decode(secret["data"]["release"]))
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
     return json.loads(raw)
 
 
-def release_records(kube: Kube, release: str, namespace: str | None) -> list[Any]:
-    """Every revision's Secret, oldest first (one call; all namespaces when namespace is None)."""
-    sel = f"owner=helm,name={release}"
-    if namespace:
-        items = kube.core.list_namespaced_secret(namespace, label_selector=sel).items
-    else:
-        items = kube.core.list_secret_for_all_namespaces(label_selector=sel).items
-    return sorted(items, key=lambda s: int(s.metadata.labels.get("version", 0)))
+def release_records(kube: Kube, release: str, namespace: str | None) -> list[dict[str, Any]]:
+    """Every revision's Secret (a dict), oldest first (one call; all namespaces when namespace is None)."""
+    path = f"/api/v1/namespaces/{namespace}/secrets" if namespace else "/api/v1/secrets"
+    items = kube.list(path, label_selector=f"owner=helm,name={release}")
+    return sorted(items, key=lambda s: int(labels(s).get("version", 0)))
 
 
 # Pods -------------------------------------------------------------------------------------------
 
-def _pod_gpus(spec: Any) -> int:
+def _pod_gpus(spec: dict[str, Any] | None) -> int:
     total = 0
-    for c in (spec.containers or []) if spec else []:
-        res = c.resources
-        for src in (res.limits if res else None, res.requests if res else None):
+    for c in (spec or {}).get("containers") or []:
+        res = c.get("resources") or {}
+        for src in (res.get("limits"), res.get("requests")):
             if src and GPU in src:
                 total += int(src[GPU])
                 break
@@ -149,37 +152,48 @@ def _template_gpus(template: dict[str, Any]) -> int:
     return total
 
 
-def _pod_ready(pod: Any) -> bool:
-    if pod.metadata.deletion_timestamp or (pod.status and pod.status.phase != "Running"):
+def _pod_ready(pod: dict[str, Any]) -> bool:
+    st = pod.get("status")
+    if pod["metadata"].get("deletionTimestamp") or (st and st.get("phase") != "Running"):
         return False
-    return any(c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []))
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (st or {}).get("conditions") or [])
 
 
-def pod_reason(pod: Any) -> str:
+def pod_reason(pod: dict[str, Any]) -> str:
     """Why a pod is not ready: the scheduler's message, a waiting container, or its phase."""
-    st = pod.status
-    if pod.metadata.deletion_timestamp:
+    st = pod.get("status") or {}
+    if pod["metadata"].get("deletionTimestamp"):
         return "Terminating"
-    for c in (st.conditions or []) if st else []:
-        if c.type == "PodScheduled" and c.status == "False":
-            msg = (c.message or "").split(" preemption:")[0].replace(" no new claims to deallocate,", "").rstrip(" ,")
-            return f"{c.reason or 'Unschedulable'}: {msg}".strip()
-    for cs in (st.container_statuses or []) if st else []:
-        w = cs.state.waiting if cs.state else None
-        if w and w.reason:
-            return f"{w.reason}: {w.message or ''}".rstrip(": ")
-    return f"{st.phase if st else 'Unknown'}"
+    for c in st.get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            msg = (c.get("message") or "").split(" preemption:")[0].replace(" no new claims to deallocate,", "").rstrip(" ,")
+            return f"{c.get('reason') or 'Unschedulable'}: {msg}".strip()
+    for cs in st.get("containerStatuses") or []:
+        w = (cs.get("state") or {}).get("waiting")
+        if w and w.get("reason"):
+            return f"{w['reason']}: {w.get('message') or ''}".rstrip(": ")
+    return f"{st.get('phase') or 'Unknown'}"
 
 
-def _fleet_of(pod: Any) -> str | None:
-    labels = pod.metadata.labels or {}
-    if labels.get("dockyard.dev/fleet") in FLEETS:
-        return labels["dockyard.dev/fleet"]
-    if labels.get("ray.io/node-type") == "head":
+def _fleet_of(pod: dict[str, Any]) -> str | None:
+    lab = labels(pod)
+    if lab.get("dockyard.dev/fleet") in FLEETS:
+        return lab["dockyard.dev/fleet"]
+    if lab.get("ray.io/node-type") == "head":
         return "head"
-    if labels.get("ray.io/group") in ("trainer", "inference"):
-        return labels["ray.io/group"]
+    if lab.get("ray.io/group") in ("trainer", "inference"):
+        return lab["ray.io/group"]
     return None
+
+
+def _when(ts: str | None) -> str:
+    """An event time as a sortable string: second-precision (lastTimestamp) and micro-precision
+    (eventTime) RFC 3339 stamps, both UTC, compared on equal terms."""
+    if not ts:
+        return ""
+    from datetime import datetime
+
+    return str(datetime.fromisoformat(ts.replace("Z", "+00:00")))
 
 
 # The snapshot -------------------------------------------------------------------------------------
@@ -193,11 +207,14 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
         records = release_records(kube, release, namespace)
     if records:
         last = records[-1]
-        snap.revision = int(last.metadata.labels.get("version", 0))
-        snap.release_status = last.metadata.labels.get("status")
-        ts = last.metadata.labels.get("modifiedAt")
-        if last.metadata.creation_timestamp:
-            snap.updated = last.metadata.creation_timestamp.isoformat(timespec="seconds")
+        snap.revision = int(labels(last).get("version", 0))
+        snap.release_status = labels(last).get("status")
+        ts = labels(last).get("modifiedAt")
+        created = last["metadata"].get("creationTimestamp")
+        if created:  # RFC 3339 UTC, shown as the typed client's datetime.isoformat would show it
+            from datetime import datetime
+
+            snap.updated = datetime.fromisoformat(created.replace("Z", "+00:00")).isoformat(timespec="seconds")
         elif ts and ts.isdigit():
             from datetime import datetime, timezone
 
@@ -206,10 +223,10 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
 
     jobs = kube.list_ray("rayjobs", namespace, sel)
     clusters = kube.list_ray("rayclusters", namespace)
-    pods = kube.core.list_namespaced_pod(namespace, label_selector=sel).items
-    deployments = kube.apps.list_namespaced_deployment(namespace, label_selector=sel).items
-    replicasets = kube.apps.list_namespaced_replica_set(namespace, label_selector=sel).items
-    events = kube.core.list_namespaced_event(namespace, field_selector="type=Warning").items
+    pods = kube.list(f"/api/v1/namespaces/{namespace}/pods", label_selector=sel)
+    deployments = kube.list(f"/apis/apps/v1/namespaces/{namespace}/deployments", label_selector=sel)
+    replicasets = kube.list(f"/apis/apps/v1/namespaces/{namespace}/replicasets", label_selector=sel)
+    events = kube.list(f"/api/v1/namespaces/{namespace}/events", field_selector="type=Warning")
 
     job = next((j for j in jobs if j["metadata"]["name"] == release), jobs[0] if jobs else None)
     cluster_name = None
@@ -254,10 +271,11 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
             replicas = 0 if g.get("suspend") else int(g.get("replicas", g.get("minReplicas", 0)) or 0)
             snap.fleets[name] = Fleet(name, desired=replicas)
             per_pod_gpu[name] = _template_gpus(g.get("template") or {})
-    sandbox_dep = next((d for d in deployments if (d.metadata.labels or {}).get("app.kubernetes.io/component") == "sandbox"), None)
+    sandbox_dep = next((d for d in deployments if labels(d).get("app.kubernetes.io/component") == "sandbox"), None)
     if sandbox_dep is not None:
-        snap.fleets["sandbox"] = Fleet("sandbox", desired=int(sandbox_dep.spec.replicas or 0))
-        per_pod_gpu["sandbox"] = _pod_gpus(sandbox_dep.spec.template.spec)
+        dep_spec = sandbox_dep.get("spec") or {}
+        snap.fleets["sandbox"] = Fleet("sandbox", desired=int(dep_spec.get("replicas") or 0))
+        per_pod_gpu["sandbox"] = _pod_gpus((dep_spec.get("template") or {}).get("spec"))
         if snap.mode is None:
             snap.mode = "attach" if records else None
     if snap.rayjob is not None:
@@ -274,14 +292,15 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
         if name is None or name not in snap.fleets:
             continue
         f = snap.fleets[name]
-        if pod.status and pod.status.phase in ("Succeeded", "Failed"):
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
         f.pods += 1
         if name == "submitter":
             f.desired = max(f.desired, 1)
-        if pod.spec.node_name:
-            nodes[name].add(pod.spec.node_name)
-            f.gpus_allocated += _pod_gpus(pod.spec)
+        spec = pod.get("spec") or {}
+        if spec.get("nodeName"):
+            nodes[name].add(spec["nodeName"])
+            f.gpus_allocated += _pod_gpus(spec)
         if _pod_ready(pod):
             f.ready += 1
         else:
@@ -290,20 +309,20 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
     # pods that do not exist: the owners' Warning events (quota, PodSecurity, ...)
     owner_fleet: dict[str, str] = {}
     for rs in replicasets:
-        owner_fleet[rs.metadata.name] = "sandbox"
+        owner_fleet[rs["metadata"]["name"]] = "sandbox"
     if snap.raycluster:
         owner_fleet[snap.raycluster["name"]] = "ray"
     if snap.rayjob:
         owner_fleet[snap.rayjob["name"]] = "submitter"
     latest: dict[str, tuple[str, str]] = {}
     for ev in events:
-        obj = ev.involved_object
-        if obj is None or obj.name not in owner_fleet:
+        obj = ev.get("involvedObject")
+        if obj is None or obj.get("name") not in owner_fleet:
             continue
-        when = str(ev.last_timestamp or ev.event_time or ev.metadata.creation_timestamp or "")
-        key = owner_fleet[obj.name]
+        when = _when(ev.get("lastTimestamp") or ev.get("eventTime") or ev["metadata"].get("creationTimestamp"))
+        key = owner_fleet[obj["name"]]
         if key not in latest or when >= latest[key][0]:
-            latest[key] = (when, f"{ev.reason}: {ev.message}")
+            latest[key] = (when, f"{ev.get('reason')}: {ev.get('message')}")
     for name, f in snap.fleets.items():
         f.nodes = sorted(nodes[name])
         if reasons[name]:

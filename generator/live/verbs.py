@@ -11,7 +11,7 @@ from typing import Any, Callable
 from generator.errors import EXIT_OK, CheckFailed
 from generator.live.kube import INSTANCE, NAME_LABEL, Kube
 from generator.live.release import Helm, RunLock, wait_until
-from generator.live.snapshot import FLEETS, Snapshot, release_records, take
+from generator.live.snapshot import FLEETS, Snapshot, labels, release_records, take
 
 
 # Output ------------------------------------------------------------------------------------------
@@ -51,29 +51,25 @@ def resolve(kube: Kube, release: str | None, namespace: str | None) -> tuple[str
     ns = namespace or kube.context_namespace
     if release:
         records = release_records(kube, release, namespace)
-        found = sorted({r.metadata.namespace for r in records})
+        found = sorted({r["metadata"]["namespace"] for r in records})
         if namespace:
             if not records:
                 raise CheckFailed(f"release {release} not found in namespace {namespace}")
             return release, namespace, records
         if len(found) > 1:
             if ns in found:
-                return release, ns, [r for r in records if r.metadata.namespace == ns]
+                return release, ns, [r for r in records if r["metadata"]["namespace"] == ns]
             raise CheckFailed(f"release {release} exists in namespaces {', '.join(found)}: pass -n NAMESPACE")
         if not found:
             raise CheckFailed(f"release {release} not found in any namespace")
         return release, found[0], records
-    sel = "owner=helm"
-    if namespace:
-        secrets = kube.core.list_namespaced_secret(namespace, label_selector=sel).items
-    else:
-        secrets = kube.core.list_secret_for_all_namespaces(label_selector=sel).items
-    names = sorted({(s.metadata.labels.get("name"), s.metadata.namespace) for s in secrets})
+    scope = f"/namespaces/{namespace}" if namespace else ""
+    secrets = kube.list(f"/api/v1{scope}/secrets", label_selector="owner=helm")
+    names = sorted({(labels(s).get("name"), s["metadata"]["namespace"]) for s in secrets})
     ours = []
     if names:
-        workloads = (kube.apps.list_namespaced_deployment(namespace, label_selector=NAME_LABEL) if namespace
-                     else kube.apps.list_deployment_for_all_namespaces(label_selector=NAME_LABEL)).items
-        tagged = {((d.metadata.labels or {}).get(INSTANCE), d.metadata.namespace) for d in workloads}
+        workloads = kube.list(f"/apis/apps/v1{scope}/deployments", label_selector=NAME_LABEL)
+        tagged = {(labels(d).get(INSTANCE), d["metadata"]["namespace"]) for d in workloads}
         ours = [n for n in names if n in tagged] or names
     if len(ours) == 1:
         rel, rns = ours[0]
@@ -199,16 +195,16 @@ def rollback(args: Any) -> int:
     with RunLock(kube, ns, release, "rollback"):
         target = args.revision
         if target is None:
-            deployed = [int(r.metadata.labels["version"]) for r in records if r.metadata.labels.get("status") in ("deployed", "superseded")]
-            current = int(records[-1].metadata.labels["version"])
+            deployed = [int(labels(r)["version"]) for r in records if labels(r).get("status") in ("deployed", "superseded")]
+            current = int(labels(records[-1])["version"])
             earlier = [v for v in deployed if v < current]
             if not earlier:
                 raise CheckFailed(f"release {release} has no earlier revision to roll back to")
             target = earlier[-1]
         helm.rollback(release, ns, target, timeout=args.timeout or 600)
     after = release_records(kube, release, ns)
-    print(f"release {release} rolled back to revision {target}: now revision {after[-1].metadata.labels['version']} "
-          f"({after[-1].metadata.labels.get('status')})")
+    print(f"release {release} rolled back to revision {target}: now revision {labels(after[-1])['version']} "
+          f"({labels(after[-1]).get('status')})")
     return EXIT_OK
 
 
@@ -270,7 +266,7 @@ def cluster_list(args: Any) -> int:
             raise
     data = []
     for c in items:
-        labels = c["metadata"].get("labels") or {}
+        lab = c["metadata"].get("labels") or {}
         spec, st = c.get("spec") or {}, c.get("status") or {}
         workers = sum(int(g.get("replicas", 0) or 0) for g in spec.get("workerGroupSpecs") or [])
         gpus = 0
@@ -280,9 +276,9 @@ def cluster_list(args: Any) -> int:
         owner = next((o["kind"] for o in c["metadata"].get("ownerReferences") or []), None)
         data.append({
             "namespace": c["metadata"]["namespace"], "name": c["metadata"]["name"],
-            "release": labels.get(INSTANCE, ""), "mode": "rayjob" if owner == "RayJob" else "bringup",
+            "release": lab.get(INSTANCE, ""), "mode": "rayjob" if owner == "RayJob" else "bringup",
             "state": st.get("state") or "pending", "workers": f"{st.get('readyWorkerReplicas', 0)}/{workers}",
-            "gpus": gpus, "dockyard": labels.get("app.kubernetes.io/name") == "dockyard",
+            "gpus": gpus, "dockyard": lab.get("app.kubernetes.io/name") == "dockyard",
             "age": age(c["metadata"].get("creationTimestamp")),
         })
     rows = [["NAMESPACE", "NAME", "RELEASE", "MODE", "STATE", "WORKERS", "GPUS", "AGE"]]

@@ -153,18 +153,18 @@ def test_concurrent_run_refused_and_ctrl_c_converges(playground, namespace, rele
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             recs = release_records(k, "small", namespace)
-            if recs and recs[-1].metadata.labels.get("status") == "pending-install":
+            if recs and recs[-1]["metadata"]["labels"].get("status") == "pending-install":
                 break
             time.sleep(0.3)
         else:
             pytest.fail("the first run never reached pending-install")
-        before = [(r.metadata.name, r.metadata.resource_version) for r in release_records(k, "small", namespace)]
+        before = [(r["metadata"]["name"], r["metadata"]["resourceVersion"]) for r in release_records(k, "small", namespace)]
 
         t0 = time.monotonic()
         rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 60)
         assert rc == 1 and "busy" in err and "nothing was changed" in err, err
         assert time.monotonic() - t0 < 5
-        assert [(r.metadata.name, r.metadata.resource_version) for r in release_records(k, "small", namespace)] == before
+        assert [(r["metadata"]["name"], r["metadata"]["resourceVersion"]) for r in release_records(k, "small", namespace)] == before
 
         first.send_signal(signal.SIGINT)
         _, ferr = first.communicate(timeout=60)
@@ -191,14 +191,14 @@ def test_stale_lock_and_pending_release_from_a_killed_run_converge(playground, n
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         recs = release_records(k, "small", namespace)
-        if recs[-1].metadata.labels.get("status") == "pending-upgrade":
+        if recs[-1]["metadata"]["labels"].get("status") == "pending-upgrade":
             break
         time.sleep(0.3)
     import os
 
     os.killpg(victim.pid, signal.SIGKILL)  # python and its helm child
     victim.communicate()
-    assert release_records(k, "small", namespace)[-1].metadata.labels["status"] == "pending-upgrade"
+    assert release_records(k, "small", namespace)[-1]["metadata"]["labels"]["status"] == "pending-upgrade"
     from generator.live.release import LEASE_SECONDS
 
     time.sleep(LEASE_SECONDS + 1)
