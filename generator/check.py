@@ -3,23 +3,81 @@
 from __future__ import annotations
 
 import sys
+import threading
 
 from generator import helm, kubeconform
-from generator.compose import compose, load_inputs, values_dict
 from generator.errors import EXIT_FAILED, EXIT_OK
 from generator.tools import versions
 
 
+class _Speculation:
+    """`helm template` on the guessed values, its output fed straight to kubeconform, in a thread,
+    while the main thread loads the models and validates."""
+
+    def __init__(self, guess: tuple[dict, str, str], validator: kubeconform.Run):
+        self.template = helm.Template(*guess, tests=True)
+        self.manifests: str | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._pipe, args=(validator,), daemon=True)
+        self.thread.start()
+
+    def _pipe(self, validator: kubeconform.Run) -> None:
+        try:
+            self.manifests = self.template.result()
+            validator.feed(self.manifests)
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+            self.error = exc
+
+    def outcome(self) -> str:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        assert self.manifests is not None
+        return self.manifests
+
+    def discard(self) -> None:
+        self.template.proc.kill()
+        self.thread.join()
+
+
 def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator=None, security: bool = False, server=None) -> int:  # type: ignore[no-untyped-def]
     """`validator` is a kubeconform.Run started by the caller, so its start-up overlaps ours;
-    `server` is a live.kube.Kube for a dry run of every object on the apiserver (`check --server`)."""
+    `server` is a live.kube.Kube for a dry run of every object on the apiserver (`check --server`).
+
+    helm starts speculatively on `guess_values` (no pydantic) while the models load and validate,
+    and its output goes on to kubeconform. Both are used only when what helm was given (values JSON,
+    release, namespace) is byte-identical to what the validated values produce; otherwise they are
+    discarded and one helm and one kubeconform run on the validated values (the guess misses only
+    when the models add or change something, e.g. defaults inside list items)."""
+    from generator.compose import guess_values
+
     out = out or sys.stdout
     validator = validator or kubeconform.Run()
+    speculation = None
     try:
+        guess = guess_values(recipe, infra, overrides)
+        if guess is not None:
+            try:
+                speculation = _Speculation(guess, validator)
+            except Exception:  # noqa: BLE001 - e.g. helm missing: the validated path reports it, in order
+                speculation = None
+        from generator.compose import compose, load_inputs, values_dict
+
         inputs = load_inputs(recipe, infra, overrides)
         values = compose(inputs)
-        manifests = helm.template(values_dict(values), values.recipe.name, inputs.infra.infra.namespace, tests=True)
+        vals, release, namespace = values_dict(values), values.recipe.name, inputs.infra.infra.namespace
+        if speculation is not None and speculation.template.sent == helm.Template.key(vals, release, namespace, True):
+            manifests = speculation.outcome()
+        else:
+            if speculation is not None:
+                speculation.discard()
+                speculation = None
+                validator.cancel()
+                validator = kubeconform.Run()
+            manifests = helm.template(vals, release, namespace, tests=True)
     except BaseException:
+        if speculation is not None:
+            speculation.discard()
         validator.cancel()
         raise
     results = kubeconform.in_stream_order(validator.finish(manifests), manifests)

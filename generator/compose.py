@@ -1,18 +1,24 @@
-"""Recipe + infra spec -> validated chart values."""
+"""Recipe + infra spec -> validated chart values.
+
+pydantic and the models are imported inside the functions that validate, so `guess_values` (the
+model-free composition `check` starts helm with) can run before they are loaded.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import ValidationError
 
 from generator.errors import InputError, Problem, from_validation
 from generator.loader import Document, apply_overrides, load
-from generator.models import ChartValues, InfraSpec, Recipe
-from generator.models.recipe import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
+from generator.tools import CHART_DIR
+
+if TYPE_CHECKING:
+    from generator.models import ChartValues, InfraSpec, Recipe
 
 
 @dataclass
@@ -24,6 +30,8 @@ class Inputs:
 
 
 def _validate(model: type, doc: Document) -> Any:
+    from pydantic import ValidationError
+
     try:
         return model.model_validate(doc.data)
     except ValidationError as exc:
@@ -33,6 +41,8 @@ def _validate(model: type, doc: Document) -> Any:
 def _near_misses(recipe: Recipe, doc: Document) -> list[Problem]:
     """The recipe's extra keys are opaque, but one a letter away from a launcher key is a typo."""
     import difflib
+
+    from generator.models import Recipe
 
     known = list(Recipe.model_fields)
     out = []
@@ -46,6 +56,8 @@ def _near_misses(recipe: Recipe, doc: Document) -> list[Problem]:
 
 def load_inputs(recipe_path: str | Path, infra_path: str | Path, overrides: list[str] | None = None) -> Inputs:
     """Parse and validate both files; every problem of both is reported at once."""
+    from generator.models import InfraSpec, Recipe
+
     problems: list[Problem] = []
     recipe = infra = None
     recipe_doc = infra_doc = None
@@ -75,6 +87,9 @@ def _recipe_text(doc: Document) -> str:
 
 
 def compose(inputs: Inputs) -> ChartValues:
+    from generator.models import ChartValues
+    from generator.models.recipe import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
+
     recipe, infra = inputs.recipe, inputs.infra
     limit = MAX_RAYJOB_NAME if infra.launch.mode == "rayjob" else MAX_RAYCLUSTER_NAME
     if len(recipe.name) > limit:
@@ -102,6 +117,59 @@ def compose(inputs: Inputs) -> ChartValues:
 
 def values_dict(values: ChartValues) -> dict[str, Any]:
     return values.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+# A guess at the values without the models ---------------------------------------------------------
+
+@cache
+def _chart_defaults() -> dict[str, Any]:
+    """The chart's values.yaml: generated from the models' defaults by `make schema`."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load((CHART_DIR / "values.yaml").read_text(), Loader=loader)
+
+
+def _merge(base: Any, over: Any) -> Any:
+    if isinstance(base, dict) and isinstance(over, dict):
+        return {**base, **{k: _merge(base[k], v) if k in base else v for k, v in over.items()}}
+    return over
+
+
+def _prune(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _prune(v) for k, v in node.items() if v is not None}
+    if isinstance(node, list):
+        return [_prune(v) for v in node]
+    return node
+
+
+def guess_values(recipe_path: str | Path, infra_path: str | Path,
+                 overrides: list[str] | None = None) -> tuple[dict[str, Any], str, str] | None:
+    """What `values_dict(compose(load_inputs(...)))`, the release and the namespace most likely are,
+    without pydantic: the raw input sections merged over the chart's defaults. Only a guess (the
+    models add defaults inside lists, normalise, derive): `check` renders it speculatively while the
+    models load, and uses that rendering only when the validated values turn out byte-identical.
+    None when the inputs are not plain enough to guess from (the validating path reports why)."""
+    try:
+        recipe_doc, infra_doc = load(recipe_path), load(infra_path)
+        apply_overrides(recipe_doc, overrides or [])
+        recipe, infra, defaults = recipe_doc.data, infra_doc.data, _chart_defaults()
+        infra_block = dict(infra.get("infra") or {})
+        name, namespace = recipe.get("name"), infra_block.pop("namespace", None)
+        if not isinstance(name, str) or not isinstance(namespace, str):
+            return None
+        values = {
+            "recipe": {
+                "name": name,
+                "entrypoint": recipe.get("entrypoint", defaults["recipe"]["entrypoint"]),
+                "cluster": _merge(defaults["recipe"]["cluster"], recipe.get("cluster") or {}),
+                "config": _recipe_text(recipe_doc),
+            },
+            "infra": _merge(defaults["infra"], infra_block),
+            **{key: _merge(defaults[key], infra.get(key) or {}) for key in ("launch", "kuberay", "sandbox")},
+        }
+        return _prune(values), name, namespace
+    except Exception:  # noqa: BLE001 - a failed guess only means no speculation
+        return None
 
 
 class _HelmSafeDumper(yaml.SafeDumper):

@@ -150,8 +150,18 @@ class Run:
         ]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def finish(self, manifests: str) -> list[Result]:
-        stdout, stderr = self.proc.communicate(manifests)
+    _output: tuple[str, str] | None = None
+
+    def feed(self, manifests: str) -> None:
+        """Send the stream and collect kubeconform's answer (for `finish` to read)."""
+        self._output = self.proc.communicate(manifests)
+
+    def finish(self, manifests: str | None = None) -> list[Result]:
+        """The results; `manifests` is sent unless `feed` already sent the stream."""
+        if self._output is None:
+            self.feed(manifests or "")
+        assert self._output is not None
+        stdout, stderr = self._output
         try:
             report = json.loads(stdout)
         except json.JSONDecodeError:
@@ -164,7 +174,8 @@ class Run:
 
     def cancel(self) -> None:
         self.proc.kill()
-        self.proc.communicate()
+        if self._output is None:
+            self.proc.communicate()
 
 
 def validate(manifests: str) -> list[Result]:
