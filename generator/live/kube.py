@@ -80,6 +80,8 @@ class Kube:
             return original(*a, **kw)
 
         self.api.call_api = counted  # type: ignore[method-assign]
+        self._call_uncounted = original
+        self.watches = 0  # watch streams opened (not in `calls`: a snapshot's count stays exact)
 
     # plain JSON requests -------------------------------------------------------------------------
     # The hot paths (status, run --wait) go through the client's ApiClient (its configuration, auth,
@@ -107,6 +109,30 @@ class Kube:
     def list(self, path: str, label_selector: str | None = None, field_selector: str | None = None) -> list[dict]:
         """The items of a list call, as dicts."""
         return self.request("GET", path, {"labelSelector": label_selector, "fieldSelector": field_selector})["items"]
+
+    def watch(self, path: str, on_event: Callable[[], None], stop: Any, label_selector: str | None = None) -> None:
+        """Call on_event() for every watch event on a list path until `stop` (a threading.Event) is set;
+        the watch is re-opened when the server ends it. Best effort (for waking a wait early): a
+        failure backs off for a second and retries."""
+        query = [("watch", "1"), ("timeoutSeconds", "20")] + ([("labelSelector", label_selector)] if label_selector else [])
+        while not stop.is_set():
+            try:
+                params = self.api.param_serialize(method="GET", resource_path=path, query_params=query,
+                                                  header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
+                self.watches += 1
+                resp = self._call_uncounted(*params, _request_timeout=30)
+                try:
+                    if resp.status != 200:
+                        stop.wait(1.0)
+                        continue
+                    for _ in resp.response.stream(None, decode_content=False):  # one chunk per event
+                        if stop.is_set():
+                            break
+                        on_event()
+                finally:
+                    resp.response.release_conn()
+            except Exception:  # noqa: BLE001 - the caller also re-reads on a timer
+                stop.wait(1.0)
 
     # typed API groups (the less frequent verbs) ----------------------------------------------------
     @functools.cached_property

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
-from generator.live.kube import Kube
+from generator.live.kube import INSTANCE, RAY_GROUP, RAY_VERSION, Kube
 from generator.live.progress import Progress
 from generator.live.release import PENDING, Helm, RunLock, wait_until
 from generator.live.snapshot import Snapshot, decode_release, labels, release_records, take
@@ -141,18 +141,41 @@ def _recover(kube: Kube, helm: Helm, p: Plan, records: list[Any], out: Progress,
 
 def follow(kube: Kube, release: str, namespace: str, deadline: float, progress: Progress,
            phase: str = "waiting") -> Snapshot:
-    """Poll the release until its end state; CheckFailed with the reasons on failure or timeout."""
-    while True:
-        snap = take(kube, release, namespace)
-        progress.update(snap, phase)
-        if snap.ready():
-            return snap
-        failure = snap.failure()
-        if failure:
-            raise CheckFailed(failure + _reasons(snap))
-        if time.monotonic() >= deadline:
-            raise CheckFailed(f"{release} not ready after the timeout" + _reasons(snap))
-        time.sleep(1.0)
+    """Re-read the release until its end state; CheckFailed with the reasons on failure or timeout.
+
+    Watches on the release's pods, RayJobs and RayClusters wake the wait as soon as something
+    changes (a burst of events is read once, at most every MIN_INTERVAL); without an event the
+    state is re-read every FLOOR_INTERVAL (Warning events, which explain a wait, are not watched)."""
+    changed, stop = threading.Event(), threading.Event()
+    watching = False
+    try:
+        while True:
+            changed.clear()
+            read_at = time.monotonic()
+            snap = take(kube, release, namespace)
+            progress.update(snap, phase)
+            if snap.ready():
+                return snap
+            failure = snap.failure()
+            if failure:
+                raise CheckFailed(failure + _reasons(snap))
+            if time.monotonic() >= deadline:
+                raise CheckFailed(f"{release} not ready after the timeout" + _reasons(snap))
+            if not watching:
+                watching = True
+                sel = f"{INSTANCE}={release}"
+                for path, selector in ((f"/api/v1/namespaces/{namespace}/pods", sel),
+                                       (f"/apis/{RAY_GROUP}/{RAY_VERSION}/namespaces/{namespace}/rayjobs", sel),
+                                       (f"/apis/{RAY_GROUP}/{RAY_VERSION}/namespaces/{namespace}/rayclusters", None)):
+                    threading.Thread(target=kube.watch, args=(path, changed.set, stop, selector), daemon=True).start()
+            changed.wait(max(0.0, min(FLOOR_INTERVAL, deadline - time.monotonic())))
+            time.sleep(max(0.0, read_at + MIN_INTERVAL - time.monotonic()))
+    finally:
+        stop.set()
+
+
+MIN_INTERVAL = 0.2  # seconds between two reads of the release while events stream in
+FLOOR_INTERVAL = 2.0  # a re-read when nothing was watched to change
 
 
 def _reasons(snap: Snapshot) -> str:
