@@ -283,7 +283,7 @@ def targets(figures: dict[str, float]) -> list[str]:
     for name, value, limit, show in rows:
         if value is None:
             continue
-        verdict = "met" if value <= limit else f"missed by {(value / limit - 1) * 100:.0f}%"
+        verdict = "met" if value <= limit else f"missed by {(value / limit - 1) * 100:.1f}%"
         out.append(f"| {name} | {show(value)} | {verdict} |")
     return out + [""]
 
