@@ -105,6 +105,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rollback", parents=[wait_common], help="roll the release back (default: the previous revision)")
     p.add_argument("release", nargs="?", help="release name (default: the only one)")
     p.add_argument("revision", nargs="?", type=int, help="revision to roll back to")
+    p.add_argument("--replace", action="store_true",
+                   help="when the RayJob spec differs in that revision, delete the RayJob so the rollback recreates it (KubeRay #1776)")
     p.set_defaults(func=_handler("verbs", "rollback"))
 
     p = sub.add_parser("uninstall", parents=[wait_common], help="uninstall the release and wait until nothing is left")

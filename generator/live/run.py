@@ -102,21 +102,39 @@ def _rayjob_change(kube: Kube, p: Plan, records: list[Any]) -> list[str]:
 
 
 def _delete_rayjob(kube: Kube, p: Plan, out: Progress, timeout: float) -> None:
+    delete_rayjob(kube, p.namespace, p.release, out.say, timeout)
+
+
+def delete_rayjob(kube: Kube, namespace: str, name: str, say: Any, timeout: float) -> None:
+    """Delete a RayJob in the foreground (its RayCluster and pods go too) and wait until both are gone."""
     from kubernetes.client.exceptions import ApiException
 
-    job = kube.get_ray("rayjobs", p.namespace, p.release)
+    job = kube.get_ray("rayjobs", namespace, name)
     cluster = ((job or {}).get("status") or {}).get("rayClusterName")
-    out.say(f"--replace: deleting RayJob {p.release}" + (f" and its RayCluster {cluster}" if cluster else ""))
+    say(f"--replace: deleting RayJob {name}" + (f" and its RayCluster {cluster}" if cluster else ""))
     try:
-        kube.custom.delete_namespaced_custom_object("ray.io", "v1", p.namespace, "rayjobs", p.release,
+        kube.custom.delete_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", name,
                                                     propagation_policy="Foreground")
     except ApiException as exc:
         if exc.status != 404:
             raise
-    gone = wait_until(lambda: kube.get_ray("rayjobs", p.namespace, p.release) is None
-                      and (not cluster or kube.get_ray("rayclusters", p.namespace, cluster) is None), timeout)
+    gone = wait_until(lambda: kube.get_ray("rayjobs", namespace, name) is None
+                      and (not cluster or kube.get_ray("rayclusters", namespace, cluster) is None), timeout)
     if not gone:
-        raise CheckFailed(f"RayJob {p.release} was not deleted within {timeout:.0f}s; nothing else was changed")
+        raise CheckFailed(f"RayJob {name} was not deleted within {timeout:.0f}s; nothing else was changed")
+
+
+def rayjob_rollback_change(kube: Kube, namespace: str, release: str, records: list[Any], target: int) -> list[str]:
+    """How rolling back to `target` would change the live RayJob's spec (KubeRay #1776 applies here too)."""
+    by_version = {int(labels(r)["version"]): r for r in records}
+    current = next((r for r in reversed(records) if labels(r).get("status") == "deployed"), None)
+    if target not in by_version or current is None or kube.get_ray("rayjobs", namespace, release) is None:
+        return []
+    old = _rayjob_spec(_manifest_objects(decode_release(current).get("manifest", "")))
+    new = _rayjob_spec(_manifest_objects(decode_release(by_version[target]).get("manifest", "")))
+    if old is None or new is None or old == new:
+        return []
+    return diff_paths(old, new)
 
 
 def _recover(kube: Kube, helm: Helm, p: Plan, records: list[Any], out: Progress, timeout: float) -> None:

@@ -201,6 +201,16 @@ def rollback(args: Any) -> int:
             if not earlier:
                 raise CheckFailed(f"release {release} has no earlier revision to roll back to")
             target = earlier[-1]
+        from generator.live.run import delete_rayjob, rayjob_rollback_change
+
+        changed = rayjob_rollback_change(kube, ns, release, records, target)
+        if changed and not args.replace:
+            raise CheckFailed(
+                f"revision {target} has another RayJob spec ({'; '.join(changed)}), and KubeRay does not pass spec "
+                "changes to a running RayJob's cluster (KubeRay #1776): nothing was changed. Rerun with --replace "
+                "to delete the RayJob and let the rollback recreate it (its RayCluster and pods restart)")
+        if changed:
+            delete_rayjob(kube, ns, release, lambda line: print(line, flush=True), args.timeout or 600)
         helm.rollback(release, ns, target, timeout=args.timeout or 600)
     after = release_records(kube, release, ns)
     print(f"release {release} rolled back to revision {target}: now revision {labels(after[-1])['version']} "

@@ -245,6 +245,18 @@ def test_gpu_spec_change_is_refused_or_replaced(playground, namespace, release, 
     assert st["raycluster"]["name"] != cluster_before
     assert _fleets(st)["trainer"]["gpus_allocated"] == 4
 
+    # rolling back to revision 1 would change the RayJob spec back: the same guard, the same --replace
+    rc, out, err = cli(capsys, "rollback", "-n", namespace, "--kubeconfig", kc, "--timeout", 60)
+    assert rc == 1 and "KubeRay #1776" in err and "nvidia.com/gpu: 4 -> 8" in err, out + err
+    assert _status(capsys, playground, namespace)["revision"] == 2
+    rc, out, err = cli(capsys, "rollback", "-n", namespace, "--replace", "--kubeconfig", kc, "--timeout", 120)
+    assert rc == 0, out + err
+    assert "rolled back to revision 1" in out
+    job = client.CustomObjectsApi(playground.api_client()).get_namespaced_custom_object(
+        "ray.io", "v1", namespace, "rayjobs", "small")
+    gpus = job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert str(gpus["nvidia.com/gpu"]) == "8"  # the apiserver stores quantities as strings
+
 
 def test_quota_note_and_not_applied(playground, namespace, release, capsys, tmp_path):
     q = infra_variant(tmp_path, "q.yaml", lambda d: d["infra"].update(
