@@ -12,22 +12,36 @@ mkdir -p "$CACHE"
 
 say() { printf '[tools] %s\n' "$*" >&2; }
 
-# build NAME VERSION FUNC: run FUNC with $out (a temp dir) unless $CACHE/NAME-VERSION exists.
+# build NAME VERSION FUNC: run FUNC with $out (a temp dir) unless $CACHE/NAME-VERSION holds a build
+# made by the same recipe (.complete records a hash of FUNC, so a changed recipe rebuilds).
 build() {
-  local name=$1 version=$2 fn=$3 dest="$CACHE/$1-$2"
-  if [ -f "$dest/.complete" ]; then say "$name $version: cached ($dest)"; return; fi
+  local name=$1 version=$2 fn=$3 dest="$CACHE/$1-$2" recipe
+  recipe=$(declare -f "$fn" | sha256sum | cut -c1-16)
+  if [ "$(cat "$dest/.complete" 2>/dev/null)" = "$recipe" ]; then say "$name $version: cached ($dest)"; return; fi
   say "$name $version: building (cold builds take minutes; progress below)"
   local start=$SECONDS out
   out=$(mktemp -d "$CACHE/.$name.XXXXXX")
   "$fn" "$out" "$version"
-  touch "$out/.complete"
+  echo "$recipe" > "$out/.complete"
   rm -rf "$dest" && mv "$out" "$dest"
   say "$name $version: built in $((SECONDS - start)) s -> $dest ($(du -sh "$dest" | cut -f1))"
 }
 
+# Helm as its release Makefile builds it: version, commit and tree state stamped; Helm 3's default
+# capabilities (helm template without --kube-version) pinned to the playground's Kubernetes minor.
+# Helm 4 reads that default from its client-go module version instead (no ldflag exists for it).
 build_helm() {
-  GOBIN=$1 go install -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$2" \
-    "helm.sh/helm/v3/cmd/helm@$2"
+  local major=${2%%.*} mod commit ld minor=${KUBERNETES_VERSION#v1.}; minor=${minor%%.*}
+  mod="helm.sh/helm/$major"
+  commit=$(go mod download -json "$mod@$2" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("Origin", {}).get("Hash", ""))')
+  ld="-s -w -X $mod/internal/version.version=$2 -X $mod/internal/version.gitCommit=$commit"
+  ld="$ld -X $mod/internal/version.gitTreeState=clean -X $mod/internal/version.metadata="
+  if [ "$major" = v3 ]; then
+    for p in pkg/lint/rules pkg/chartutil; do
+      ld="$ld -X $mod/$p.k8sVersionMajor=1 -X $mod/$p.k8sVersionMinor=$minor"
+    done
+  fi
+  GOBIN=$1 go install -trimpath -ldflags "$ld" "$mod/cmd/helm@$2"
 }
 
 build_kubeconform() {
@@ -102,10 +116,11 @@ build_checkov() {
 }
 
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(helm kubeconform kuberay-crds checkov kubernetes etcd kwok kuberay)
+[ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds checkov kubernetes etcd kwok kuberay)
 for t in "${tools[@]}"; do
   case $t in
     helm) build helm "$HELM_VERSION" build_helm ;;
+    helm4) build helm4 "$HELM4_VERSION" build_helm ;;
     kubeconform) build kubeconform "$KUBECONFORM_VERSION" build_kubeconform ;;
     kubernetes) build kubernetes "$KUBERNETES_VERSION" build_kubernetes ;;
     etcd) build etcd "$ETCD_VERSION" build_etcd ;;
