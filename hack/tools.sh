@@ -101,6 +101,12 @@ build_kuberay() {
   mkdir -p "$1/crds" && cp "$src"/config/crd/bases/*.yaml "$1/crds/" && chmod -R u+w "$1/crds"
 }
 
+# The CNCF distribution registry: an OCI registry on 127.0.0.1 for the chart's push/install tests.
+build_registry() {
+  GOBIN=$1 go install -trimpath -ldflags "-s -w -X github.com/distribution/distribution/v3/version.version=$2" \
+    "github.com/distribution/distribution/v3/cmd/registry@$2"
+}
+
 # Only the CRDs (no build): what `check` needs to validate RayJob and RayCluster offline.
 build_kuberay_crds() {
   local src; src=$(go mod download -json "github.com/ray-project/kuberay/ray-operator@$2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
@@ -116,7 +122,7 @@ build_checkov() {
 }
 
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds checkov kubernetes etcd kwok kuberay)
+[ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds checkov kubernetes etcd kwok kuberay registry)
 for t in "${tools[@]}"; do
   case $t in
     helm) build helm "$HELM_VERSION" build_helm ;;
@@ -128,6 +134,7 @@ for t in "${tools[@]}"; do
     kuberay) build kuberay "$KUBERAY_VERSION" build_kuberay ;;
     kuberay-crds) build kuberay-crds "$KUBERAY_VERSION" build_kuberay_crds ;;
     checkov) build checkov "$CHECKOV_VERSION" build_checkov ;;
+    registry) build registry "$REGISTRY_VERSION" build_registry ;;
     *) say "unknown tool: $t"; exit 2 ;;
   esac
 done
