@@ -26,14 +26,32 @@ def _output(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table", help="output format")
 
 
+def _as_interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM and SIGHUP (CI, `kill`, a closed terminal, a stopped pod) act like Ctrl-C: whatever
+    handles SIGINT now (Python's KeyboardInterrupt, or asyncio cancelling helm) runs."""
+    import signal
+
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+    else:
+        raise KeyboardInterrupt
+
+
 def _handler(module: str, name: str, **extra: Any) -> Callable[[argparse.Namespace], int]:
     def call(args: argparse.Namespace) -> int:
         import importlib
+        import signal
 
         from generator.live.kube import cluster_errors
 
-        fn = getattr(importlib.import_module(f"generator.live.{module}"), name)
-        return cluster_errors(fn)(args, **extra)
+        before = {sig: signal.signal(sig, _as_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+        try:
+            fn = getattr(importlib.import_module(f"generator.live.{module}"), name)
+            return cluster_errors(fn)(args, **extra)
+        finally:
+            for sig, old in before.items():
+                signal.signal(sig, old)
 
     return call
 

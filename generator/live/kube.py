@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -18,6 +19,7 @@ NAME_LABEL = "app.kubernetes.io/name=dockyard"
 
 
 LAST_SERVER: str | None = None
+REQUEST_FLOOR = 2.0  # seconds a request may take past a verb's deadline (reading the end state)
 
 
 def usage_error(message: str, where: str = "<command line>") -> InputError:
@@ -71,12 +73,17 @@ class Kube:
         LAST_SERVER = cfg.host
         self.api = client.ApiClient(cfg)
         self.calls = 0
+        self.request_timeout = 30.0  # seconds, per request
+        self.deadline: float | None = None  # time.monotonic() past which a request gets GRACE seconds at most
         original = self.api.call_api
 
         @functools.wraps(original)
         def counted(*a: Any, **kw: Any) -> Any:
             self.calls += 1
-            kw.setdefault("_request_timeout", 30)
+            limit = self.request_timeout
+            if self.deadline is not None:
+                limit = min(limit, max(REQUEST_FLOOR, self.deadline - time.monotonic()))
+            kw.setdefault("_request_timeout", limit)
             return original(*a, **kw)
 
         self.api.call_api = counted  # type: ignore[method-assign]
@@ -229,6 +236,28 @@ class Kube:
                 return False
             raise
 
+    def namespace_deletion(self, name: str) -> str | None:
+        """Why and since when a namespace is being deleted (phase Terminating / deletionTimestamp set):
+        one line, or None when it is not, does not exist, or cannot be read."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            doc = self.request("GET", f"/api/v1/namespaces/{name}")
+        except ApiException as exc:
+            if exc.status in (403, 404):
+                return None
+            raise
+        since = doc["metadata"].get("deletionTimestamp")
+        status = doc.get("status") or {}
+        if not since and status.get("phase") != "Terminating":
+            return None
+        # the namespace controller's conditions say what still holds the deletion up
+        held = [c.get("message") for c in status.get("conditions") or []
+                if c.get("status") == "True" and c.get("message")]
+        return (f"namespace {name} is being deleted" + (f" (since {since})" if since else "")
+                + ": its objects are going away and nothing new can be created in it"
+                + (f"; {'; '.join(held)}" if held else ""))
+
     def ensure_namespace(self, name: str) -> bool:
         """Create the namespace (and wait for its default ServiceAccount); True when created."""
         import time
@@ -252,6 +281,13 @@ class Kube:
                     raise
                 time.sleep(0.2)
         return True
+
+
+def is_forbidden(exc: BaseException) -> bool:
+    """An API answer 403: RBAC (or an admission plugin) refused the request."""
+    from kubernetes.client.exceptions import ApiException
+
+    return isinstance(exc, ApiException) and exc.status == 403
 
 
 def crd_missing(plural: str) -> str:

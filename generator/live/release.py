@@ -16,12 +16,15 @@ from generator.live.kube import Kube
 from generator.tools import CHART_DIR, binary
 
 PENDING = ("pending-install", "pending-upgrade", "pending-rollback")
+_KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")  # client-go's log lines on helm's stderr: noise here
+GRACE = 15.0  # seconds a verb may run past its --timeout: stopping helm (5 s) and reading its end state
 
 
 def _helm_message(exc: Any) -> str:
     """The useful part of helm's stderr: drop the 'Error: ' prefixes, keep it short."""
     text = exc.stderr.decode(errors="replace") if isinstance(getattr(exc, "stderr", None), bytes) else str(exc)
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("WARNING")]
+    lines = [ln.strip() for ln in text.splitlines()
+             if ln.strip() and not ln.startswith("WARNING") and not _KLOG.match(ln)]
     text = " ".join(lines)
     text = re.sub(r"^Error: ", "", text)
     if "Kubernetes cluster unreachable" in text or "connection refused" in text:
@@ -39,33 +42,49 @@ def _exec_command_class() -> Any:
 
     pyhelm3 starts `/bin/sh -c "helm ..."`; on Ctrl-C it terminates the shell, which (dash) leaves helm
     running as an orphan that holds the output pipe until its own --timeout. Here helm is our direct
-    child: on cancellation it gets SIGTERM, cancels, lets --atomic roll back, and exits.
+    child: on cancellation it gets SIGTERM, cancels, lets --atomic roll back, and exits. It cannot outlive
+    us (setpriv --pdeathsig: SIGTERM when this process dies, even by SIGKILL), and it is stopped at
+    `deadline` (time.monotonic()) when one is set, so a verb ends within its --timeout.
     """
+    import shutil
     import signal
 
     from pyhelm3 import Command, errors
 
+    setpriv = shutil.which("setpriv")
+
     class ExecCommand(Command):
+        deadline: float | None = None
+
+        async def _stop(self, proc: Any, grace: float) -> None:
+            try:
+                proc.send_signal(signal.SIGTERM)
+                await asyncio.wait_for(proc.wait(), max(1.0, grace))
+            except ProcessLookupError:
+                pass
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                proc.kill()
+                await proc.wait()
+
         async def run(self, command: list[Any], input: bytes | None = None) -> bytes:
             argv = [self._executable, *(str(part) for part in command)]
             if self._kubeconfig:
                 argv += ["--kubeconfig", str(self._kubeconfig)]
             if self._kubecontext:
                 argv += ["--kube-context", self._kubecontext]
+            if setpriv:
+                argv = [setpriv, "--pdeathsig", "TERM", "--", *argv]
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE if input is not None else None,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            left = None if self.deadline is None else self.deadline - time.monotonic()
             try:
-                stdout, stderr = await proc.communicate(input)
+                stdout, stderr = await asyncio.wait_for(proc.communicate(input), left)
+            except asyncio.TimeoutError:
+                await self._stop(proc, 5.0)
+                raise HelmTimedOut() from None
             except asyncio.CancelledError:
-                try:
-                    proc.send_signal(signal.SIGTERM)
-                    await asyncio.wait_for(proc.wait(), 90)
-                except ProcessLookupError:
-                    pass
-                except (asyncio.TimeoutError, asyncio.CancelledError):
-                    proc.kill()
-                    await proc.wait()
+                await self._stop(proc, GRACE if self.deadline is None else self.deadline + GRACE - time.monotonic())
                 raise
             if proc.returncode != 0:
                 raise errors.Error(proc.returncode, stdout, stderr)
@@ -74,11 +93,17 @@ def _exec_command_class() -> Any:
     return ExecCommand
 
 
+class HelmTimedOut(Exception):
+    """helm was stopped at the verb's deadline."""
+
+
 class Helm:
-    def __init__(self, kube: Kube):
+    def __init__(self, kube: Kube, deadline: float | None = None):
+        """deadline (time.monotonic()): every helm process is stopped then, so the verb ends in time."""
         self.kube = kube
         self.cmd = _exec_command_class()(executable=binary("helm"), kubeconfig=kube.kubeconfig, kubecontext=kube.context,
                            default_timeout="600s", history_max_revisions=10)
+        self.cmd.deadline = deadline
 
     def _run(self, coro: Any, what: str) -> Any:
         from pyhelm3 import errors
@@ -87,6 +112,8 @@ class Helm:
             return asyncio.run(coro)
         except errors.Error as exc:
             raise CheckFailed(f"{what}: {_helm_message(exc)}") from None
+        except HelmTimedOut:
+            raise CheckFailed(f"{what}: stopped at the --timeout (helm was still working)") from None
 
     def upgrade(self, release: str, namespace: str, values: dict[str, Any], *, timeout: float,
                 description: str | None = None) -> dict[str, Any]:
@@ -115,32 +142,54 @@ class Helm:
                               "helm list"))
 
 
-# The run lock: a Lease per release, renewed while a `run` is in flight ---------------------------
+# The run lock: a Lease per release, renewed while a mutating verb is in flight ----------------------
 
 LEASE_SECONDS = 15
+HOLDER_UNTIL = "dockyard.dev/holder-until"  # when the holder's helm is stopped at the latest (RFC 3339)
+HOLDER_PID = "dockyard.dev/holder-pid"  # "<host>/<pid>" of the holder
 
 
 def lease_name(release: str) -> str:
     return f"{release}.dockyard-run"
 
 
-class RunLock:
-    """Held for the whole of a mutating verb. A second holder is refused at once while the lease is
-    fresh; a lease left by a killed process goes stale after LEASE_SECONDS and is taken over."""
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
-    def __init__(self, kube: Kube, namespace: str, release: str, verb: str):
+
+class RunLock:
+    """Held for the whole of a mutating verb. A second holder is refused while the lease is fresh. A
+    stale lease (not renewed for LEASE_SECONDS) is taken over only on evidence that its holder is gone:
+    its process is dead (same host), or the time its helm is stopped at (`until`) has passed. Renewal
+    and release check that the lease is still ours; a holder whose lease was taken over sees `lost`."""
+
+    def __init__(self, kube: Kube, namespace: str, release: str, verb: str, until: float | None = None):
+        import uuid
+
         self.kube, self.namespace, self.release, self.verb = kube, namespace, release, verb
-        self.identity = f"{socket.gethostname()}/{os.getpid()}/{verb}"
+        self.identity = f"{socket.gethostname()}/{os.getpid()}/{verb}/{uuid.uuid4().hex[:8]}"
+        # wall-clock end of this verb's helm work; unknown (None) means the lease must be renewed to count
+        self.until = None if until is None else time.time() + (until - time.monotonic()) + GRACE
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.took_over_stale = False
+        self.lost: str | None = None
 
     def _path(self, name: str = "") -> str:
         return f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases" + (f"/{name}" if name else "")
 
     def _body(self, resource_version: str | None = None) -> dict[str, Any]:
         now = _micro_time(datetime.now(timezone.utc))
-        metadata: dict[str, Any] = {"name": lease_name(self.release),
+        notes = {HOLDER_PID: f"{socket.gethostname()}/{os.getpid()}"}
+        if self.until is not None:
+            notes[HOLDER_UNTIL] = _micro_time(datetime.fromtimestamp(self.until, timezone.utc))
+        metadata: dict[str, Any] = {"name": lease_name(self.release), "annotations": notes,
                                     "labels": {"app.kubernetes.io/instance": self.release,
                                                "app.kubernetes.io/managed-by": "dockyard-k8s"}}
         if resource_version:
@@ -148,6 +197,21 @@ class RunLock:
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata,
                 "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": LEASE_SECONDS,
                          "acquireTime": now, "renewTime": now}}
+
+    def _busy(self, why: str) -> CheckFailed:
+        return CheckFailed(f"release {self.release} in namespace {self.namespace} is busy: {why}; nothing was "
+                           "changed. Wait for it to finish, or stop it (Ctrl-C) and run again")
+
+    def _holder_alive(self, lease: dict[str, Any]) -> str | None:
+        """Why a stale lease's holder may still be working, or None when it is shown to be gone."""
+        notes = (lease.get("metadata") or {}).get("annotations") or {}
+        host, _, pid = (notes.get(HOLDER_PID) or "").rpartition("/")
+        if host == socket.gethostname() and pid.isdigit():
+            return f"its process {pid} is still alive (paused?)" if _pid_alive(int(pid)) else None
+        until = notes.get(HOLDER_UNTIL)
+        if until and datetime.now(timezone.utc) < _parse_time(until):
+            return f"its helm may work until {until} (holder on host {host or '?'})"
+        return None
 
     def acquire(self) -> None:
         from kubernetes.client.exceptions import ApiException
@@ -163,40 +227,59 @@ class RunLock:
             renew = spec.get("renewTime") or spec.get("acquireTime")
             age = (datetime.now(timezone.utc) - _parse_time(renew)).total_seconds() if renew else 1e9
             holder = spec.get("holderIdentity") or "?"
+            verb = holder.split("/")[2] if holder.count("/") >= 2 else "run"
             if age < (spec.get("leaseDurationSeconds") or LEASE_SECONDS):
-                raise CheckFailed(
-                    f"release {self.release} in namespace {self.namespace} is busy: another `{holder.split('/')[-1]}` "
-                    f"(holder {holder}, renewed {age:.0f}s ago) is in flight; nothing was changed. "
-                    "Wait for it to finish, or stop it (Ctrl-C) and run again") from None
+                raise self._busy(f"another `{verb}` (holder {holder}, renewed {age:.0f}s ago) is in flight") from None
+            alive = self._holder_alive(current)
+            if alive:
+                raise self._busy(f"another `{verb}` (holder {holder}) stopped renewing its lock {age:.0f}s ago, "
+                                 f"but {alive}") from None
             try:
                 self.kube.request("PUT", self._path(name), body=self._body(current["metadata"]["resourceVersion"]))
             except ApiException as exc2:
                 if exc2.status == 409:
-                    raise CheckFailed(f"release {self.release} is busy: another run took the lock just now; nothing was changed") from None
+                    raise self._busy("another run took the lock just now") from None
                 raise
             self.took_over_stale = True
         self._thread = threading.Thread(target=self._renew, name="dockyard-lease", daemon=True)
         self._thread.start()
 
+    def _mine(self) -> dict[str, Any] | None:
+        """The lease when we still hold it; None (and `lost` set) when another holder has it."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            lease = self.kube.request("GET", self._path(lease_name(self.release)))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            lease = {}
+        holder = (lease.get("spec") or {}).get("holderIdentity")
+        if holder != self.identity:
+            self.lost = f"the run lock is now held by {holder}" if holder else "the run lock was deleted"
+            return None
+        return lease
+
     def _renew(self) -> None:
         while not self._stop.wait(LEASE_SECONDS / 3):
             try:
-                self.kube.request("PATCH", self._path(lease_name(self.release)),
-                                  body={"spec": {"renewTime": _micro_time(datetime.now(timezone.utc))}},
-                                  content_type="application/merge-patch+json")
+                lease = self._mine()
+                if lease is None:
+                    return
+                lease["spec"]["renewTime"] = _micro_time(datetime.now(timezone.utc))
+                self.kube.request("PUT", self._path(lease_name(self.release)), body=lease)
             except Exception:  # noqa: BLE001 - a missed renewal only makes the lease go stale sooner
                 pass
 
     def release_lock(self) -> None:
-        from kubernetes.client.exceptions import ApiException
-
         self._stop.set()
         if self._thread:
             self._thread.join(timeout=5)
         try:
-            self.kube.request("DELETE", self._path(lease_name(self.release)))
-        except ApiException:
-            pass
+            lease = self._mine()
+            if lease is not None:  # delete only our own lease, and only the version we read
+                self.kube.request("DELETE", self._path(lease_name(self.release)),
+                                  body={"preconditions": {"resourceVersion": lease["metadata"]["resourceVersion"]}})
         except Exception:  # noqa: BLE001 - cleanup must not hide the real outcome
             pass
 

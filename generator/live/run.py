@@ -11,8 +11,9 @@ from typing import Any
 from generator.errors import EXIT_OK, CheckFailed
 from generator.live.kube import INSTANCE, RAY_GROUP, RAY_VERSION, Kube
 from generator.live.progress import Progress
-from generator.live.release import PENDING, Helm, RunLock, wait_until
-from generator.live.snapshot import Snapshot, decode_release, labels, release_records, take
+from generator.live.guard import delete_ray, deployed_manifest, end_state, impact, require_ours
+from generator.live.release import PENDING, Helm, RunLock
+from generator.live.snapshot import Snapshot, labels, release_records, take
 
 
 @dataclass
@@ -49,92 +50,6 @@ def plan(recipe: str, infra: str, overrides: list[str], release: str | None, nam
             block["enabled"] = False
     return Plan(release or values.recipe.name, namespace or inputs.infra.infra.namespace,
                 inputs.infra.launch.mode, vals, notes)
-
-
-def _manifest_objects(text: str) -> list[dict[str, Any]]:
-    import yaml
-
-    return [d for d in yaml.safe_load_all(text or "") if isinstance(d, dict)]
-
-
-def _rayjob_spec(docs: list[dict[str, Any]]) -> dict[str, Any] | None:
-    return next((d.get("spec") for d in docs if d.get("kind") == "RayJob"), None)
-
-
-def diff_paths(old: Any, new: Any, path: str = "", out: list[str] | None = None, limit: int = 8) -> list[str]:
-    """Key paths where two JSON-like trees differ (worker groups are indexed by groupName)."""
-    out = [] if out is None else out
-    if len(out) >= limit:
-        return out
-    if isinstance(old, dict) and isinstance(new, dict):
-        for k in sorted(set(old) | set(new)):
-            diff_paths(old.get(k), new.get(k), f"{path}.{k}" if path else k, out, limit)
-    elif isinstance(old, list) and isinstance(new, list) and old + new and all(
-            isinstance(x, dict) and ("groupName" in x or "name" in x) for x in old + new):
-        o = {x.get("groupName", x.get("name")): x for x in old}
-        n = {x.get("groupName", x.get("name")): x for x in new}
-        for k in sorted(set(o) | set(n)):
-            diff_paths(o.get(k), n.get(k), f"{path}[{k}]", out, limit)
-    elif old != new:
-        if isinstance(old, (dict, list)) or isinstance(new, (dict, list)):
-            out.append(path)
-        else:
-            out.append(f"{path}: {old!r} -> {new!r}")
-    return out
-
-
-def _rayjob_change(kube: Kube, p: Plan, records: list[Any]) -> list[str]:
-    """How the RayJob spec would change against the deployed release (empty: no RayJob to protect)."""
-    from generator.helm import template
-
-    if p.mode != "rayjob":
-        return []
-    deployed = next((r for r in reversed(records) if labels(r).get("status") == "deployed"), None)
-    if deployed is None:
-        return []
-    old = _rayjob_spec(_manifest_objects(decode_release(deployed).get("manifest", "")))
-    if old is None or kube.get_ray("rayjobs", p.namespace, p.release) is None:
-        return []
-    new = _rayjob_spec(_manifest_objects(template(p.values, p.release, p.namespace)))
-    if new is None or old == new:
-        return []
-    return diff_paths(old, new)
-
-
-def _delete_rayjob(kube: Kube, p: Plan, out: Progress, timeout: float) -> None:
-    delete_rayjob(kube, p.namespace, p.release, out.say, timeout)
-
-
-def delete_rayjob(kube: Kube, namespace: str, name: str, say: Any, timeout: float) -> None:
-    """Delete a RayJob in the foreground (its RayCluster and pods go too) and wait until both are gone."""
-    from kubernetes.client.exceptions import ApiException
-
-    job = kube.get_ray("rayjobs", namespace, name)
-    cluster = ((job or {}).get("status") or {}).get("rayClusterName")
-    say(f"--replace: deleting RayJob {name}" + (f" and its RayCluster {cluster}" if cluster else ""))
-    try:
-        kube.custom.delete_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", name,
-                                                    propagation_policy="Foreground")
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-    gone = wait_until(lambda: kube.get_ray("rayjobs", namespace, name) is None
-                      and (not cluster or kube.get_ray("rayclusters", namespace, cluster) is None), timeout)
-    if not gone:
-        raise CheckFailed(f"RayJob {name} was not deleted within {timeout:.0f}s; nothing else was changed")
-
-
-def rayjob_rollback_change(kube: Kube, namespace: str, release: str, records: list[Any], target: int) -> list[str]:
-    """How rolling back to `target` would change the live RayJob's spec (KubeRay #1776 applies here too)."""
-    by_version = {int(labels(r)["version"]): r for r in records}
-    current = next((r for r in reversed(records) if labels(r).get("status") == "deployed"), None)
-    if target not in by_version or current is None or kube.get_ray("rayjobs", namespace, release) is None:
-        return []
-    old = _rayjob_spec(_manifest_objects(decode_release(current).get("manifest", "")))
-    new = _rayjob_spec(_manifest_objects(decode_release(by_version[target]).get("manifest", "")))
-    if old is None or new is None or old == new:
-        return []
-    return diff_paths(old, new)
 
 
 def _recover(kube: Kube, helm: Helm, p: Plan, records: list[Any], out: Progress, timeout: float) -> None:
@@ -212,6 +127,11 @@ def _watch_during(kube: Kube, p: Plan, progress: Progress, stop: threading.Event
         stop.wait(2.0)
 
 
+def _rollback_reserve(left: float) -> float:
+    """Seconds kept back from helm's --timeout for the --atomic rollback after a failed upgrade."""
+    return min(60.0, max(10.0, left * 0.2))
+
+
 def run(args: Any, mode: str | None = None) -> int:
     p = plan(args.recipe, args.infra, args.overrides, args.release, args.namespace, mode)
     progress = Progress(quiet=args.quiet, title=f"{p.release} ({p.namespace})")
@@ -220,6 +140,7 @@ def run(args: Any, mode: str | None = None) -> int:
     t0 = time.monotonic()
     deadline = t0 + args.timeout
     kube = Kube(args.kubeconfig, args.context)
+    kube.deadline = deadline
     if p.mode != "attach":
         kube.require_ray()
     kube.require_priority_class(p.priority_class)
@@ -228,43 +149,48 @@ def run(args: Any, mode: str | None = None) -> int:
             raise CheckFailed(f"namespace {p.namespace} does not exist: pass --create-namespace, or create it")
         kube.ensure_namespace(p.namespace)
         progress.say(f"created namespace {p.namespace}")
-    helm = Helm(kube)
-    with RunLock(kube, p.namespace, p.release, "run"):
+    helm = Helm(kube, deadline=deadline)
+    with RunLock(kube, p.namespace, p.release, "run", until=deadline) as lock:
         records = release_records(kube, p.release, p.namespace)
-        _recover(kube, helm, p, records, progress, max(30.0, deadline - time.monotonic()))
+        require_ours(records, p.release, p.namespace, "run")
+        _recover(kube, helm, p, records, progress, max(5.0, deadline - time.monotonic()))
         records = release_records(kube, p.release, p.namespace)
-        changed = _rayjob_change(kube, p, records)
-        if changed:
-            if not args.replace:
-                raise CheckFailed(
-                    f"the RayJob {p.release} spec changed ({'; '.join(changed)}), and KubeRay does not pass spec "
-                    "changes to a running RayJob's cluster (KubeRay #1776): nothing was changed. Rerun with "
-                    "--replace to delete and recreate the RayJob (its RayCluster and pods restart), or "
-                    f"`dockyard-k8s uninstall {p.release}` first")
-            _delete_rayjob(kube, p, progress, max(30.0, deadline - time.monotonic()))
+        current = deployed_manifest(records)
+        if current is not None:
+            from generator.helm import template
+
+            hit = impact(kube, p.namespace, current, template(p.values, p.release, p.namespace))
+            hit.refuse_unless(args.replace, "run")
+            for note in hit.notes:
+                progress.say(note)
+            if args.replace:
+                for plural, name in dict.fromkeys(hit.replace):
+                    delete_ray(kube, p.namespace, plural, name, progress.say, max(5.0, deadline - time.monotonic()))
+        since = max((int(labels(r)["version"]) for r in records), default=0)
         stop = threading.Event()
         seen: list[Snapshot] = []
         watcher = threading.Thread(target=_watch_during, args=(kube, p, progress, stop, seen), daemon=True)
         watcher.start()
+        left = deadline - time.monotonic()
         try:
-            rev = helm.upgrade(p.release, p.namespace, p.values, timeout=max(10.0, deadline - time.monotonic()),
+            rev = helm.upgrade(p.release, p.namespace, p.values, timeout=max(5.0, left - _rollback_reserve(left)),
                                description=f"dockyard-k8s run ({p.mode})")
         except CheckFailed as exc:
             stop.set()
-            watcher.join(timeout=5)
-            after = release_records(kube, p.release, p.namespace)
-            deployed = [r for r in after if labels(r).get("status") == "deployed"]
-            state = (f"revision {labels(deployed[-1])['version']} is still the deployed one" if deployed
-                     else "nothing is left installed")
+            watcher.join(timeout=2)
             why = _reasons(seen[0]) if seen else ""
-            raise CheckFailed(f"{exc}\n  rolled back: {state}" + (f"\n  while it ran:{why}" if why else "")) from None
+            raise CheckFailed(f"{exc}\n  helm's end state: {end_state(kube, p.release, p.namespace, since)}"
+                              + (f"\n  while it ran:{why}" if why else "")) from None
         except KeyboardInterrupt:
             stop.set()
-            print(f"\ninterrupted: helm was stopped; `dockyard-k8s run` again converges from here", file=sys.stderr)
+            print("\ninterrupted: helm was stopped; `dockyard-k8s run` again converges from here", file=sys.stderr)
             raise
         finally:
             stop.set()
-            watcher.join(timeout=5)
+            watcher.join(timeout=2)
+        if lock.lost:
+            raise CheckFailed(f"{lock.lost} while this run worked: another run may have changed the release; "
+                              f"check `dockyard-k8s history {p.release} -n {p.namespace}`")
         progress.say(f"release {p.release} revision {rev.get('version')} {rev.get('info', {}).get('status')} "
                      f"in {p.namespace} ({time.monotonic() - t0:.1f}s): sandbox pool rolled out")
     if not args.wait:

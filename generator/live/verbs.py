@@ -9,9 +9,9 @@ import time
 from typing import Any, Callable
 
 from generator.errors import EXIT_OK, CheckFailed
-from generator.live.kube import INSTANCE, NAME_LABEL, Kube
+from generator.live.kube import INSTANCE, NAME_LABEL, Kube, is_forbidden, usage_error
 from generator.live.release import Helm, RunLock, wait_until
-from generator.live.snapshot import FLEETS, Snapshot, labels, release_records, take
+from generator.live.snapshot import FLEETS, Snapshot, decode_release, labels, release_records, take
 
 
 # Output ------------------------------------------------------------------------------------------
@@ -47,14 +47,25 @@ def age(ts: Any) -> str:
 
 def resolve(kube: Kube, release: str | None, namespace: str | None) -> tuple[str, str, list[Any]]:
     """(release, namespace, records). Without -n a named release is looked up in every namespace;
-    without a name, the only dockyard release in scope is used."""
+    without a name, the only dockyard release in scope is used. When listing every namespace is
+    forbidden (RBAC for one namespace), the kubeconfig context's namespace is searched instead."""
     ns = namespace or kube.context_namespace
     if release:
-        records = release_records(kube, release, namespace)
+        try:
+            records = release_records(kube, release, namespace)
+        except Exception as exc:  # noqa: BLE001 - only a 403 is handled
+            if namespace or not is_forbidden(exc):
+                raise
+            own = kube.context_namespace or "default"
+            records = release_records(kube, release, own)
+            if not records:
+                raise CheckFailed(f"release {release} not found in namespace {own} ({OTHERS_FORBIDDEN})"
+                                  + _deleting(kube, own)) from None
+            return release, own, records
         found = sorted({r["metadata"]["namespace"] for r in records})
         if namespace:
             if not records:
-                raise CheckFailed(f"release {release} not found in namespace {namespace}")
+                raise CheckFailed(f"release {release} not found in namespace {namespace}" + _deleting(kube, namespace))
             return release, namespace, records
         if len(found) > 1:
             if ns in found:
@@ -63,21 +74,48 @@ def resolve(kube: Kube, release: str | None, namespace: str | None) -> tuple[str
         if not found:
             raise CheckFailed(f"release {release} not found in any namespace")
         return release, found[0], records
-    scope = f"/namespaces/{namespace}" if namespace else ""
-    secrets = kube.list(f"/api/v1{scope}/secrets", label_selector="owner=helm")
+    narrowed = None  # the namespace searched instead of all of them (listing them is forbidden)
+    try:
+        secrets = kube.list(f"/api/v1{_scope(namespace)}/secrets", label_selector="owner=helm")
+    except Exception as exc:  # noqa: BLE001 - only a 403 is handled
+        if namespace or not is_forbidden(exc):
+            raise
+        narrowed = kube.context_namespace or "default"
+        secrets = kube.list(f"/api/v1{_scope(narrowed)}/secrets", label_selector="owner=helm")
     names = sorted({(labels(s).get("name"), s["metadata"]["namespace"]) for s in secrets})
     ours = []
     if names:
-        workloads = kube.list(f"/apis/apps/v1{scope}/deployments", label_selector=NAME_LABEL)
+        try:
+            workloads = kube.list(f"/apis/apps/v1{_scope(namespace or narrowed)}/deployments", label_selector=NAME_LABEL)
+        except Exception as exc:  # noqa: BLE001 - only a 403 is handled
+            if not is_forbidden(exc):
+                raise
+            workloads = []  # cannot tell ours from others: every release in scope is a candidate
         tagged = {(labels(d).get(INSTANCE), d["metadata"]["namespace"]) for d in workloads}
         ours = [n for n in names if n in tagged] or names
     if len(ours) == 1:
         rel, rns = ours[0]
         return rel, rns, release_records(kube, rel, rns)
     if not ours:
-        raise CheckFailed("no dockyard release found" + (f" in namespace {namespace}" if namespace else "")
-                          + ": start one with `dockyard-k8s run RECIPE INFRA`")
+        where = namespace or narrowed
+        deleting = _deleting(kube, where) if where else ""
+        raise CheckFailed("no dockyard release found" + (f" in namespace {where}" if where else "")
+                          + (f" ({OTHERS_FORBIDDEN})" if narrowed else "")
+                          + (deleting or ": start one with `dockyard-k8s run RECIPE INFRA`"))
     raise CheckFailed("several releases: name one of " + ", ".join(f"{r} (-n {n})" for r, n in ours))
+
+
+OTHERS_FORBIDDEN = "listing other namespaces is forbidden for you: pass -n"
+
+
+def _scope(namespace: str | None) -> str:
+    return f"/namespaces/{namespace}" if namespace else ""
+
+
+def _deleting(kube: Kube, namespace: str) -> str:
+    """'; namespace X is being deleted ...' when it is, else ''."""
+    why = kube.namespace_deletion(namespace)
+    return f"; {why}" if why else ""
 
 
 # status --------------------------------------------------------------------------------------------
@@ -85,6 +123,8 @@ def resolve(kube: Kube, release: str | None, namespace: str | None) -> tuple[str
 def status_table(snap: Snapshot) -> str:
     lines = [f"release    {snap.release}  namespace {snap.namespace}  revision {snap.revision or '-'}  "
              f"{snap.release_status or 'not installed'}" + (f"  (updated {snap.updated})" if snap.updated else "")]
+    if snap.namespace_deleting:
+        lines.append(f"namespace  {snap.namespace_deleting}")
     if snap.rayjob:
         j = snap.rayjob
         extra = f"  — {j['message']}" if j.get("message") else ""
@@ -112,6 +152,7 @@ def status(args: Any) -> int:
     release, ns, records = resolve(kube, args.release, args.namespace)
     if not args.watch:
         snap = take(kube, release, ns, records)
+        snap.namespace_deleting = kube.namespace_deletion(ns)
         emit(snap.to_dict(), args.output, lambda: status_table(snap))
         return EXIT_OK
     deadline = time.monotonic() + args.timeout if args.timeout else None
@@ -119,6 +160,7 @@ def status(args: Any) -> int:
     last = None
     while True:
         snap = take(kube, release, ns)
+        snap.namespace_deleting = kube.namespace_deletion(ns)
         text = status_table(snap) if args.output == "table" else None
         if tty:
             sys.stdout.write("\x1b[H\x1b[2J" + text + "\n")
@@ -188,30 +230,47 @@ def history(args: Any) -> int:
     return EXIT_OK
 
 
+def _revision_arg(revision: int | None) -> int | None:
+    if revision is not None and revision <= 0:
+        raise usage_error(f"revision {revision}: revisions start at 1 (Helm reads 0 as 'the previous one': "
+                          "omit REVISION for that)")
+    return revision
+
+
 def rollback(args: Any) -> int:
+    from generator.live.guard import delete_ray, deployed_manifest, end_state, impact, require_ours
+
+    target = _revision_arg(args.revision)
+    deadline = time.monotonic() + (args.timeout or 600)
     kube = Kube(args.kubeconfig, args.context)
+    kube.deadline = deadline
     release, ns, records = resolve(kube, args.release, args.namespace)
-    helm = Helm(kube)
-    with RunLock(kube, ns, release, "rollback"):
-        target = args.revision
+    helm = Helm(kube, deadline=deadline)
+    with RunLock(kube, ns, release, "rollback", until=deadline):
+        records = release_records(kube, release, ns)
+        require_ours(records, release, ns, "rollback")
+        by_version = {int(labels(r)["version"]): r for r in records}
+        current = int(labels(records[-1])["version"])
         if target is None:
-            deployed = [int(labels(r)["version"]) for r in records if labels(r).get("status") in ("deployed", "superseded")]
-            current = int(labels(records[-1])["version"])
-            earlier = [v for v in deployed if v < current]
+            earlier = [v for v, r in by_version.items() if v < current
+                       and labels(r).get("status") in ("deployed", "superseded")]
             if not earlier:
                 raise CheckFailed(f"release {release} has no earlier revision to roll back to")
             target = earlier[-1]
-        from generator.live.run import delete_rayjob, rayjob_rollback_change
-
-        changed = rayjob_rollback_change(kube, ns, release, records, target)
-        if changed and not args.replace:
-            raise CheckFailed(
-                f"revision {target} has another RayJob spec ({'; '.join(changed)}), and KubeRay does not pass spec "
-                "changes to a running RayJob's cluster (KubeRay #1776): nothing was changed. Rerun with --replace "
-                "to delete the RayJob and let the rollback recreate it (its RayCluster and pods restart)")
-        if changed:
-            delete_rayjob(kube, ns, release, lambda line: print(line, flush=True), args.timeout or 600)
-        helm.rollback(release, ns, target, timeout=args.timeout or 600)
+        if target not in by_version:
+            raise CheckFailed(f"release {release} has no revision {target} (it has {', '.join(map(str, by_version))})")
+        hit = impact(kube, ns, deployed_manifest(records), decode_release(by_version[target]).get("manifest", ""))
+        hit.refuse_unless(args.replace, f"rollback {release} {target}")
+        for note in hit.notes:
+            print(note, flush=True)
+        if args.replace:
+            for plural, name in dict.fromkeys(hit.replace):
+                delete_ray(kube, ns, plural, name, lambda line: print(line, flush=True),
+                           max(5.0, deadline - time.monotonic()))
+        try:
+            helm.rollback(release, ns, target, timeout=max(5.0, deadline - time.monotonic()))
+        except CheckFailed as exc:
+            raise CheckFailed(f"{exc}\n  helm's end state: {end_state(kube, release, ns, current)}") from None
     after = release_records(kube, release, ns)
     print(f"release {release} rolled back to revision {target}: now revision {labels(after[-1])['version']} "
           f"({labels(after[-1]).get('status')})")
@@ -247,13 +306,18 @@ def leftovers(kube: Kube, release: str, ns: str) -> list[str]:
 
 
 def uninstall(args: Any) -> int:
-    kube = Kube(args.kubeconfig, args.context)
-    release, ns, _ = resolve(kube, args.release, args.namespace)
+    from generator.live.guard import require_ours
+
     timeout = args.timeout or 300
     t0 = time.monotonic()
-    with RunLock(kube, ns, release, "uninstall"):
-        Helm(kube).uninstall(release, ns, timeout=timeout)
-        left = wait_until(lambda: not leftovers(kube, release, ns), max(5.0, timeout - (time.monotonic() - t0)))
+    deadline = t0 + timeout
+    kube = Kube(args.kubeconfig, args.context)
+    kube.deadline = deadline
+    release, ns, _ = resolve(kube, args.release, args.namespace)
+    with RunLock(kube, ns, release, "uninstall", until=deadline):
+        require_ours(release_records(kube, release, ns), release, ns, "uninstall")
+        Helm(kube, deadline=deadline).uninstall(release, ns, timeout=timeout)
+        left = wait_until(lambda: not leftovers(kube, release, ns), max(1.0, deadline - time.monotonic()))
     if not left:
         raise CheckFailed(f"release {release} uninstalled, but objects remain: {', '.join(leftovers(kube, release, ns))}")
     print(f"release {release} uninstalled from {ns}: nothing left ({time.monotonic() - t0:.1f}s)")

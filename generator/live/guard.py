@@ -1,0 +1,179 @@
+"""What a change to a release would do to running training, and whose release it is.
+
+`impact()` compares the release's deployed manifest with the one an operation would install (a new
+render for `run`, an older revision for `rollback`) against the live RayJobs and RayClusters. Losses
+(a running RayJob or RayCluster deleted, or a RayJob whose spec KubeRay would not apply, #1776) are
+refused unless the user passes --replace; a recipe change under a running job is announced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from generator.errors import CheckFailed
+from generator.live.kube import Kube
+from generator.live.snapshot import decode_release, labels, release_records
+
+CHART_NAME = "dockyard"
+MARKER = ("dockyard.dev/launcher", "dockyard-k8s")  # a Chart.yaml annotation only this chart carries
+RAY_PLURALS = {"RayJob": "rayjobs", "RayCluster": "rayclusters"}
+TERMINAL_JOB = ("Complete", "Failed")  # jobDeploymentStatus of a RayJob with no training left to lose
+
+
+# Ownership ---------------------------------------------------------------------------------------
+
+def foreign_chart(record: dict[str, Any]) -> str | None:
+    """None when the release revision was made by this chart, else what made it."""
+    meta = (decode_release(record).get("chart") or {}).get("metadata") or {}
+    name, version = meta.get("name") or "?", meta.get("version") or "?"
+    if name == CHART_NAME and (meta.get("annotations") or {}).get(MARKER[0]) == MARKER[1]:
+        return None
+    return f"chart {name}-{version}"
+
+
+def require_ours(records: list[dict[str, Any]], release: str, namespace: str, verb: str) -> None:
+    """Refuse (exit 1) to touch a Helm release another chart made."""
+    if not records:
+        return
+    other = foreign_chart(records[-1])
+    if other:
+        raise CheckFailed(
+            f"release {release} in namespace {namespace} was made by {other}, not by dockyard-k8s's chart: "
+            f"`{verb}` refuses to touch it; nothing was changed. Pick another name (--release NAME) "
+            "or another namespace (-n)")
+
+
+# Impact on running training ----------------------------------------------------------------------
+
+@dataclass
+class Impact:
+    lost: list[str] = field(default_factory=list)  # refused without --replace
+    replace: list[tuple[str, str]] = field(default_factory=list)  # (plural, name) to delete first with --replace
+    notes: list[str] = field(default_factory=list)  # announced, never refused
+
+    def refuse_unless(self, replace: bool, verb: str) -> None:
+        if self.lost and not replace:
+            raise CheckFailed(
+                f"`{verb}` would lose running training:\n  " + "\n  ".join(self.lost)
+                + "\nnothing was changed. Rerun with --replace to accept that (the jobs restart from scratch), "
+                "or wait until they finish")
+
+
+def manifest_objects(text: str) -> list[dict[str, Any]]:
+    import yaml
+
+    return [d for d in yaml.safe_load_all(text or "") if isinstance(d, dict)]
+
+
+def deployed_manifest(records: list[dict[str, Any]]) -> str | None:
+    rec = next((r for r in reversed(records) if labels(r).get("status") == "deployed"), None)
+    return decode_release(rec).get("manifest", "") if rec else None
+
+
+def _ray(objs: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(o["kind"], o["metadata"]["name"]): o.get("spec") or {} for o in objs if o.get("kind") in RAY_PLURALS}
+
+
+def _recipes(objs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {o["metadata"]["name"]: o.get("data") for o in objs
+            if o.get("kind") == "ConfigMap" and o["metadata"]["name"].endswith("-recipe")}
+
+
+def _state(kind: str, live: dict[str, Any]) -> str:
+    st = live.get("status") or {}
+    if kind == "RayJob":
+        job = st.get("jobStatus") or "-"
+        return f"jobDeploymentStatus {st.get('jobDeploymentStatus') or 'Initializing'}, jobStatus {job}" + (
+            f", RayCluster {st['rayClusterName']}" if st.get("rayClusterName") else "")
+    workers = sum(int(g.get("replicas") or 0) for g in (live.get("spec") or {}).get("workerGroupSpecs") or [])
+    return f"state {st.get('state') or 'pending'}, {workers} workers"
+
+
+def _running(kind: str, live: dict[str, Any] | None) -> bool:
+    if live is None or (live.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    return kind != "RayJob" or (live.get("status") or {}).get("jobDeploymentStatus") not in TERMINAL_JOB
+
+
+def impact(kube: Kube, namespace: str, current: str | None, target: str) -> Impact:
+    """What installing `target` over the deployed manifest `current` does to live Ray objects."""
+    from generator.live.diff import diff_paths
+
+    out = Impact()
+    if current is None:
+        return out
+    cur_objs, tgt_objs = manifest_objects(current), manifest_objects(target)
+    cur, tgt = _ray(cur_objs), _ray(tgt_objs)
+    kept_running = []
+    for (kind, name), spec in cur.items():
+        live = kube.get_ray(RAY_PLURALS[kind], namespace, name)
+        if not _running(kind, live):
+            continue
+        assert live is not None
+        what = f"{kind} {name} ({_state(kind, live)})"
+        if (kind, name) not in tgt:
+            out.lost.append(f"{what} would be deleted")
+        elif tgt[(kind, name)] != spec and kind == "RayJob":
+            paths = "; ".join(diff_paths(spec, tgt[(kind, name)]))
+            out.lost.append(f"{what}: its spec changes ({paths}), which KubeRay does not pass to a running "
+                            "job's cluster (KubeRay #1776): it must be deleted and recreated")
+            out.replace.append((RAY_PLURALS[kind], name))
+        else:
+            kept_running.append((kind, name))
+            if tgt[(kind, name)] != spec:
+                paths = "; ".join(diff_paths(spec, tgt[(kind, name)]))
+                out.notes.append(f"note: RayCluster {name} spec changes ({paths}): KubeRay rescales its groups "
+                                 "but does not restart running pods for a pod-template change")
+    old_recipes, new_recipes = _recipes(cur_objs), _recipes(tgt_objs)
+    changed = [n for n in old_recipes if n in new_recipes and old_recipes[n] != new_recipes[n]]
+    for kind, name in kept_running:
+        for cm in changed:
+            out.notes.append(
+                f"note: the recipe changes under running {kind} {name}: ConfigMap {cm} is updated and the "
+                "mounted file follows within about a minute, but a running driver keeps the config it read "
+                "at start" + (" (--replace restarts the job with the new recipe)" if kind == "RayJob" else ""))
+            if kind == "RayJob":
+                out.replace.append((RAY_PLURALS[kind], name))
+    return out
+
+
+def delete_ray(kube: Kube, namespace: str, plural: str, name: str, say: Any, timeout: float) -> None:
+    """Delete a RayJob or RayCluster in the foreground and wait until it (and a RayJob's cluster) is gone."""
+    from kubernetes.client.exceptions import ApiException
+
+    from generator.live.kube import RAY_GROUP, RAY_VERSION
+    from generator.live.release import wait_until
+
+    obj = kube.get_ray(plural, namespace, name)
+    cluster = ((obj or {}).get("status") or {}).get("rayClusterName") if plural == "rayjobs" else None
+    kind = "RayJob" if plural == "rayjobs" else "RayCluster"
+    say(f"--replace: deleting {kind} {name}" + (f" and its RayCluster {cluster}" if cluster else ""))
+    try:
+        kube.custom.delete_namespaced_custom_object(RAY_GROUP, RAY_VERSION, namespace, plural, name,
+                                                    propagation_policy="Foreground")
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    gone = wait_until(lambda: kube.get_ray(plural, namespace, name) is None
+                      and (not cluster or kube.get_ray("rayclusters", namespace, cluster) is None), timeout)
+    if not gone:
+        raise CheckFailed(f"{kind} {name} was not deleted within {timeout:.0f}s; nothing else was changed")
+
+
+def end_state(kube: Kube, release: str, namespace: str, since: int) -> str:
+    """Helm's real end state after a failed operation, from the release records (bounded read)."""
+    try:
+        records = release_records(kube, release, namespace)
+    except Exception as exc:  # noqa: BLE001 - reported, not raised: the failure itself is the news
+        from generator.live.kube import describe_error
+
+        return (f"end state unknown ({describe_error(exc) or type(exc).__name__}); "
+                f"`dockyard-k8s history {release} -n {namespace}` shows it")
+    if not records:
+        return "nothing is left installed"
+    newer = [f"revision {labels(r)['version']} {labels(r).get('status')}" for r in records
+             if int(labels(r)["version"]) > since]
+    deployed = [labels(r)["version"] for r in records if labels(r).get("status") == "deployed"]
+    head = ", ".join(newer) if newer else "no new revision"
+    return head + (f"; revision {deployed[-1]} is the deployed one" if deployed else "; no revision is deployed")
