@@ -148,7 +148,9 @@ def test_gpu_free_pods_prefer_cpu_nodes(render):
 def test_sandbox_image_defaults_to_infra_image_and_can_pin_a_digest(render):
     assert sandbox_pod(render())["containers"][0]["image"] == "ghcr.io/dockyard-rl/ubuntu-swe:vllm"
     digest = "sha256:" + "a" * 64
-    out = render(sandbox={"image": {"tag": "exec-1"}}, infra={"image": {"digest": digest}})
+    out = render(sandbox={"image": {"digest": digest}})
+    assert sandbox_pod(out)["containers"][0]["image"] == f"ghcr.io/dockyard-rl/ubuntu-swe@{digest}"
+    out = render(infra={"image": {"digest": digest}})
     assert sandbox_pod(out)["containers"][0]["image"] == f"ghcr.io/dockyard-rl/ubuntu-swe@{digest}"
     assert out.groups()["trainer"]["template"]["spec"]["containers"][0]["image"] == f"ghcr.io/dockyard-rl/ubuntu-swe@{digest}"
     own = render(sandbox={"image": {"repository": "ghcr.io/org/executor", "tag": "2"}})

@@ -20,24 +20,24 @@
 {{/* Labels --------------------------------------------------------------- */}}
 
 {{- define "dockyard.selectorLabels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ .Chart.Name | quote }}
 app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end -}}
 
 {{- define "dockyard.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | quote }}
 {{ include "dockyard.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 app.kubernetes.io/part-of: dockyard
 {{- end -}}
 
 {{/* Labels of one component: dict "ctx" $ "component" "sandbox" "fleet" "sandbox" */}}
 {{- define "dockyard.componentLabels" -}}
 {{ include "dockyard.labels" .ctx }}
-app.kubernetes.io/component: {{ .component }}
+app.kubernetes.io/component: {{ .component | quote }}
 {{- with .fleet }}
-dockyard.dev/fleet: {{ . }}
+dockyard.dev/fleet: {{ . | quote }}
 {{- end }}
 {{- end -}}
 
@@ -48,21 +48,61 @@ app.kubernetes.io/component: sandbox
 
 {{/* Images and pods ------------------------------------------------------ */}}
 
-{{/* dict "img" <image> "fallback" <image>: repository@digest, else repository:tag. */}}
+{{/* dict "img" <image> "fallback" <image>: the reference, repository@digest, else repository:tag.
+An image that sets any of repository, tag or digest is its own reference (its repository defaults to
+the fallback's, its tag to "latest"); only an image that sets none of them takes the fallback's
+reference, and then as a whole. generator/compose.py image_reference states the same rule. */}}
 {{- define "dockyard.image" -}}
-{{- $img := .img | default dict -}}
 {{- $fb := .fallback | default dict -}}
+{{- $img := .img | default dict -}}
+{{- if not (or $img.repository $img.tag $img.digest) -}}{{- $img = $fb -}}{{- end -}}
 {{- $repo := $img.repository | default $fb.repository -}}
-{{- $digest := $img.digest | default $fb.digest -}}
-{{- if $digest -}}
-{{ $repo }}@{{ $digest }}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $repo $img.digest -}}
 {{- else -}}
-{{ $repo }}:{{ $img.tag | default $fb.tag }}
+{{- printf "%s:%s" $repo ($img.tag | default "latest") -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "dockyard.sandbox.image" -}}
+{{- include "dockyard.image" (dict "img" .Values.sandbox.image "fallback" .Values.infra.image) -}}
+{{- end -}}
+
+{{/* A Kubernetes quantity as a string: Helm reads numbers from values as floats, so a whole
+number is printed as an integer (2, not 2e+06 nor 2.0); strings pass unchanged. */}}
+{{- define "dockyard.quantity" -}}
+{{- if and (kindIs "float64" .) (eq . (float64 (int64 .))) -}}
+{{- int64 . -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
+{{- end -}}
+
+{{/* One shell word: bare when it holds only safe characters, else single-quoted (' as '"'"'). */}}
+{{- define "dockyard.shellQuote" -}}
+{{- if regexMatch "^[-A-Za-z0-9@%+=:,./_]+$" . -}}
+{{- . -}}
+{{- else -}}
+{{- printf "'%s'" (replace "'" "'\"'\"'" .) -}}
 {{- end -}}
 {{- end -}}
 
 {{- define "dockyard.sandbox.url" -}}
-http://{{ include "dockyard.sandbox.name" . }}.{{ .Release.Namespace }}.svc.cluster.local:{{ .Values.sandbox.port }}
+http://{{ include "dockyard.sandbox.name" . }}.{{ .Release.Namespace }}.svc.cluster.local:{{ int64 .Values.sandbox.port }}
+{{- end -}}
+
+{{/* The ids of a security settings block: a set id is rendered, 0 included (zero is root, a
+value); `restricted` fills an unset runAsUser (and fsGroup) with 10001. */}}
+{{- define "dockyard.securityIds" -}}
+{{- $restricted := eq .sec.profile "restricted" -}}
+{{- range $field := .fields }}
+{{- $id := index $.sec $field }}
+{{- if not (kindIs "invalid" $id) }}
+{{ $field }}: {{ int64 $id }}
+{{- else if and $restricted (has $field (list "runAsUser" "fsGroup")) }}
+{{ $field }}: 10001
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{/* Container securityContext from a security settings block. */}}
@@ -76,34 +116,21 @@ capabilities:
 {{- if or .runAsNonRoot $restricted }}
 runAsNonRoot: true
 {{- end }}
-{{- if or .runAsUser $restricted }}
-runAsUser: {{ .runAsUser | default 10001 }}
-{{- end }}
-{{- with .runAsGroup }}
-runAsGroup: {{ . }}
-{{- end }}
+{{- include "dockyard.securityIds" (dict "sec" . "fields" (list "runAsUser" "runAsGroup")) }}
 readOnlyRootFilesystem: {{ or .readOnlyRootFilesystem $restricted }}
 seccompProfile:
-  type: {{ .seccompProfile }}
+  type: {{ .seccompProfile | quote }}
 {{- end -}}
 
 {{/* Pod securityContext from a security settings block. */}}
 {{- define "dockyard.podSecurityContext" -}}
 {{- $restricted := eq .profile "restricted" -}}
 seccompProfile:
-  type: {{ .seccompProfile }}
+  type: {{ .seccompProfile | quote }}
 {{- if or .runAsNonRoot $restricted }}
 runAsNonRoot: true
 {{- end }}
-{{- if or .runAsUser $restricted }}
-runAsUser: {{ .runAsUser | default 10001 }}
-{{- end }}
-{{- with .runAsGroup }}
-runAsGroup: {{ . }}
-{{- end }}
-{{- if or .fsGroup $restricted }}
-fsGroup: {{ .fsGroup | default 10001 }}
-{{- end }}
+{{- include "dockyard.securityIds" (dict "sec" . "fields" (list "runAsUser" "runAsGroup" "fsGroup")) }}
 {{- end -}}
 
 {{/* True ("true") when the settings make the root filesystem read-only. */}}
@@ -115,8 +142,8 @@ fsGroup: {{ .fsGroup | default 10001 }}
 {{- define "dockyard.scratchVolumes" -}}
 - name: workdir
   emptyDir:
-    {{- with .workDirSizeLimit }}
-    sizeLimit: {{ . }}
+    {{- if not (kindIs "invalid" .workDirSizeLimit) }}
+    sizeLimit: {{ include "dockyard.quantity" .workDirSizeLimit | quote }}
     {{- else }} {}
     {{- end }}
 - name: tmp
@@ -125,7 +152,7 @@ fsGroup: {{ .fsGroup | default 10001 }}
 
 {{- define "dockyard.scratchMounts" -}}
 - name: workdir
-  mountPath: {{ .workDir }}
+  mountPath: {{ .workDir | quote }}
 - name: tmp
   mountPath: /tmp
 {{- end -}}
@@ -141,7 +168,7 @@ fsGroup: {{ .fsGroup | default 10001 }}
 {{- $sb := .Values.sandbox -}}
 {{- $sec := $sb.security -}}
 {{- $restricted := and $sec.enabled (eq $sec.profile "restricted") -}}
-{{- $digest := $sb.image.digest | default .Values.infra.image.digest -}}
+{{- $digest := contains "@" (include "dockyard.sandbox.image" .) -}}
 {{- $policy := $sb.image.pullPolicy | default .Values.infra.image.pullPolicy -}}
 {{- $skips := list -}}
 {{- if not $digest -}}

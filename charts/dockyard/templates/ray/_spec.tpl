@@ -23,7 +23,7 @@ spec:
     {{- include "dockyard.podSecurityContext" $sec | nindent 4 }}
   {{- end }}
   containers:
-    - name: {{ .container }}
+    - name: {{ .container | quote }}
       {{- with .ports }}
       ports:
         {{- toYaml . | nindent 8 }}
@@ -57,7 +57,7 @@ spec:
 
 {{- define "dockyard.ray.headBase" -}}
 {{- $v := .Values -}}
-{{- $res := dict "cpu" ($v.kuberay.head.cpu | toString) "memory" ($v.kuberay.head.memory | toString) -}}
+{{- $res := dict "cpu" (include "dockyard.quantity" $v.kuberay.head.cpu) "memory" (include "dockyard.quantity" $v.kuberay.head.memory) -}}
 {{- $ports := list (dict "name" "gcs" "containerPort" 6379) (dict "name" "dashboard" "containerPort" 8265) (dict "name" "client" "containerPort" 10001) -}}
 {{- $mounts := list (dict "name" "recipe" "mountPath" $v.launch.configMountPath "readOnly" true) -}}
 {{- $volumes := list (dict "name" "recipe" "configMap" (dict "name" (include "dockyard.recipe.name" .))) -}}
@@ -70,8 +70,8 @@ template:
 {{- define "dockyard.ray.workerBase" -}}
 {{- $v := .ctx.Values -}}
 {{- $shape := index $v.recipe.cluster .role -}}
-{{- $res := dict "cpu" ($v.kuberay.worker.cpu | toString) "memory" ($v.kuberay.worker.memory | toString) "nvidia.com/gpu" $shape.gpusPerNode -}}
-groupName: {{ .role }}
+{{- $res := dict "cpu" (include "dockyard.quantity" $v.kuberay.worker.cpu) "memory" (include "dockyard.quantity" $v.kuberay.worker.memory) "nvidia.com/gpu" (int64 $shape.gpusPerNode) -}}
+groupName: {{ .role | quote }}
 rayStartParams: {}
 template:
   {{- include "dockyard.ray.podBase" (dict "ctx" .ctx "role" .role "container" "ray-worker" "resources" $res) | nindent 2 }}
@@ -128,10 +128,10 @@ env and volumeMounts append; any other container is a sidecar. */ -}}
 {{- $_ := set $main "image" (include "dockyard.image" (dict "img" $v.infra.image)) -}}
 {{- $_ := set $main "imagePullPolicy" $v.infra.image.pullPolicy -}}
 {{- if ne $role "head" -}}
-{{- $gpus := (index $v.recipe.cluster $role).gpusPerNode -}}
+{{- $gpus := int64 (index $v.recipe.cluster $role).gpusPerNode -}}
 {{- $_ := set $main.resources.limits "nvidia.com/gpu" $gpus -}}
 {{- $_ := set $main.resources.requests "nvidia.com/gpu" $gpus -}}
-{{- $nodes := (index $v.recipe.cluster $role).nodes -}}
+{{- $nodes := int64 (index $v.recipe.cluster $role).nodes -}}
 {{- $_ := set $group "replicas" $nodes -}}
 {{- $_ := set $group "minReplicas" $nodes -}}
 {{- $_ := set $group "maxReplicas" $nodes -}}
