@@ -49,6 +49,7 @@ class Snapshot:
     raycluster: dict[str, Any] | None = None
     fleets: dict[str, Fleet] = field(default_factory=dict)
     calls: int = 0
+    namespace_deleting: str | None = None  # set by `status`: why the namespace is Terminating
 
     # end states --------------------------------------------------------------------------------
     def ray_fleets(self) -> list[Fleet]:
