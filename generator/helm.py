@@ -1,14 +1,102 @@
-"""The pinned helm binary, for offline rendering (`helm template`)."""
+"""The helm binary: which one runs (the pinned Helm 3, `--helm` or $DOCKYARD_HELM), its version, and
+offline rendering (`helm template`)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
+import shutil
 import subprocess
 import tempfile
-from typing import Any
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Iterator
 
-from generator.errors import CheckFailed
+from generator.errors import CheckFailed, InputError, Problem
 from generator.tools import CHART_DIR, binary, versions
+
+HELM_ENV = "DOCKYARD_HELM"
+# Helm 3 from 3.8 (OCI charts without the experimental flag) and Helm 4; both majors are tested.
+SUPPORTED = "Helm 3 (>= v3.8.0) or Helm 4"
+
+# `--helm PATH` and `--chart REF [--chart-version X]` of the running CLI verb (one invocation).
+_chosen: ContextVar[str | None] = ContextVar("dockyard_helm", default=None)
+_chart: ContextVar[tuple[str, str | None] | None] = ContextVar("dockyard_chart", default=None)
+
+
+@contextlib.contextmanager
+def using(path: str | None, chart: str | None = None, chart_version: str | None = None) -> Iterator[None]:
+    """Run the enclosed code with `path` as the helm binary (None: $DOCKYARD_HELM or the pinned one)
+    and `chart` as the chart the live verbs install (None: the chart in this repository)."""
+    tokens = _chosen.set(path), _chart.set((chart, chart_version) if chart else None)
+    try:
+        if path:
+            helm_binary()  # a bad --helm is a usage error before anything else runs
+        yield
+    finally:
+        _chosen.reset(tokens[0])
+        _chart.reset(tokens[1])
+
+
+def chart_ref() -> tuple[str, str | None]:
+    """(chart reference, version) the live verbs install: `--chart`/`--chart-version`, else this repo's chart.
+    A reference is whatever `helm install` takes: a folder, a .tgz, or oci://host/path/name."""
+    return _chart.get() or (str(CHART_DIR), None)
+
+
+def helm_binary() -> str:
+    """`--helm`, else $DOCKYARD_HELM, else the pinned Helm 3. A name without '/' is looked up on PATH."""
+    chosen, source = _chosen.get(), "--helm"
+    if not chosen:
+        chosen, source = os.environ.get(HELM_ENV) or None, HELM_ENV
+    if not chosen:
+        return binary("helm")
+    found = shutil.which(chosen) if "/" not in chosen else (chosen if os.access(chosen, os.X_OK) and os.path.isfile(chosen) else None)
+    if not found:
+        flag = f"--helm {chosen}" if source == "--helm" else f"{HELM_ENV}={chosen}"
+        raise InputError([Problem("<command line>" if source == "--helm" else "<environment>", None, "",
+                                  f"{flag}: no such executable",
+                                  expected="the path of a helm binary (Helm 3 >= v3.8.0 or Helm 4)")])
+    return found
+
+
+@dataclass(frozen=True)
+class HelmVersion:
+    path: str
+    version: str  # e.g. v4.3.2
+    major: int
+    minor: int
+
+    @property
+    def supported(self) -> bool:
+        return (self.major == 3 and self.minor >= 8) or self.major == 4
+
+
+@cache
+def helm_version(path: str) -> HelmVersion:
+    """`helm version` of the binary at `path`; CheckFailed when it does not answer like helm."""
+    try:
+        proc = subprocess.run([path, "version", "--template", "{{.Version}}"], capture_output=True, text=True, timeout=30)
+    except OSError as exc:
+        raise CheckFailed(f"helm {path}: cannot run it: {exc.strerror or exc}") from None
+    m = re.match(r"^v?(\d+)\.(\d+)\.\d+\S*$", proc.stdout.strip())
+    if proc.returncode != 0 or not m:
+        said = (proc.stdout + proc.stderr).strip().splitlines()[:1]
+        raise CheckFailed(f"helm {path}: `helm version` did not answer with a version ({said[0] if said else 'no output'})")
+    version = proc.stdout.strip()
+    return HelmVersion(path, version if version.startswith("v") else "v" + version, int(m.group(1)), int(m.group(2)))
+
+
+def supported_helm() -> HelmVersion:
+    """The chosen helm's version; CheckFailed (exit 1) naming the binary when the major is not supported."""
+    v = helm_version(helm_binary())
+    if not v.supported:
+        raise CheckFailed(f"helm {v.path} is {v.version}: dockyard-k8s supports {SUPPORTED} "
+                          f"(the pinned one: `make tools`, or pass --helm / set {HELM_ENV})")
+    return v
 
 
 class Template:
@@ -20,14 +108,15 @@ class Template:
         # JSON is YAML that no parser reads differently (Helm's YAML 1.1 reads a bare `y` as true).
         return json.dumps(values), release, namespace, tests
 
-    def __init__(self, values: dict[str, Any], release: str, namespace: str, *, tests: bool = False):
+    def __init__(self, values: dict[str, Any], release: str, namespace: str, *, tests: bool = False,
+                 helm: str | None = None):
         self.sent = self.key(values, release, namespace, tests)
         text = self.sent[0]
         self._file = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="dockyard-values-")
         self._file.write(text)
         self._file.flush()
         cmd = [
-            binary("helm"), "template", release, str(CHART_DIR),
+            helm or helm_binary(), "template", release, str(CHART_DIR),
             "--namespace", namespace, "--values", self._file.name,
             "--kube-version", versions()["KUBERNETES_VERSION"],
         ]
@@ -50,6 +139,7 @@ class Template:
         self._file.close()
 
 
-def template(values: dict[str, Any], release: str, namespace: str, *, tests: bool = False) -> str:
-    """Render the chart with one `helm template` process."""
-    return Template(values, release, namespace, tests=tests).result()
+def template(values: dict[str, Any], release: str, namespace: str, *, tests: bool = False,
+             helm: str | None = None) -> str:
+    """Render the chart with one `helm template` process (`helm`: that binary instead of the chosen one)."""
+    return Template(values, release, namespace, tests=tests, helm=helm).result()

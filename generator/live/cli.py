@@ -19,6 +19,8 @@ def _common(timeout: float | None) -> argparse.ArgumentParser:
     g.add_argument("--timeout", type=float, default=timeout, metavar="SECONDS",
                    help=f"bound every wait (default: {timeout if timeout else 'none'})")
     g.add_argument("-q", "--quiet", action="store_true", help="plain progress lines, no live view")
+    g.add_argument("--helm", metavar="PATH",
+                   help="helm binary, Helm 3 (>= v3.8) or Helm 4 (default: $DOCKYARD_HELM, else the pinned Helm 3)")
     return p
 
 
@@ -48,7 +50,10 @@ def _handler(module: str, name: str, **extra: Any) -> Callable[[argparse.Namespa
         before = {sig: signal.signal(sig, _as_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
             fn = getattr(importlib.import_module(f"generator.live.{module}"), name)
-            return cluster_errors(fn)(args, **extra)
+            from generator.helm import using
+
+            with using(getattr(args, "helm", None), getattr(args, "chart", None), getattr(args, "chart_version", None)):
+                return cluster_errors(fn)(args, **extra)
         finally:
             for sig, old in before.items():
                 signal.signal(sig, old)
@@ -75,6 +80,9 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--replace", action="store_true",
                    help="when the RayJob spec changed, delete and recreate the RayJob (KubeRay #1776)")
     p.add_argument("--create-namespace", action="store_true", help="create the namespace when it is missing")
+    p.add_argument("--chart", metavar="REF",
+                   help="the chart to install: a folder, a .tgz or oci://HOST/PATH/dockyard (default: this repo's charts/dockyard)")
+    p.add_argument("--chart-version", metavar="X", help="with an oci:// --chart: the chart version (default: the latest)")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -124,6 +124,19 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     from generator.helm import template
 
     rows = [] if rows is None else rows
+    from generator.errors import CheckFailed
+    from generator.helm import HELM_ENV, SUPPORTED, helm_binary, helm_version
+
+    try:  # the helm the live verbs would run: refused (and nothing rendered with it) unless Helm 3 or 4
+        hv = helm_version(helm_binary())
+        helm_ok, helm_detail = hv.supported, f"{hv.version} ({hv.path})"
+    except CheckFailed as exc:
+        helm_ok, helm_detail = False, str(exc)
+    rows.append(Row(OK if helm_ok else FAIL, "helm", helm_detail + ("" if helm_ok else f": not {SUPPORTED}"),
+                    "" if helm_ok else f"pass --helm PATH or set {HELM_ENV} to a supported helm, or unset both "
+                    "for the pinned Helm 3 (`make tools`)"))
+    if not helm_ok:
+        return rows
     try:
         ver = client.VersionApi(kube.api).get_code()
     except Exception as exc:  # noqa: BLE001 - reported as the first (blocking) row

@@ -13,7 +13,6 @@ from typing import Any
 
 from generator.errors import CheckFailed
 from generator.live.kube import Kube
-from generator.tools import CHART_DIR, binary
 
 PENDING = ("pending-install", "pending-upgrade", "pending-rollback")
 _KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")  # client-go's log lines on helm's stderr: noise here
@@ -98,11 +97,24 @@ class HelmTimedOut(Exception):
 
 
 class Helm:
+    """The release verbs over the chosen helm (the pinned Helm 3, `--helm` or $DOCKYARD_HELM), Helm 3 or 4.
+
+    One code path for both majors: pyhelm3 builds the same argv; the only difference is the name of the
+    roll-back-on-failure flag (`--atomic` in Helm 3, `--rollback-on-failure` in Helm 4, where `--atomic`
+    is deprecated), passed as pyhelm3's `atomic_arg`. `--wait` alone is Helm 4's default `watcher`
+    strategy and Helm 3's readiness checks; the JSON of upgrade/history/list is the same in both.
+    """
+
     def __init__(self, kube: Kube, deadline: float | None = None):
         """deadline (time.monotonic()): every helm process is stopped then, so the verb ends in time."""
+        from generator.helm import chart_ref, supported_helm
+
         self.kube = kube
-        self.cmd = _exec_command_class()(executable=binary("helm"), kubeconfig=kube.kubeconfig, kubecontext=kube.context,
-                           default_timeout="600s", history_max_revisions=10)
+        self.version = supported_helm()
+        self.chart, self.chart_version = chart_ref()
+        self.atomic_arg = "--atomic" if self.version.major == 3 else "--rollback-on-failure"
+        self.cmd = _exec_command_class()(executable=self.version.path, kubeconfig=kube.kubeconfig,
+                                         kubecontext=kube.context, default_timeout="600s", history_max_revisions=10)
         self.cmd.deadline = deadline
 
     def _run(self, coro: Any, what: str) -> Any:
@@ -120,8 +132,9 @@ class Helm:
         """`helm upgrade --install --atomic --wait`: a failed install leaves nothing, a failed upgrade
         rolls back to the previous revision."""
         return self._run(self.cmd.install_or_upgrade(
-            release, str(CHART_DIR), values, atomic=True, atomic_arg="--atomic", create_namespace=False,
+            release, self.chart, values, atomic=True, atomic_arg=self.atomic_arg, create_namespace=False,
             namespace=namespace, timeout=seconds(timeout), wait=True, description=description,
+            version=self.chart_version,
         ), f"helm upgrade --install {release}")
 
     def rollback(self, release: str, namespace: str, revision: int | None, *, timeout: float) -> None:
