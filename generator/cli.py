@@ -14,35 +14,31 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2  # as in generator.errors, withou
 
 
 def _inputs_args(p: argparse.ArgumentParser, output: bool = True) -> None:
-    p.add_argument("recipe", help="the recipe YAML (what to train)")
+    p.add_argument("recipe", help="the recipe YAML (what to train); - reads it from stdin")
     p.add_argument("infra", help="the infra spec YAML (where to run it)")
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="recipe overrides: dotted key path = YAML value")
     if output:
-        p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
-
-
-def _write(text: str, output: str | None) -> None:
-    if output:
-        with open(output, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+        p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (replaced atomically) instead of stdout")
 
 
 def cmd_values(args: argparse.Namespace) -> int:
     from generator.compose import compose, load_inputs, values_yaml
+    from generator.output import refuse_inputs, write
 
-    _write(values_yaml(compose(load_inputs(args.recipe, args.infra, args.overrides))), args.output)
+    refuse_inputs(args.output, (args.recipe, args.infra))
+    write(values_yaml(compose(load_inputs(args.recipe, args.infra, args.overrides))), args.output)
     return EXIT_OK
 
 
 def cmd_render(args: argparse.Namespace) -> int:
     from generator.compose import compose, load_inputs, values_dict
     from generator.helm import template
+    from generator.output import refuse_inputs, write
 
+    refuse_inputs(args.output, (args.recipe, args.infra))
     inputs = load_inputs(args.recipe, args.infra, args.overrides)
     values = compose(inputs)
-    _write(template(values_dict(values), values.recipe.name, inputs.infra.infra.namespace), args.output)
+    write(template(values_dict(values), values.recipe.name, inputs.infra.infra.namespace), args.output)
     return EXIT_OK
 
 
@@ -117,6 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from generator.errors import CheckFailed, InputError
     from generator.tools import ToolMissing
 
+    if "generator.loader" in sys.modules:  # inputs are kept per command (a pipe is read once)
+        sys.modules["generator.loader"].forget_inputs()
+    if getattr(args, "recipe", None) == "-" and getattr(args, "infra", None) == "-":
+        print("error: only one input can be read from stdin (-)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         return args.func(args)
     except InputError as exc:

@@ -80,9 +80,10 @@ def load_inputs(recipe_path: str | Path, infra_path: str | Path, overrides: list
 
 
 def _recipe_text(doc: Document) -> str:
-    """The recipe as shipped: the file unchanged, or re-serialised when overrides changed it."""
+    """The recipe as shipped: the text read (once: it may have been a pipe), or re-serialised when
+    overrides changed it."""
     if not doc.overridden:
-        return Path(doc.path).read_text()
+        return doc.text
     return yaml.safe_dump(doc.data, sort_keys=False, allow_unicode=True)
 
 
@@ -113,6 +114,26 @@ def compose(inputs: Inputs) -> ChartValues:
         "kuberay": infra.kuberay.model_dump(),
         "sandbox": infra.sandbox.model_dump(),
     })
+
+
+def image_reference(image: dict[str, Any] | None, fallback: dict[str, Any] | None = None) -> str:
+    """The reference a pod runs, `repository@digest` else `repository:tag`; the chart's
+    `dockyard.image` helper applies the same rule. An image that sets any of repository, tag or
+    digest is its own reference (its repository defaults to the fallback's, its tag to `latest`);
+    only an image that sets none of them takes the fallback's reference, whole: a tag or digest is
+    never mixed with another image's."""
+    own, fb = image or {}, fallback or {}
+    if not any(own.get(k) for k in ("repository", "tag", "digest")):
+        own = fb
+    repository = own.get("repository") or fb.get("repository")
+    if own.get("digest"):
+        return f"{repository}@{own['digest']}"
+    return f"{repository}:{own.get('tag') or 'latest'}"
+
+
+def sandbox_image(values: dict[str, Any]) -> str:
+    """The sandbox executors' image reference in chart values (`values_dict` form)."""
+    return image_reference(values.get("sandbox", {}).get("image"), values.get("infra", {}).get("image"))
 
 
 def values_dict(values: ChartValues) -> dict[str, Any]:

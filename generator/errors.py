@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +67,24 @@ class InputError(Exception):
 
 class CheckFailed(Exception):
     """A check failed or the cluster said no: exit 1."""
+
+
+def _yaml_number(value: Any) -> str:
+    if isinstance(value, float) and math.isnan(value):
+        return ".nan"
+    if isinstance(value, float) and math.isinf(value):
+        return ".inf" if value > 0 else "-.inf"
+    return repr(value)
+
+
+def _looks_typed(text: str) -> bool:
+    """Whether a string would be a number or boolean without its quotes."""
+    import yaml
+
+    try:
+        return not isinstance(yaml.safe_load(text), str)
+    except yaml.YAMLError:
+        return False
 
 
 def _field_model(model: type[BaseModel] | None, key: str) -> type[BaseModel] | None:
@@ -143,9 +162,18 @@ def _describe(err: dict[str, Any], root: type[BaseModel], path: tuple[Any, ...])
     if kind == "value_error":
         msg = err["msg"].removeprefix("Value error, ")
         return msg, "", ""
+    if kind == "non_finite" or kind == "finite_number" or (isinstance(given, float) and not math.isfinite(given)):
+        number = ctx["number"] if kind == "non_finite" else _yaml_number(given)
+        return f"{number} is not a finite number", "a finite number (Helm and Kubernetes have no .inf or .nan)", ""
     if kind in ("int_type", "int_parsing", "bool_type", "bool_parsing", "string_type", "dict_type", "list_type",
                 "model_type", "float_type", "int_from_float"):
-        return f"wrong type: {given!r}", err["msg"].replace("Input should be", "").strip(), ""
+        expected = err["msg"].replace("Input should be", "").strip()
+        if isinstance(given, bool) and kind != "bool_type":
+            return (f"wrong type: {given!r} is a boolean (YAML reads yes/no, on/off, true/false as booleans)",
+                    expected, "")
+        if isinstance(given, str) and kind in ("int_type", "float_type", "bool_type") and _looks_typed(given):
+            return f"wrong type: {given!r} is a string", f"{expected} (write it without quotes)", ""
+        return f"wrong type: {given!r}", expected, ""
     return err["msg"], "", ""
 
 
@@ -158,6 +186,8 @@ def from_validation(exc: ValidationError, root: type[BaseModel], docs: list[tupl
         loc = tuple(err["loc"])
         doc_prefix, doc = next(((p, d) for p, d in docs if loc[: len(p)] == p), docs[0])
         rel = _data_path(doc.data, loc[len(doc_prefix):])
+        if err["type"] == "non_finite":  # raised for free-form data: the key inside it
+            rel += tuple((err.get("ctx") or {}).get("inside", ()))
         if rel in seen:
             continue
         seen.add(rel)

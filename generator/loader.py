@@ -1,24 +1,39 @@
-"""Read YAML input files, keeping the line of every key, and apply KEY=VALUE overrides."""
+"""Read YAML input files, keeping the line of every key, and apply KEY=VALUE overrides.
+
+Every input is read once and its bytes kept (a FIFO, `/dev/stdin`, `<(…)` or `-` can be read only
+once), within a size cap; parsing is bounded in nesting depth and in what aliases expand to.
+"""
 
 from __future__ import annotations
 
+import os
+import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
 
 from generator.errors import InputError, Problem
+
+STDIN = "-"
+MAX_INPUT_BYTES = 4 * 1024 * 1024  # a recipe must fit a 1 MiB ConfigMap; 4 MiB leaves room and a bound
+MAX_DEPTH = 100  # nested mappings/lists; Kubernetes overlays need about 15
+MAX_ALIAS_NODES = 100_000  # nodes that aliases may add by repeating their anchors
+MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 @dataclass
 class Document:
-    """A parsed YAML mapping and the line (1-based) of each key path."""
+    """A parsed YAML mapping, the text it was read from and the line (1-based) of each key path."""
 
     path: str
     data: dict[str, Any]
     lines: dict[tuple[str | int, ...], int] = field(default_factory=dict)
     overridden: set[tuple[str, ...]] = field(default_factory=set)
+    text: str = ""
 
     def line_of(self, loc: tuple[str | int, ...]) -> int | None:
         """The line of the deepest known prefix of `loc`."""
@@ -28,50 +43,254 @@ class Document:
         return None
 
 
-def _index(node: yaml.Node, path: tuple[str | int, ...], lines: dict, file: str) -> Any:
-    """Build Python data from a composed node, recording lines and refusing duplicate keys."""
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = _scalar(key_node)
-            if key in out:
-                raise InputError([Problem(file, key_node.start_mark.line + 1, ".".join(map(str, path + (key,))),
-                                          f"duplicate key {key!r}", "each key once per mapping")])
-            lines[path + (key,)] = key_node.start_mark.line + 1
-            out[key] = _index(value_node, path + (key,), lines, file)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_index(item, path + (i,), lines, file) for i, item in enumerate(node.value)]
-    return _scalar(node)
+# Reading ------------------------------------------------------------------------------------------
+
+# argument -> (identity of a regular file or None, its bytes or the InputError reading it raised)
+_read: dict[str, tuple[tuple[int, ...] | None, bytes | InputError]] = {}
 
 
-def _scalar(node: yaml.Node) -> Any:
-    loader = yaml.SafeLoader("")
+def forget_inputs() -> None:
+    """Drop the kept bytes (the CLI calls this at the start of each command)."""
+    _read.clear()
+
+
+def display_name(path: str | Path) -> str:
+    return "<stdin>" if str(path) == STDIN else str(path)
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...] | None:
+    """A regular file's identity and version; None for pipes, FIFOs and devices (read once only)."""
+    if stat.S_ISREG(st.st_mode):
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return None
+
+
+def _capped(stream: Any, file: str) -> bytes:
+    data = stream.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputError([Problem(file, None, "", f"input is larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB; "
+                                  "a recipe must fit a 1 MiB ConfigMap (is this the right file?)")])
+    return data
+
+
+def read_input(path: str | Path) -> bytes:
+    """The bytes of an input file (`-` is stdin), read once per command and kept."""
+    key, file = str(path), display_name(path)
+    kept = _read.get(key)
+    if kept is not None:
+        ident, result = kept
+        if ident is not None:  # a regular file: reuse only the same version of it
+            try:
+                current = _identity(os.stat(key))
+            except OSError:
+                current = None
+        if ident is None or current == ident:
+            if isinstance(result, InputError):
+                raise result
+            return result
+    ident = None
     try:
-        return loader.construct_object(node, deep=True)
+        if key == STDIN:
+            result: bytes | InputError = _capped(sys.stdin.buffer, file)
+        else:
+            with open(key, "rb") as stream:
+                ident = _identity(os.fstat(stream.fileno()))
+                result = _capped(stream, file)
+    except InputError as exc:
+        result = exc
+    except (OSError, ValueError, AttributeError) as exc:  # ValueError/AttributeError: a closed or absent stdin
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+        result = InputError([Problem(file, None, "", f"cannot read the file: {reason}")])
+    _read[key] = (ident, result)
+    if isinstance(result, InputError):
+        raise result
+    return result
+
+
+def _decode(data: bytes, file: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError([Problem(file, line, "", f"the file is not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded",
+                                  "a YAML file saved as UTF-8")]) from None
+
+
+# Parsing ------------------------------------------------------------------------------------------
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that counts as the composer pulls events: nesting depth (aliases included) and the
+    nodes aliases add, refused before anything is built from them."""
+
+    def __init__(self, text: str, file: str, max_depth: int = MAX_DEPTH):
+        super().__init__(text)
+        self.file, self.max_depth = file, max_depth
+        self.frames: list[list[Any]] = []  # per open collection: [anchor, nodes at start, deepest depth inside]
+        self.anchor_sizes: dict[str, tuple[int, int]] = {}  # anchor -> (nodes, height in collections)
+        self.nodes = 0
+        self.alias_nodes = 0
+
+    def _refuse(self, event: Any, message: str, expected: str) -> InputError:
+        return InputError([Problem(self.file, event.start_mark.line + 1, "", message, expected)])
+
+    def _reach(self, depth: int, event: Any) -> None:
+        if depth > self.max_depth:
+            raise self._refuse(event, f"nested more than {self.max_depth} levels deep", "a flatter document")
+        if self.frames and depth > self.frames[-1][2]:
+            self.frames[-1][2] = depth
+
+    def get_event(self) -> Any:
+        event = super().get_event()
+        if isinstance(event, CollectionStartEvent):
+            self.nodes += 1
+            self._reach(len(self.frames) + 1, event)
+            self.frames.append([event.anchor, self.nodes - 1, len(self.frames) + 1])
+        elif isinstance(event, CollectionEndEvent):
+            anchor, start, deepest = self.frames.pop()
+            if anchor is not None:
+                self.anchor_sizes[anchor] = (self.nodes - start, deepest - len(self.frames))
+            if self.frames:
+                self._reach(deepest, event)
+        elif isinstance(event, ScalarEvent):
+            self.nodes += 1
+            if event.anchor is not None:
+                self.anchor_sizes[event.anchor] = (1, 0)
+        elif isinstance(event, AliasEvent):
+            if any(frame[0] == event.anchor for frame in self.frames):
+                raise self._refuse(event, f"alias *{event.anchor} is used inside its own anchor &{event.anchor}",
+                                   "an alias after the anchored node ends")
+            if event.anchor in self.anchor_sizes:  # an undefined one is the composer's error
+                size, height = self.anchor_sizes[event.anchor]
+                self.nodes += size
+                self.alias_nodes += size
+                if self.alias_nodes > MAX_ALIAS_NODES:
+                    raise self._refuse(event, f"aliases expand to more than {MAX_ALIAS_NODES} nodes (an alias bomb?)",
+                                       "anchors repeated a reasonable number of times")
+                self._reach(len(self.frames) + height, event)
+        return event
+
+
+def _line(exc: yaml.YAMLError, text: str) -> int | None:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is not None:
+        return mark.line + 1
+    position = getattr(exc, "position", None)  # a ReaderError: an unacceptable character
+    return text[:position].count("\n") + 1 if isinstance(position, int) else None
+
+
+def _yaml_problem(exc: yaml.YAMLError, text: str, file: str) -> Problem:
+    if isinstance(exc, yaml.reader.ReaderError):
+        message = f"malformed YAML: character {exc.character!r} is not allowed in YAML"
+    elif isinstance(exc, yaml.MarkedYAMLError):
+        message = f"malformed YAML: {exc.problem or exc.context or exc}"
+    else:
+        message = f"malformed YAML: {exc}"
+    return Problem(file, _line(exc, text), "", message, "valid YAML")
+
+
+class _Builder:
+    """Python data from composed nodes, recording lines, refusing duplicate and non-scalar keys,
+    applying `<<` merge keys (explicit keys win; in a list of merged mappings, the first wins)."""
+
+    def __init__(self, loader: yaml.SafeLoader, file: str, lines: dict[tuple[Any, ...], int]):
+        self.loader, self.file, self.lines = loader, file, lines
+
+    def problem(self, node: yaml.Node, path: tuple[Any, ...], message: str, expected: str = "") -> InputError:
+        where = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in path).replace(".[", "[")
+        return InputError([Problem(self.file, node.start_mark.line + 1, where, message, expected)])
+
+    def build(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
+        self.lines[path] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            return self.mapping(node, path)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
+        return self.scalar(node, path)
+
+    def scalar(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except yaml.MarkedYAMLError as exc:
+            raise self.problem(node, path, f"cannot read the value: {exc.problem or exc}", "a plain YAML value") from None
+
+    def key(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.problem(node, path, "a mapping key must be a plain value, not a list or mapping", "a key such as name:")
+        return self.scalar(node, path)
+
+    def mapping(self, node: yaml.MappingNode, path: tuple[Any, ...]) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        merged: dict[Any, Any] = {}
+        merged_lines: dict[tuple[Any, ...], int] = {}
+        merges = 0
+        for key_node, value_node in node.value:
+            if key_node.tag == MERGE_TAG:
+                merges += 1
+                if merges > 1:
+                    raise self.problem(key_node, path + ("<<",), "duplicate key '<<'", "one merge key; list several mappings: <<: [*a, *b]")
+                merged = self.merge(value_node, path, merged_lines)
+                continue
+            key = self.key(key_node, path)
+            if key in out:
+                raise self.problem(key_node, path + (key,), f"duplicate key {key!r}", "each key once per mapping")
+            self.lines[path + (key,)] = key_node.start_mark.line + 1
+            out[key] = self.build(value_node, path + (key,))
+        if not merged:
+            return out
+        for loc, line in merged_lines.items():
+            if loc[len(path)] not in out:
+                self.lines.setdefault(loc, line)
+        return {**{k: v for k, v in merged.items() if k not in out}, **out}
+
+    def merge(self, node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> dict[Any, Any]:
+        """The mapping(s) a `<<` key merges in; their lines go to `lines`, to keep only the keys used."""
+        sources = node.value if isinstance(node, yaml.SequenceNode) else [node]
+        out: dict[Any, Any] = {}
+        for source in sources:
+            if not isinstance(source, yaml.MappingNode):
+                raise self.problem(source, path + ("<<",), "a merge key '<<' takes a mapping or a list of mappings",
+                                   "<<: *anchor or <<: [*a, *b]")
+            saved, self.lines = self.lines, {}
+            try:
+                part = self.mapping(source, path)
+                for loc, line in self.lines.items():
+                    if len(loc) > len(path) and loc[len(path)] not in out:
+                        lines[loc] = line
+            finally:
+                self.lines = saved
+            out.update({k: v for k, v in part.items() if k not in out})
+        return out
+
+
+def parse(text: str, file: str, max_depth: int = MAX_DEPTH) -> tuple[Any, dict[tuple[Any, ...], int]]:
+    """YAML text -> (data or None when empty, line of each key path); every failure is an InputError."""
+    lines: dict[tuple[Any, ...], int] = {}
+    loader = None
+    try:
+        loader = _BoundedLoader(text, file, max_depth)  # refuses unprintable characters at once
+        node = loader.get_single_node()
+        data = _Builder(loader, file, lines).build(node, ()) if node is not None else None
+    except InputError:
+        raise
+    except yaml.YAMLError as exc:
+        raise InputError([_yaml_problem(exc, text, file)]) from None
+    except RecursionError:  # the bounds above keep well clear of it; a last resort
+        raise InputError([Problem(file, None, "", "the document is nested too deeply to read", "a flatter document")]) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
+    return data, lines
 
 
 def load(path: str | Path) -> Document:
-    """Load one YAML mapping; bad YAML raises InputError with the line."""
-    file = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise InputError([Problem(file, None, "", f"cannot read the file: {exc.strerror}", "a readable YAML file")]) from None
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
-        raise InputError([Problem(file, line, "", f"malformed YAML: {exc.problem or exc}", "valid YAML")]) from None
-    lines: dict[tuple[str | int, ...], int] = {}
-    data = _index(node, (), lines, file) if node is not None else {}
+    """Load one YAML mapping; bad input raises InputError with the line."""
+    file = display_name(path)
+    text = _decode(read_input(path), file)
+    data, lines = parse(text, file)
+    data = {} if data is None else data
     if not isinstance(data, dict):
         raise InputError([Problem(file, 1, "", f"the file holds a {type(data).__name__}, not a mapping", "a YAML mapping of keys")])
-    return Document(file, data, lines)
+    return Document(file, data, lines, text=text)
 
 
 def apply_overrides(doc: Document, overrides: list[str]) -> None:
@@ -81,11 +300,16 @@ def apply_overrides(doc: Document, overrides: list[str]) -> None:
         if not sep or not key or any(not part for part in key.split(".")):
             raise InputError([Problem("<command line>", None, key or item, f"bad override {item!r}",
                                       "KEY=VALUE with a dotted key path, e.g. cluster.trainer.nodes=4")])
-        try:
-            value = yaml.safe_load(raw) if raw != "" else ""
-        except yaml.YAMLError as exc:
-            raise InputError([Problem("<command line>", None, key, f"value is not YAML: {exc}", "a YAML scalar, list or mapping")]) from None
         parts = key.split(".")
+        if len(parts) >= MAX_DEPTH:
+            raise InputError([Problem("<command line>", None, key[:60] + "…", f"the key path has {len(parts)} parts",
+                                      f"at most {MAX_DEPTH - 1}")])
+        try:
+            value = parse(raw, "<command line>", MAX_DEPTH - len(parts))[0] if raw != "" else ""
+        except InputError as exc:
+            message = exc.problems[0].message.removeprefix("malformed YAML: ")
+            raise InputError([Problem("<command line>", None, key, f"value is not YAML: {message}",
+                                      "a YAML scalar, list or mapping")]) from None
         node = doc.data
         for i, part in enumerate(parts[:-1]):
             child = node.get(part)

@@ -23,9 +23,11 @@ from generator.models.types import (
     Cidr,
     Dns1123Label,
     Dns1123Subdomain,
+    STRICT_TYPES,
     FreeForm,
     Quantity,
     Strict,
+    refuse_non_finite,
 )
 
 GROUPS = ("trainer", "inference")
@@ -122,15 +124,20 @@ class LaunchSettings(Strict):
 class WorkerGroupOverlay(BaseModel):
     """Free-form WorkerGroupSpec overlay, matched to a group by `groupName`."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", **STRICT_TYPES)
 
     groupName: Literal["trainer", "inference"] = Field(description="Which worker group this overlay applies to.")
+
+    @model_validator(mode="after")
+    def _finite(self):  # type: ignore[no-untyped-def]
+        refuse_non_finite(self.model_extra)
+        return self
 
 
 class RayClusterSpecOverlay(BaseModel):
     """Free-form RayClusterSpec overlay (node selectors, tolerations, resources, env, volumes, per-group)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", **STRICT_TYPES)
 
     headGroupSpec: FreeForm = Field({}, description="Merged into the head group spec.")
     workerGroupSpecs: list[WorkerGroupOverlay] = Field([], description="Merged into the worker group with the same groupName.")
@@ -147,6 +154,7 @@ class RayClusterSpecOverlay(BaseModel):
 
     @model_validator(mode="after")
     def _kuberay_rules(self):  # type: ignore[no-untyped-def]
+        refuse_non_finite(self.model_extra)
         groups: list[tuple[str, dict[str, Any]]] = [("headGroupSpec", dict(self.headGroupSpec))]
         groups += [(g.groupName, g.model_dump()) for g in self.workerGroupSpecs]
         for name, spec in groups:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from generator.models.types import DNS1035_LABEL_RE, Strict
+from generator.models.types import DNS1035_LABEL_RE, STRICT_TYPES, Strict
 
 MAX_RAYJOB_NAME = 47
 MAX_RAYCLUSTER_NAME = 53
@@ -29,7 +29,7 @@ class ClusterShape(Strict):
 class Recipe(BaseModel):
     """A dockyard_rl training recipe. Keys other than these are opaque to the launcher and shipped as is."""
 
-    model_config = ConfigDict(extra="allow", validate_default=True)
+    model_config = ConfigDict(extra="allow", validate_default=True, **STRICT_TYPES)
 
     name: str = Field(
         pattern=DNS1035_LABEL_RE,

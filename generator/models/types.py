@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 import typing
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
 # Kubernetes resource.Quantity, e.g. 500m, 2Gi, 1.5, 10G, 1e3.
 QUANTITY_RE = r"^([+]?[0-9]+(\.[0-9]*)?|[+]?\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"
@@ -35,15 +37,52 @@ def model_in(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-class Strict(BaseModel):
-    """Base for every model: unknown keys are errors."""
+# strict: no coercion, so a YAML 1.1 boolean (yes, on, true) is not the integer 1, nor "3" the number 3;
+# allow_inf_nan=False: .inf and .nan are refused (Helm's JSON values and Kubernetes have no such numbers).
+STRICT_TYPES = ConfigDict(strict=True, allow_inf_nan=False)
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_default=True)
+
+class Strict(BaseModel):
+    """Base for every model: unknown keys are errors, types are not coerced."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_default=True, **STRICT_TYPES)
+
+
+def yaml_number(value: float) -> str:
+    """A non-finite float as YAML spells it."""
+    return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
+
+
+def non_finite(value: Any) -> tuple[tuple[str | int, ...], float] | None:
+    """The first .inf or .nan inside free-form data: (its key path inside `value`, the number)."""
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), value)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            return where, node
+        if isinstance(node, dict):
+            stack.extend((where + (k,), v) for k, v in reversed(node.items()))
+        elif isinstance(node, (list, tuple)):
+            stack.extend((where + (i,), v) for i, v in reversed(list(enumerate(node))))
+    return None
+
+
+def refuse_non_finite(value: Any) -> Any:
+    """A validator for free-form data: refuse .inf/.nan anywhere inside. The error carries the key
+    path inside the field (`ctx["inside"]`), so the report names the key and its line."""
+    found = non_finite(value)
+    if found is not None:
+        inside, number = found
+        raise PydanticCustomError("non_finite", "{number} is not a finite number",
+                                  {"number": yaml_number(number), "inside": inside})
+    return value
 
 
 def _not_bool(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError("expected a Kubernetes quantity such as 1, 500m or 2Gi, not a boolean")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"expected a Kubernetes quantity such as 1, 500m or 2Gi, not {yaml_number(value)}")
     return value
 
 
@@ -85,5 +124,6 @@ Dns1123Subdomain = Annotated[str, Field(pattern=DNS1123_SUBDOMAIN_RE, max_length
 EnvName = Annotated[str, Field(pattern=ENV_NAME_RE)]
 FreeForm = Annotated[
     dict[str, Any],
+    AfterValidator(refuse_non_finite),
     WithJsonSchema({"type": "object", "additionalProperties": True}),
 ]
