@@ -1,11 +1,13 @@
-"""`check`: models, values schema (enforced by helm), one `helm template`, one `kubeconform -strict`."""
+"""`check`: models, values schema (enforced by helm), one `helm template`, then side by side one
+`kubeconform -strict` (shapes) and one `kube-validate` (the apiserver's own validation), and the size
+of Helm's release Secret."""
 
 from __future__ import annotations
 
 import sys
 import threading
 
-from generator import helm, kubeconform
+from generator import apivalidate, helm, kubeconform
 from generator.errors import EXIT_FAILED, EXIT_OK
 from generator.tools import versions
 
@@ -14,16 +16,17 @@ class _Speculation:
     """`helm template` on the guessed values, its output fed straight to kubeconform, in a thread,
     while the main thread loads the models and validates."""
 
-    def __init__(self, guess: tuple[dict, str, str], validator: kubeconform.Run):
+    def __init__(self, guess: tuple[dict, str, str], validator: kubeconform.Run, api: apivalidate.Run):
         self.template = helm.Template(*guess, tests=True)
         self.manifests: str | None = None
         self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._pipe, args=(validator,), daemon=True)
+        self.thread = threading.Thread(target=self._pipe, args=(validator, api), daemon=True)
         self.thread.start()
 
-    def _pipe(self, validator: kubeconform.Run) -> None:
+    def _pipe(self, validator: kubeconform.Run, api: apivalidate.Run) -> None:
         try:
             self.manifests = self.template.result()
+            api.feed(self.manifests)  # returns at once: kube-validate runs beside kubeconform
             validator.feed(self.manifests)
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread
             self.error = exc
@@ -41,7 +44,8 @@ class _Speculation:
 
 
 def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator=None, security: bool = False, server=None) -> int:  # type: ignore[no-untyped-def]
-    """`validator` is a kubeconform.Run started by the caller, so its start-up overlaps ours;
+    """`validator` is a kubeconform.Run started by the caller, so its start-up overlaps ours (the
+    kube-validate process starts here, before the models load, for the same reason);
     `server` is a live.kube.Kube for a dry run of every object on the apiserver (`check --server`).
 
     helm starts speculatively on `guess_values` (no pydantic) while the models load and validate,
@@ -53,12 +57,17 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
 
     out = out or sys.stdout
     validator = validator or kubeconform.Run()
+    try:
+        api = apivalidate.Run()
+    except BaseException:
+        validator.cancel()
+        raise
     speculation = None
     try:
         guess = guess_values(recipe, infra, overrides)
         if guess is not None:
             try:
-                speculation = _Speculation(guess, validator)
+                speculation = _Speculation(guess, validator, api)
             except Exception:  # noqa: BLE001 - e.g. helm missing: the validated path reports it, in order
                 speculation = None
         from generator.compose import compose, load_inputs, values_dict
@@ -73,29 +82,50 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
                 speculation.discard()
                 speculation = None
                 validator.cancel()
-                validator = kubeconform.Run()
+                api.cancel()
+                validator, api = kubeconform.Run(), apivalidate.Run()
             manifests = helm.template(vals, release, namespace, tests=True)
     except BaseException:
         if speculation is not None:
             speculation.discard()
         validator.cancel()
+        api.cancel()
         raise
     results = kubeconform.in_stream_order(validator.finish(manifests), manifests)
+    api_report = api.finish(manifests)
+    refusals: dict[tuple[str, str], list[apivalidate.Finding]] = {}
+    for f in api_report.findings:
+        refusals.setdefault((f.kind, f.name), []).append(f)
     bad = [r for r in results if r.status != "valid"]
     width = max((len(r.kind) for r in results), default=4)
     print(f"check {recipe} + {infra}: release {values.recipe.name}, namespace {inputs.infra.infra.namespace}, "
           f"mode {values.launch.mode}", file=out)
     for r in results:
-        line = f"  {'✓' if r.status == 'valid' else '✗'} {r.kind:<{width}}  {r.name}"
+        line = f"  {'✓' if r.status == 'valid' and (r.kind, r.name) not in refusals else '✗'} {r.kind:<{width}}  {r.name}"
         if r.status != "valid":
             line += f"  — {r.status}: {r.message}"
         print(line, file=out)
+        for f in refusals.get((r.kind, r.name), []):
+            print(f"      apiserver refuses {f.message if f.field else 'the object: ' + f.message}{_hint(f)}", file=out)
+    for w in api_report.warnings:
+        print(f"  ! apiserver warns on {w.kind} {w.name}: {w.message}", file=out)
+    size, exact = apivalidate.release_size(vals, manifests)
+    too_big = size > apivalidate.SECRET_LIMIT
+    if too_big:
+        print(f"  ✗ the Helm release Secret would hold ~{size} bytes (base64 of the gzipped release: chart files, "
+              f"values, rendered manifest); the apiserver refuses a Secret over {apivalidate.SECRET_LIMIT} bytes (1 MiB), "
+              f"so `helm install` fails — keep large data out of the recipe (in the image or a volume)", file=out)
     rows = [
         ("✓", "models", "recipe and infra spec are valid"),
         ("✓", "values schema", "charts/dockyard/values.schema.json accepts the values (enforced by helm)"),
         ("✓", "helm template", f"{len(results)} objects rendered (helm {versions()['HELM_VERSION']})"),
         ("✗" if bad else "✓", "kubeconform", f"{len(results) - len(bad)} valid, {len(bad)} not "
          f"(-strict; Kubernetes {kubeconform.kube_minor()}, KubeRay {versions()['KUBERAY_VERSION']} CRDs)"),
+        ("✗" if api_report.findings else "✓", "api validation",
+         (f"{_count(len(api_report.findings), 'refusal')} in {_count(len(refusals), 'object')}; " if api_report.findings else "")
+         + f"{api_report.objects} objects, {api_report.pod_templates} pod templates (Kubernetes {api_report.kubernetes} validation)"),
+        ("✗" if too_big else "✓", "release size",
+         f"{'~' if exact else '≤ '}{size // 1024} KiB of 1024 KiB (Helm's release Secret, gzip + base64)"),
     ]
     if server is not None:
         from generator.server_check import dry_run
@@ -118,4 +148,14 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
         from generator.security import table
 
         print(f"\nhardening controls per pod template (rendered; see docs/validation-ledger.md)\n{table(manifests)}", end="", file=out)
-    return EXIT_OK if not bad else EXIT_FAILED
+    return EXIT_OK if not bad and not api_report.findings and not too_big else EXIT_FAILED
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _hint(f: apivalidate.Finding) -> str:
+    if f.kind == "ConfigMap" and not f.field and "Too long" in f.message:
+        return " (data and binaryData together; the recipe is shipped in this ConfigMap: keep large data out of it)"
+    return ""

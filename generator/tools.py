@@ -36,11 +36,11 @@ def cache_dir() -> Path:
 
 
 # Tools whose version is another tool's pin.
-_VERSION_OF = {"kuberay-crds": "KUBERAY_VERSION"}
+_VERSION_OF = {"kuberay-crds": "KUBERAY_VERSION", "kube-validate": "KUBERNETES_VERSION"}
 
 
 def tool_dir(tool: str) -> Path:
-    """The cache folder of a tool: helm, kubeconform, kubernetes, etcd, kwok, kuberay, kuberay-crds."""
+    """The cache folder of a tool: helm, kubeconform, kubernetes, etcd, kwok, kuberay, kuberay-crds, kube-validate."""
     key = _VERSION_OF.get(tool, tool.upper() + "_VERSION")
     return cache_dir() / f"{tool}-{versions()[key]}"
 

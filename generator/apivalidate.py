@@ -1,0 +1,120 @@
+"""The apiserver's own validation, offline: `kube-validate` (tools/kube-validate) over the rendered stream.
+
+kubeconform checks shapes; the apiserver also refuses objects that have the right shape (a label value
+over 63 characters, an env var name with `=`, a duplicate mount path, `minDomains` with
+`ScheduleAnyway`, a LimitRange default above its max, a ConfigMap over 1 MiB). kube-validate is linked
+against the pinned Kubernetes' registry strategies and runs what the apiserver runs on create
+(defaulting, PrepareForCreate, Validate, ObjectMeta checks) on every object, and on every pod template
+embedded in a RayJob/RayCluster, which KubeRay turns into pods the apiserver would refuse.
+
+The Helm release Secret is not in the stream: `release_size` estimates it (see there).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from generator.tools import CHART_DIR, binary
+
+# core.MaxSecretSize: the apiserver's limit on the data of one Secret (and of one ConfigMap).
+SECRET_LIMIT = 1024 * 1024
+
+
+@dataclass
+class Finding:
+    kind: str
+    name: str
+    field: str
+    message: str  # the apiserver's text, field path first
+    template: str = ""  # an embedded pod template's path in its object, when the finding is inside one
+
+
+@dataclass
+class Report:
+    kubernetes: str
+    objects: int
+    pod_templates: int
+    findings: list[Finding] = field(default_factory=list)
+    warnings: list[Finding] = field(default_factory=list)
+
+
+def _finding(f: dict[str, Any]) -> Finding:
+    return Finding(f.get("kind", "?"), f.get("name", "?"), f.get("field", ""), f.get("message", ""), f.get("template", ""))
+
+
+class Run:
+    """One kube-validate process, started early; `feed` hands it the stream without waiting, so it
+    runs beside kubeconform; `finish` collects the report."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([binary("kube-validate")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self._thread: threading.Thread | None = None
+        self._output: tuple[str, str] = ("", "")
+
+    def feed(self, manifests: str) -> None:
+        def talk() -> None:
+            self._output = self.proc.communicate(manifests)
+
+        self._thread = threading.Thread(target=talk, daemon=True)
+        self._thread.start()
+
+    def finish(self, manifests: str | None = None) -> Report:
+        if self._thread is None:
+            self.feed(manifests or "")
+        assert self._thread is not None
+        self._thread.join()
+        stdout, stderr = self._output
+        try:
+            data = json.loads(stdout)
+        except json.JSONDecodeError:
+            raise RuntimeError(f"kube-validate failed (exit {self.proc.returncode}): {stderr.strip() or stdout.strip()}") from None
+        return Report(data["kubernetes"], data["objects"], data["podTemplates"],
+                      [_finding(f) for f in data["findings"]], [_finding(f) for f in data["warnings"]])
+
+    def cancel(self) -> None:
+        self.proc.kill()
+        if self._thread is not None:
+            self._thread.join()
+        else:
+            self.proc.communicate()
+
+
+def validate(manifests: str) -> Report:
+    """kube-validate over a multi-document YAML stream."""
+    return Run().finish(manifests)
+
+
+def _chart_files(chart: Path) -> list[dict[str, str]]:
+    out = []
+    for path in sorted(p for p in chart.rglob("*") if p.is_file()):
+        out.append({"name": str(path.relative_to(chart)), "data": base64.b64encode(path.read_bytes()).decode()})
+    return out
+
+
+def release_size(values: dict[str, Any], manifests: str, chart: Path = CHART_DIR) -> tuple[int, bool]:
+    """Estimated bytes of the Helm release Secret, and whether that is exact-ish (gzipped) or a bound.
+
+    Helm (3 and 4, Secret storage driver) stores every revision as one Secret whose `release` key is
+    base64(gzip(JSON of the release)): the chart with every file (base64 in the JSON), the user values,
+    the rendered manifest and hooks. The apiserver refuses a Secret whose data is over 1 MiB, so
+    `helm install` fails. When base64 of the uncompressed JSON already fits, that bound is returned
+    (gzip never grows text by more than a few bytes per 32 KiB block) and nothing is compressed."""
+    release = {
+        "chart": {"files": _chart_files(chart)},
+        "config": values,
+        "manifest": manifests,
+    }
+    raw = json.dumps(release, separators=(",", ":")).encode()
+    bound = (len(raw) + len(raw) // 1000 + 64 + 2) // 3 * 4
+    if bound <= SECRET_LIMIT:
+        return bound, False
+    packed = gzip.compress(raw, compresslevel=9, mtime=0)
+    return len(base64.b64encode(packed)), True

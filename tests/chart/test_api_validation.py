@@ -1,0 +1,161 @@
+"""`check` runs the apiserver's own validation (kube-validate) on every object and on every pod
+template embedded in the RayJob/RayCluster, and sizes Helm's release Secret: what kubeconform's
+shape check lets through, the cluster refuses, and `check` must say so (exit 1, object, field,
+the apiserver's message)."""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from generator import apivalidate
+from generator.cli import main
+from tests.conftest import EXAMPLES, INFRA_EXAMPLES, RECIPE, chart_values, deep_merge, render_values, write
+
+BASE_INFRA = yaml.safe_load((EXAMPLES / "grpo_swe.infra.yaml").read_text())
+
+
+def _check(tmp_path: Path, capsys, infra_over: dict[str, Any] | None = None, recipe: str | None = None) -> tuple[int, str]:
+    infra = deep_merge(BASE_INFRA, infra_over or {})
+    recipe_path = write(tmp_path, "recipe.yaml", recipe) if recipe is not None else RECIPE
+    code = main(["check", str(recipe_path), str(write(tmp_path, "infra.yaml", infra))])
+    return code, capsys.readouterr().out
+
+
+def _refusal(out: str, kind: str, name: str, field: str, message: str) -> None:
+    """`out` marks `kind name` refused and prints `field: ... message` under it (`field` a regex)."""
+    lines = out.splitlines()
+    row = next((i for i, line in enumerate(lines) if re.match(rf"^  ✗ {kind} +{re.escape(name)}\b", line)), None)
+    assert row is not None, f"no ✗ row for {kind} {name}:\n{out}"
+    below = []
+    for line in lines[row + 1:]:
+        if not line.startswith("      "):
+            break
+        below.append(line.strip())
+    hits = [b for b in below if re.match(rf"apiserver refuses {field}: ", b) and message in b]
+    assert hits, f"no refusal of {field} with {message!r} under {kind} {name}:\n{out}"
+    assert re.search(r"^✗ api validation +\d+ refusals? in \d+ objects?; ", out, re.M), out
+
+
+def _overlay_container(group: str, container: dict[str, Any], **pod: Any) -> dict[str, Any]:
+    """A kuberay.spec overlay putting `container` (merged by name) and `pod` fields into one group."""
+    template = {"spec": {"containers": [container], **pod}}
+    if group == "head":
+        return {"kuberay": {"spec": {"headGroupSpec": {"template": template}}}}
+    return {"kuberay": {"spec": {"workerGroupSpecs": [
+        {"groupName": g, "template": template if g == group else {"spec": {"nodeSelector": {"nvidia.com/gpu.present": "true"}}}}
+        for g in ("trainer", "inference")
+    ]}}}
+
+
+def test_configmap_over_one_mebibyte(tmp_path, capsys):
+    recipe = RECIPE.read_text() + "notes: " + "x" * (1024 * 1024) + "\n"
+    code, out = _check(tmp_path, capsys, recipe=recipe)
+    assert code == 1, out
+    _refusal(out, "ConfigMap", "grpo-swe-recipe", "the object", "Too long: may not be more than 1048576 bytes (data and binaryData together")
+
+
+def test_release_secret_over_one_mebibyte(tmp_path, capsys):
+    # ~640 KiB that gzip cannot shrink much: the ConfigMap fits, but Helm's release holds the recipe
+    # twice (the values and the rendered ConfigMap), gzipped then base64'd: over 1 MiB.
+    rng = random.Random(9)
+    noise = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(640 * 1024))
+    code, out = _check(tmp_path, capsys, recipe=RECIPE.read_text() + f"notes: {noise}\n")
+    assert code == 1, out
+    assert "✓ api validation" in out  # every object is fine on its own
+    assert re.search(r"^✗ release size +~\d+ KiB of 1024 KiB", out, re.M), out
+    assert "the apiserver refuses a Secret over 1048576 bytes (1 MiB), so `helm install` fails" in out
+
+
+def test_release_size_estimate_bounds():
+    text = render_values(chart_values()).text
+    size, exact = apivalidate.release_size(chart_values(), text)
+    assert not exact and 0 < size < apivalidate.SECRET_LIMIT
+    # the gzipped size of incompressible data is close to the data itself, base64'd twice over
+    rng = random.Random(1)
+    blob = "".join(rng.choice(string.ascii_letters) for _ in range(600 * 1024))
+    size, exact = apivalidate.release_size({"blob": blob}, blob)
+    assert exact and size > apivalidate.SECRET_LIMIT
+
+
+def test_label_value_over_63_characters_in_the_overlay(tmp_path, capsys):
+    over = {"kuberay": {"spec": {"headGroupSpec": {"template": {"metadata": {"labels": {"team": "t" * 64}}}}}}}
+    code, out = _check(tmp_path, capsys, over)
+    assert code == 1, out
+    # the apiserver's own path for a pod template's labels (as for a Deployment: spec.template.labels)
+    _refusal(out, "RayJob", "grpo-swe", re.escape("spec.rayClusterSpec.headGroupSpec.template.labels"),
+             f'Invalid value: "{"t" * 64}": must be no more than 63 bytes')
+
+
+def test_invalid_env_var_name_in_the_overlay(tmp_path, capsys):
+    over = _overlay_container("trainer", {"name": "ray-worker", "env": [{"name": "BAD=NAME", "value": "1"}]})
+    code, out = _check(tmp_path, capsys, over)
+    assert code == 1, out
+    _refusal(out, "RayJob", "grpo-swe", r"spec\.rayClusterSpec\.workerGroupSpecs\[0\]\.template\.spec\.containers\[0\]\.env\[\d+\]\.name",
+             "Invalid value: \"BAD=NAME\": a valid environment variable name must consist only of printable ASCII characters other than '='")
+
+
+def test_invalid_port_in_the_overlay(tmp_path, capsys):
+    over = _overlay_container("inference", {"name": "metrics", "image": "busybox", "ports": [{"containerPort": 70000}]})
+    code, out = _check(tmp_path, capsys, over)
+    assert code == 1, out
+    _refusal(out, "RayJob", "grpo-swe", r"spec\.rayClusterSpec\.workerGroupSpecs\[1\]\.template\.spec\.containers\[\d+\]\.ports\[0\]\.containerPort",
+             "Invalid value: 70000: must be between 1 and 65535, inclusive")
+
+
+def test_conflicting_toleration(tmp_path, capsys):
+    over = {"sandbox": {"tolerations": [{"key": "dedicated", "operator": "Exists", "value": "sandbox"}]}}
+    code, out = _check(tmp_path, capsys, over)
+    assert code == 1, out
+    _refusal(out, "Deployment", "grpo-swe-sandbox", re.escape("spec.template.spec.tolerations[0].operator"),
+             "value must be empty when `operator` is 'Exists'")
+
+
+def test_min_domains_with_schedule_anyway(tmp_path, capsys):
+    over = {"sandbox": {"topologySpreadConstraints": [
+        {"topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "minDomains": 2}]}}
+    code, out = _check(tmp_path, capsys, over)
+    assert code == 1, out
+    _refusal(out, "Deployment", "grpo-swe-sandbox", re.escape("spec.template.spec.topologySpreadConstraints[0].minDomains"),
+             "can only use minDomains if whenUnsatisfiable=DoNotSchedule")
+
+
+def test_limitrange_default_above_max(tmp_path, capsys):
+    over = {"infra": {"limitRange": {"enabled": True, "default": {"cpu": "4"}, "max": {"cpu": "2"}}}}
+    code, out = _check(tmp_path, capsys, over)
+    assert code == 1, out
+    _refusal(out, "LimitRange", "grpo-swe", re.escape("spec.limits[0].default[cpu]"), "default value 4 is greater than max value 2")
+
+
+def test_duplicate_mount_path_in_the_overlay(tmp_path, capsys):
+    over = _overlay_container("head", {"name": "ray-head", "volumeMounts": [{"name": "scratch", "mountPath": "/etc/dockyard"}]},
+                              volumes=[{"name": "scratch", "emptyDir": {}}])
+    code, out = _check(tmp_path, capsys, over)
+    assert code == 1, out
+    _refusal(out, "RayJob", "grpo-swe", r"spec\.rayClusterSpec\.headGroupSpec\.template\.spec\.containers\[0\]\.volumeMounts\[\d+\]\.mountPath",
+             'Invalid value: "/etc/dockyard": must be unique')
+
+
+@pytest.mark.parametrize("infra", INFRA_EXAMPLES, ids=lambda p: p.name)
+def test_examples_pass_api_validation(infra, capsys):
+    assert main(["check", str(RECIPE), str(infra)]) == 0
+    out = capsys.readouterr().out
+    mode = yaml.safe_load(infra.read_text())["launch"]["mode"]
+    templates = {"rayjob": 4, "bringup": 3, "attach": 0}[mode]  # head + 2 workers (+ the submitter)
+    assert re.search(rf"^✓ api validation +\d+ objects, {templates} pod templates \(Kubernetes v1\.\d+\.\d+ validation\)$", out, re.M), out
+    assert re.search(r"^✓ release size +≤ \d+ KiB of 1024 KiB", out, re.M), out
+
+
+def test_kube_validate_counts_and_skips():
+    text = render_values(chart_values(launch={"mode": "bringup"})).text
+    report = apivalidate.validate(text)
+    assert report.findings == []
+    kinds = [d["kind"] for d in yaml.safe_load_all(text) if d]
+    assert report.objects == len([k for k in kinds if k != "RayCluster"])
+    assert report.pod_templates == 3
