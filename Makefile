@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv tools schema test unit validate demo playground playground-down bench lint clean
+.PHONY: help venv tools schema test unit validate demo playground playground-down bench lint package clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -35,6 +35,9 @@ validate: venv ## kubeconform over every example's rendered output
 
 lint: venv ## helm lint --strict on the chart
 	$$($(PY) -c 'from generator.tools import binary; print(binary("helm"))') lint --strict charts/dockyard
+
+package: venv ## the chart archive dist/dockyard-<version>.tgz (version: charts/dockyard/Chart.yaml; docs/chart-release.md)
+	bash hack/package.sh
 
 playground: venv ## bring up the local playground cluster
 	$(PY) -m generator playground up
