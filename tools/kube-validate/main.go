@@ -4,6 +4,8 @@
 // kind the apiserver serves, does what the apiserver does on create: decode into the versioned type,
 // apply the scheme's defaulters, convert to the internal type, then the registry strategy's
 // PrepareForCreate, Validate (with the options the apiserver uses) and the common ObjectMeta checks.
+// Custom resources (the KubeRay CRDs given with -crds) go through the apiextensions-apiserver's
+// decoding (pruning, defaulting) and custom resource strategy, CEL rules included (crd.go).
 // Pod templates embedded in KubeRay RayJob/RayCluster objects (head group, every worker group, the
 // submitter) are validated the same way as PodTemplates: KubeRay creates the pods from them, and a
 // template the apiserver refuses leaves the RayJob waiting for pods that never appear.
@@ -27,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	genericvalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -104,7 +107,7 @@ type report struct {
 	Kubernetes   string    `json:"kubernetes"`
 	Objects      int       `json:"objects"`      // objects validated
 	PodTemplates int       `json:"podTemplates"` // embedded pod templates validated
-	Skipped      []string  `json:"skipped"`      // kinds with no apiserver strategy here (CRDs are validated by their schema)
+	Skipped      []string  `json:"skipped"`      // kinds with no strategy here and no CRD given
 	Findings     []Finding `json:"findings"`
 	Warnings     []Finding `json:"warnings"`
 }
@@ -113,13 +116,15 @@ var version = "unknown" // set with -ldflags -X main.version=
 
 func main() {
 	namespace := flag.String("namespace", "default", "namespace for namespaced objects that set none (helm's --namespace)")
+	crdDir := flag.String("crds", "", "folder of CRDs as JSON (*.json): custom resources of these kinds are validated as the apiserver would")
 	showVersion := flag.Bool("version", false, "print the Kubernetes version the validation comes from")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(version)
 		return
 	}
-	rep, err := run(os.Stdin, *namespace)
+	custom := loadCRDs(*crdDir) // in the background, while helm renders the stream
+	rep, err := run(os.Stdin, *namespace, custom)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kube-validate: %v\n", err)
 		os.Exit(2)
@@ -131,7 +136,7 @@ func main() {
 	}
 }
 
-func run(in io.Reader, namespace string) (*report, error) {
+func run(in io.Reader, namespace string, custom *crds) (*report, error) {
 	rep := &report{Kubernetes: version, Skipped: []string{}, Findings: []Finding{}, Warnings: []Finding{}}
 	reader := utilyaml.NewYAMLReader(bufio.NewReaderSize(in, 1<<20))
 	skipped := map[string]bool{}
@@ -179,6 +184,19 @@ func run(in io.Reader, namespace string) (*report, error) {
 			rep.add(at, errs, warns, "", "")
 			continue
 		}
+		cr, err := custom.get(gv.WithKind(head.Kind))
+		if err != nil {
+			return nil, fmt.Errorf("loading the CRDs: %w", err)
+		}
+		if cr != nil {
+			rep.Objects++
+			obj, errs := cr.decode(js)
+			var warns []string
+			if obj != nil {
+				errs, warns = admit(obj, gv.WithKind(head.Kind), cr.served, ns)
+			}
+			rep.add(at, errs, warns, "", "")
+		}
 		if gv.Group == "ray.io" {
 			var obj map[string]any
 			if err := json.Unmarshal(js, &obj); err != nil {
@@ -190,7 +208,7 @@ func run(in io.Reader, namespace string) (*report, error) {
 				rep.add(at, errs, warns, "template", t.path)
 			}
 		}
-		if !skipped[gk.String()] {
+		if cr == nil && !skipped[gk.String()] {
 			skipped[gk.String()] = true
 			rep.Skipped = append(rep.Skipped, gk.String())
 		}
@@ -288,6 +306,11 @@ func create(js []byte, gvk schema.GroupVersionKind, s served, namespace string) 
 	if err != nil {
 		return field.ErrorList{field.Invalid(field.NewPath(""), nil, "the apiserver cannot decode it: "+err.Error())}, nil
 	}
+	return admit(obj, gvk, s, namespace)
+}
+
+// admit: rest.BeforeCreate on a decoded, defaulted object.
+func admit(obj runtime.Object, gvk schema.GroupVersionKind, s served, namespace string) (field.ErrorList, []string) {
 	ctx := genericapirequest.WithRequestInfo(context.Background(), &genericapirequest.RequestInfo{
 		IsResourceRequest: true, Verb: "create", APIGroup: gvk.Group, APIVersion: gvk.Version,
 		Resource: s.resource, Namespace: namespace,
