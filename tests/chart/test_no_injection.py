@@ -1,0 +1,317 @@
+"""No YAML injection: every string of the values reaches the manifests as that exact string.
+
+The string fields are found by walking values.schema.json (generated from the models), map keys of
+free-form and string-keyed maps included. One rendering puts a plain sentinel in every field; each
+example puts hostile strings (colons, newlines, braces, quotes, `{{ }}`, `#`, leading `-`/`*`/`&`,
+unicode, …) in all of them at once, one `helm template` per example. Swapping each sentinel for its
+hostile string in the sentinel rendering must give exactly the hostile rendering: every string at
+its place, verbatim, and nothing else changed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import shlex
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Callable
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+import yaml
+
+from generator.models import ChartValues
+from generator.models.types import CIDR_RE
+from generator.tools import CHART_DIR, binary, versions
+from tests.conftest import chart_values, deep_merge
+
+SCHEMA = json.loads((CHART_DIR / "values.schema.json").read_text())
+ENTRIES = 2  # items per list, entries per map
+
+# Features switched on so that every field is rendered somewhere.
+SWITCHES = {
+    "infra": {"security": {"enabled": True, "readOnlyRootFilesystem": True},
+              "resourceQuota": {"enabled": True}, "limitRange": {"enabled": True}},
+    "launch": {"submissionMode": "K8sJobMode"},
+    "kuberay": {"pdb": {"enabled": True}},
+    "sandbox": {"security": {"readOnlyRootFilesystem": True}, "networkPolicy": {"allowEgress": False}},
+}
+
+# Fields the chart does not render in these settings, and why.
+NOT_RENDERED = {
+    "recipe.name": "objects are named after the release",
+    "launch.clusterName": "attach mode only (and then only in NOTES.txt)",
+    "infra.image.digest": "left unset, so that infra.image.tag is rendered",
+    "sandbox.image.tag": "sandbox.image.digest is set and wins",
+}
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One string of the values: a field, a list item's field, or a map's key or value."""
+
+    path: str
+    schema: dict[str, Any]  # the string's JSON Schema (pattern, minLength, …)
+
+
+def _resolve(node: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        node = SCHEMA["definitions"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+def _branch(node: dict[str, Any], want: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+    node = _resolve(node)
+    if want(node):
+        return node
+    for sub in node.get("anyOf", []):
+        found = _branch(sub, want)
+        if found:
+            return found
+    return None
+
+
+def _is_string(n: dict[str, Any]) -> bool:
+    return n.get("type") == "string" and "enum" not in n and "const" not in n
+
+
+def _is_object(n: dict[str, Any]) -> bool:
+    return n.get("type") == "object" or "properties" in n
+
+
+FREE = {"type": "string"}
+
+
+def build(fill: Callable[[Slot], str], node: dict[str, Any] = SCHEMA, path: str = "") -> Any:
+    """Values shaped by the schema with fill(slot) in every string; None where no string lives."""
+    if string := _branch(node, _is_string):
+        return fill(Slot(path, string))
+    if obj := _branch(node, _is_object):
+        out = {}
+        for name, sub in obj.get("properties", {}).items():
+            value = build(fill, sub, f"{path}.{name}".lstrip("."))
+            if value is not None:
+                out[name] = value
+        extra = obj.get("additionalProperties")
+        if extra:  # a map: free-form (True) or of one value schema
+            for n in range(ENTRIES):
+                key = fill(Slot(f"{path}.<key{n}>", FREE))
+                out[key] = build(fill, extra if isinstance(extra, dict) else FREE, f"{path}.<value{n}>")
+        return out or None
+    if arr := _branch(node, lambda n: n.get("type") == "array"):
+        items = [build(fill, arr["items"], f"{path}[{n}]") for n in range(ENTRIES)]
+        return items if items[0] is not None else None
+    return None  # booleans, integers, enums: the chart's defaults
+
+
+def values_for(fill: Callable[[Slot], str], mode: str) -> dict[str, Any]:
+    """The chart values with fill() in every string, validated by the models like the generator's."""
+    doc = deep_merge(build(fill), SWITCHES)
+    doc["launch"]["mode"] = mode
+    del doc["infra"]["image"]["digest"]
+    for group, name in zip(doc["kuberay"]["spec"]["workerGroupSpecs"], ("trainer", "inference")):
+        group["groupName"] = name
+    return ChartValues.model_validate(doc).model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+SLOTS: list[Slot] = []
+build(lambda slot: SLOTS.append(slot) or "x")
+
+
+# Sentinels: distinct, of equal length (none inside another), each valid for its field.
+def _sentinel(n: int, slot: Slot) -> str:
+    token = f"zq{n:03d}x"
+    candidates = [token, "/" + token, "sha256:" + f"e{n:03d}" * 16, f"10.{100 + n}.0.0/16", f"9.{100 + n}.7", f"{1000 + n}7m"]
+    return next(c for c in candidates if _valid(c, slot.schema))
+
+
+def _valid(value: str, schema: dict[str, Any]) -> bool:
+    pattern = schema.get("pattern")
+    # JSON Schema (Go, pydantic) reads `$` as the end of the text, Python's `re` also before a final newline.
+    return (len(value) >= schema.get("minLength", 0) and len(value) <= schema.get("maxLength", 10**6)
+            and (pattern is None or re.search(pattern.replace("$", r"\Z"), value) is not None))
+
+
+SENTINELS = {slot.path: _sentinel(n, slot) for n, slot in enumerate(SLOTS)}
+
+# Hostile strings: YAML and template syntax, shell syntax, odd unicode, and arbitrary text.
+FRAGMENTS = [
+    ": ", ":", "\n", "\n  injected: true", "\n- x", "\r\n", "\t", " ", "{", "}", "[", "]", ",", "{{ .Values }}",
+    "{{", "}}", "{{- fail \"x\" -}}", "'", '"', "\\", "#", " # c", "- ", "-", "* ", "*a", "&a ", "!", "!!binary ",
+    "|", "|-\n", ">", "%", "@", "`", "---", "...", "?", "? ", "<<", "=", "~", "null", "true", "yes", "y", "0x1F",
+    "1e3", "0o17", "1:20", "012", "é", "中文", "🚀", "\u2028", "\u0085", "\u00a0", "\ufeff", "$HOME", "$(id)",
+    ";", "&&", "\x00", "\x1b", "\x7f", "\x9f",
+]
+any_text = st.one_of(
+    st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=3)), max_size=6).map("".join),
+    st.text(max_size=16),
+)
+# Helm's toYaml cannot carry these: the chart refuses them (test_toyaml_breaking_characters_are_refused),
+# except in the recipe's strings, which are only ever quoted.
+TOYAML_BREAKING = re.compile("[\x7f-\x9f\u2028\u2029\ufffe\uffff]")
+hostile_text = any_text.map(lambda s: TOYAML_BREAKING.sub("", s))
+
+
+# Plain scalars YAML 1.1 or 1.2 would read as a bool, null, int or float.
+TYPED_WORDS = ["y", "n", "yes", "no", "on", "off", "true", "false", "null", "nan", "inf", "012", "0o17", "0x1f",
+               "1e3", "1E3", "+1", "1.", ".5", "+.5", "1_000", "1e-3", "123", "0", "1.0"]
+
+
+def _cidr(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, bits: int) -> str:
+    return str(ipaddress.ip_network(f"{ip}/{min(bits, ip.max_prefixlen)}", strict=False))
+
+
+def _strategy(slot: Slot) -> st.SearchStrategy[str]:
+    schema = slot.schema
+    pattern = schema.get("pattern")
+    if pattern is None:
+        text = any_text if slot.path.startswith("recipe.") else hostile_text
+        least = max(schema.get("minLength", 0), slot.path == "recipe.config")  # "" means the default recipe
+        return text.filter(lambda s: len(s) >= least)
+    if pattern == "^/":
+        return hostile_text.map(lambda s: "/" + s)
+    if pattern == CIDR_RE:
+        return st.builds(_cidr, st.ip_addresses(), st.integers(0, 128))
+    # Other patterns admit no YAML syntax, but words YAML reads as another type (if unquoted) or anything.
+    valid = {**schema, "maxLength": min(schema.get("maxLength", 80), 80)}
+    words = [w for w in TYPED_WORDS if _valid(w, valid)]
+    anything = st.from_regex(pattern).filter(lambda s: _valid(s, valid) and "sglang" not in s)
+    return st.one_of(st.sampled_from(words), st.sampled_from(words), anything) if words else anything
+
+
+def _hostile(slots: list[Slot]) -> st.SearchStrategy[dict[str, str]]:
+    """A string per slot; the keys of one map drawn together, distinct."""
+    parts: dict[str, st.SearchStrategy[Any]] = {}
+    for slot in slots:
+        owner, is_key, _ = slot.path.partition(".<key")
+        if not is_key:
+            parts[slot.path] = _strategy(slot)
+        elif owner not in parts:
+            parts[owner] = st.lists(hostile_text, min_size=ENTRIES, max_size=ENTRIES, unique=True)
+
+    def flatten(drawn: dict[str, Any]) -> dict[str, str]:
+        out = {}
+        for slot in slots:
+            owner, is_key, n = slot.path.partition(".<key")
+            out[slot.path] = drawn[owner][int(n.rstrip(">"))] if is_key else drawn[slot.path]
+        return out
+
+    return st.fixed_dictionaries(parts).map(flatten)
+
+
+# Free strings (no pattern, or only a leading /) are where YAML can be injected; the others take words
+# YAML would read as another type. Drawn apart: all ~90 at once overrun Hypothesis' buffer (and ~25 s).
+FREE_SLOTS = [slot for slot in SLOTS if slot.schema.get("pattern") in (None, "^/")]
+CHECKED_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS]
+
+
+# Characters Helm's YAML parser refuses raw (or reads as a line break): written as \\u escapes. Others,
+# those beyond the BMP above all (Helm cannot read JSON's surrogate-pair escapes), are written raw.
+_ESCAPE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
+def _helm_template(values: dict[str, Any]) -> str:
+    text = _ESCAPE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(values, ensure_ascii=False))
+    with tempfile.NamedTemporaryFile("w", suffix=".json", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        done = subprocess.run([binary("helm"), "template", "grpo-swe", str(CHART_DIR), "--namespace", "dockyard",
+                               "--values", f.name, "--kube-version", versions()["KUBERNETES_VERSION"]],
+                              capture_output=True, text=True, encoding="utf-8")
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _objects(values: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rendered objects; the RayJob entrypoint as its recipe command plus the argv the shell reads."""
+    docs = [d for d in yaml.load_all(_helm_template(values), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
+    command = values["recipe"]["entrypoint"]
+    for doc in docs:
+        if doc["kind"] == "RayJob":
+            entry = doc["spec"]["entrypoint"]
+            assert entry.startswith(command + " "), entry
+            doc["spec"]["entrypoint"] = [command, *shlex.split(entry[len(command):])]
+    return docs
+
+
+def _swap(node: Any, pattern: re.Pattern[str], to: dict[str, str]) -> Any:
+    if isinstance(node, str):
+        return pattern.sub(lambda m: to[m.group(0)], node)
+    if isinstance(node, list):
+        return [_swap(v, pattern, to) for v in node]
+    if isinstance(node, dict):
+        return {_swap(k, pattern, to): _swap(v, pattern, to) for k, v in node.items()}
+    return node
+
+
+@cache
+def _sentinel_objects(mode: str) -> str:
+    return json.dumps(_objects(values_for(lambda slot: SENTINELS[slot.path], mode)))
+
+
+def test_every_string_field_is_found_and_rendered():
+    # The walk finds the fields an injection went through before (issue 9) ...
+    paths = {slot.path for slot in SLOTS}
+    assert {"sandbox.topologySpreadConstraints[0].topologyKey", "sandbox.security.workDir", "infra.resourceQuota.hard.<key0>",
+            "launch.configMountPath", "sandbox.nodeSelector.<key1>", "kuberay.spec.headGroupSpec.<key0>"} <= paths
+    # ... and each one's sentinel shows up in the manifests, but for the few the chart does not use.
+    for mode in ("rayjob", "bringup"):
+        text = _sentinel_objects(mode)
+        unrendered = {slot.path for slot in SLOTS if SENTINELS[slot.path] not in text}
+        expected = set(NOT_RENDERED) | ({"recipe.entrypoint"} if mode == "bringup" else set())  # no RayJob
+        assert unrendered == expected, mode
+
+
+def _check(strings: dict[str, str], mode: str) -> None:
+    """Render with `strings` in their slots (sentinels elsewhere): the sentinel rendering, each sentinel
+    swapped for its string, must be exactly what helm renders."""
+    values = values_for(lambda slot: strings.get(slot.path, SENTINELS[slot.path]), mode)
+    to = {SENTINELS[path]: value for path, value in strings.items()}
+    pattern = re.compile("|".join(re.escape(s) for s in sorted(to, key=len, reverse=True)))
+    expected = _swap(json.loads(_sentinel_objects(mode)), pattern, to)
+    assert _objects(values) == expected
+
+
+# Each example is one helm call (~0.1 s) with every string of its kind at once. No shrinking (minutes);
+# derandomized for reproducible CI, like test_properties.py.
+EXAMPLES = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+                    phases=[Phase.explicit, Phase.reuse, Phase.generate], derandomize=True)
+
+
+@settings(EXAMPLES, max_examples=40)
+@given(strings=_hostile(FREE_SLOTS), mode=st.sampled_from(["rayjob", "bringup"]))
+def test_hostile_strings_come_back_verbatim_and_change_nothing_else(strings, mode):
+    _check(strings, mode)
+
+
+@settings(EXAMPLES, max_examples=15)
+@given(strings=_hostile(CHECKED_SLOTS), mode=st.sampled_from(["rayjob", "bringup"]))
+def test_pattern_checked_strings_come_back_verbatim(strings, mode):
+    _check(strings, mode)
+
+
+@pytest.mark.parametrize("char", ["\x7f", "\x85", "\x9f", "\u2028", "\u2029", "\ufffe"])
+def test_strings_helm_toyaml_cannot_carry_are_refused_by_path(char):
+    """Helm's toYaml dropped the whole nodeSelector (or head group) for these, or broke the manifest."""
+    for over, where in (({"sandbox": {"nodeSelector": {"disk": f"ssd{char}"}}}, "sandbox.nodeSelector.disk: "),
+                        ({"kuberay": {"spec": {"headGroupSpec": {f"x{char}": "y"}}}}, "kuberay.spec.headGroupSpec: the key")):
+        values = chart_values(**over)
+        with pytest.raises(AssertionError, match="helm") as refused:
+            _helm_template(values)
+        assert where in str(refused.value) and "U+007F to U+009F" in str(refused.value)
+
+
+def test_recipe_strings_carry_any_character():
+    """The recipe's strings are only quoted, never through toYaml: every character comes back."""
+    odd = "".join(chr(c) for c in (*range(0x20), 0x7f, 0x85, 0x9f, 0x2028, 0x2029, 0xfeff, 0xfffe, 0xffff, 0x1f680))
+    values = chart_values(recipe={"config": f"name: x # {odd}\n", "entrypoint": f"python -m x # {odd}"})
+    objects = _objects(values)
+    config = next(d for d in objects if d["kind"] == "ConfigMap")["data"]["recipe.yaml"]
+    job = next(d for d in objects if d["kind"] == "RayJob")
+    assert config == f"name: x # {odd}\n"
+    assert job["spec"]["entrypoint"][0] == f"python -m x # {odd}"
