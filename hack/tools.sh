@@ -139,6 +139,68 @@ build_checkov() {
   printf '#!/bin/sh\nexec "%s/bin/checkov" "$@"\n' "$venv" > "$1/checkov" && chmod +x "$1/checkov"
 }
 
+# --- the playground's real node (issue 13): `hack/tools.sh node` builds all of these ---
+
+# kubelet and kube-proxy: the control plane's wrapper module and version stamp, own cache entry.
+build_kubernetes_node() {
+  local w v=$2 minor; w=$(mktemp -d); minor=${v#v1.}; minor=${minor%%.*}
+  local staging=v0.${v#v1.}
+  ( wrapper "$w"
+    local gomod; gomod=$(go mod download -json "k8s.io/kubernetes@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+    grep -oE '^\s*k8s.io/[a-z0-9-]+ => ./staging/src/' "$gomod" | awk '{print $1}' | sort -u | while read -r m; do
+      printf 'replace %s => %s %s\n' "$m" "$m" "$staging" >> go.mod
+    done
+    printf 'require k8s.io/kubernetes %s\n' "$v" >> go.mod
+    printf '//go:build tools\npackage wrapper\nimport (\n_ "k8s.io/kubernetes/cmd/kubelet"\n_ "k8s.io/kubernetes/cmd/kube-proxy"\n)\n' > tools.go
+    go mod tidy -e >/dev/null 2>&1 || true
+    go mod download
+    local now ld="-s -w"; now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      ld="$ld -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.gitTreeState=clean -X $p.buildDate=$now"
+    done
+    for c in kubelet kube-proxy; do
+      say "kubernetes-node: $c"
+      go build -tags tools -trimpath -ldflags "$ld" -o "$1/$c" "k8s.io/kubernetes/cmd/$c"
+    done )
+  rm -rf "$w"
+}
+
+# runc with seccomp (cgo; needs libseccomp-dev: hack/node-deps.sh).
+build_runc() {
+  CGO_ENABLED=1 GOBIN=$1 go install -trimpath -tags "seccomp urfave_cli_no_docs" -ldflags "-s -w" \
+    "github.com/opencontainers/runc@$2"
+}
+
+# containerd v2, its runc shim and ctr.
+build_containerd() {
+  local mod=github.com/containerd/containerd/v2
+  GOBIN=$1 go install -trimpath -ldflags "-s -w -X $mod/version.Version=$2" \
+    "$mod/cmd/containerd@$2" "$mod/cmd/containerd-shim-runc-v2@$2" "$mod/cmd/ctr@$2"
+}
+
+build_cni_plugins() {
+  local mod=github.com/containernetworking/plugins
+  GOBIN=$1 go install -trimpath -ldflags "-s -w" "$mod/plugins/main/bridge@$2" "$mod/plugins/main/loopback@$2" \
+    "$mod/plugins/ipam/host-local@$2" "$mod/plugins/meta/portmap@$2"
+}
+
+build_coredns() {
+  GOBIN=$1 go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$2"
+}
+
+# kube-router, run as a NetworkPolicy engine only (firewall mode).
+build_kube_router() {
+  GOBIN=$1 go install -trimpath -ldflags "-s -w" "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$2"
+}
+
+# tools/node-images: the pause and playground executor binaries (static) plus the Debian
+# busybox-static and bash-static binaries the executor image carries; images.py writes the OCI layouts.
+build_node_images() {
+  ( cd "$root/tools/node-images"
+    for c in pause executor; do go build -trimpath -ldflags "-s -w" -o "$1/$c" "./$c"; done )
+  cp /bin/busybox "$1/busybox" && cp /bin/bash-static "$1/bash"
+}
+
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds kube-validate checkov kubernetes etcd kwok kuberay registry)
 for t in "${tools[@]}"; do
@@ -154,6 +216,14 @@ for t in "${tools[@]}"; do
     kube-validate) build kube-validate "$KUBERNETES_VERSION" build_kube_validate "$root/tools/kube-validate" ;;
     checkov) build checkov "$CHECKOV_VERSION" build_checkov ;;
     registry) build registry "$REGISTRY_VERSION" build_registry ;;
+    node) bash "$root/hack/tools.sh" runc containerd cni-plugins coredns kube-router node-images kubernetes-node ;;
+    kubernetes-node) build kubernetes-node "$KUBERNETES_VERSION" build_kubernetes_node ;;
+    runc) bash "$root/hack/node-deps.sh" && build runc "$RUNC_VERSION" build_runc ;;
+    containerd) build containerd "$CONTAINERD_VERSION" build_containerd ;;
+    cni-plugins) build cni-plugins "$CNI_PLUGINS_VERSION" build_cni_plugins ;;
+    coredns) build coredns "$COREDNS_VERSION" build_coredns ;;
+    kube-router) build kube-router "$KUBE_ROUTER_VERSION" build_kube_router ;;
+    node-images) bash "$root/hack/node-deps.sh" && build node-images "$NODE_IMAGES_VERSION" build_node_images "$root/tools/node-images" ;;
     *) say "unknown tool: $t"; exit 2 ;;
   esac
 done

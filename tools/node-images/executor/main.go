@@ -1,0 +1,211 @@
+// executor: the playground's stand-in for the ubuntu-swe sandbox executor (not the real image).
+//
+//	executor [serve]              serve the executor API on $DOCKYARD_EXECUTOR_PORT (default 9090)
+//	executor post URL JSON        POST JSON to URL, print the answer; exit 0 on HTTP 200
+//	executor get URL              GET URL, print the answer; exit 0 on HTTP 200
+//	executor dial HOST:PORT [S]   open a TCP connection within S seconds (default 3); exit 0 if it opens
+//	executor alloc MIB            allocate and touch MIB MiB of memory, then exit 0
+//	executor listen ADDR TEXT     serve TEXT over HTTP on ADDR (a stand-in listener for tests)
+//
+// API: GET /health answers "ok"; POST /task/submit takes {"command": "sh text"} or
+// {"argv": ["prog", "arg"]} with an optional "timeout" in seconds (default 60) and answers
+// {"exit_code": N, "output": "...", "stdout": "...", "stderr": "..."}. The command runs in
+// $DOCKYARD_WORK_DIR when that exists. SIGUSR1 closes the listener (the process stays up and
+// stops answering), so tests can watch the kubelet's liveness probe restart it.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+type task struct {
+	Command string   `json:"command"`
+	Argv    []string `json:"argv"`
+	Timeout float64  `json:"timeout"`
+}
+
+type result struct {
+	ExitCode int    `json:"exit_code"`
+	Output   string `json:"output"`
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	Error    string `json:"error,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func submit(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeJSON(w, http.StatusMethodNotAllowed, result{ExitCode: -1, Error: "POST a JSON task"})
+		return
+	}
+	var t task
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&t); err != nil {
+		writeJSON(w, http.StatusBadRequest, result{ExitCode: -1, Error: "body is not a JSON task: " + err.Error()})
+		return
+	}
+	argv := t.Argv
+	if len(argv) == 0 {
+		if t.Command == "" {
+			writeJSON(w, http.StatusBadRequest, result{ExitCode: -1, Error: `give "command" (shell text) or "argv" (a list)`})
+			return
+		}
+		argv = []string{"/bin/sh", "-c", t.Command}
+	}
+	timeout := 60 * time.Second
+	if t.Timeout > 0 {
+		timeout = time.Duration(t.Timeout * float64(time.Second))
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	if dir := os.Getenv("DOCKYARD_WORK_DIR"); dir != "" {
+		if st, err := os.Stat(dir); err == nil && st.IsDir() {
+			cmd.Dir = dir
+		}
+	}
+	var out, stdout, stderr bytes.Buffer
+	cmd.Stdout = io.MultiWriter(&out, &stdout)
+	cmd.Stderr = io.MultiWriter(&out, &stderr)
+	err := cmd.Run()
+	res := result{Output: out.String(), Stdout: stdout.String(), Stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		res.ExitCode = exit.ExitCode()
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.ExitCode = 128 + int(ws.Signal())
+			res.Error = "killed by " + ws.Signal().String()
+		}
+	default:
+		res.ExitCode, res.Error = 127, err.Error()
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func serve() error {
+	port := os.Getenv("DOCKYARD_EXECUTOR_PORT")
+	if port == "" {
+		port = "9090"
+	}
+	ln, err := net.Listen("tcp", ":"+port)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("/task/submit", submit)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		for s := range sigs {
+			if s == syscall.SIGUSR1 {
+				fmt.Fprintln(os.Stderr, "executor: SIGUSR1, no longer answering")
+				_ = ln.Close()
+				continue
+			}
+			os.Exit(0)
+		}
+	}()
+	fmt.Fprintf(os.Stderr, "executor: serving on :%s\n", port)
+	err = http.Serve(ln, mux)
+	if errors.Is(err, net.ErrClosed) {
+		select {} // stay up, silent: the liveness probe decides
+	}
+	return err
+}
+
+func request(method, url, body string) error {
+	client := &http.Client{Timeout: 30 * time.Second}
+	req, err := http.NewRequest(method, url, bytes.NewBufferString(body))
+	if err != nil {
+		return err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(os.Stdout, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+func alloc(mib int) {
+	chunks := make([][]byte, 0, mib)
+	for i := 0; i < mib; i++ {
+		b := make([]byte, 1<<20)
+		for j := 0; j < len(b); j += 4096 {
+			b[j] = 1
+		}
+		chunks = append(chunks, b)
+	}
+	fmt.Printf("allocated %d MiB\n", len(chunks))
+}
+
+func main() {
+	args := os.Args[1:]
+	if len(args) == 0 {
+		args = []string{"serve"}
+	}
+	var err error
+	switch {
+	case args[0] == "serve":
+		err = serve()
+	case args[0] == "post" && len(args) == 3:
+		err = request(http.MethodPost, args[1], args[2])
+	case args[0] == "get" && len(args) == 2:
+		err = request(http.MethodGet, args[1], "")
+	case args[0] == "dial" && (len(args) == 2 || len(args) == 3):
+		secs := 3.0
+		if len(args) == 3 {
+			secs, _ = strconv.ParseFloat(args[2], 64)
+		}
+		var c net.Conn
+		if c, err = net.DialTimeout("tcp", args[1], time.Duration(secs*float64(time.Second))); err == nil {
+			fmt.Println("connected to", args[1])
+			c.Close()
+		}
+	case args[0] == "alloc" && len(args) == 2:
+		var mib int
+		if mib, err = strconv.Atoi(args[1]); err == nil {
+			alloc(mib)
+		}
+	case args[0] == "listen" && len(args) == 3:
+		text := args[2]
+		err = http.ListenAndServe(args[1], http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, text+"\n")
+		}))
+	default:
+		err = fmt.Errorf("usage: executor [serve] | post URL JSON | get URL | dial HOST:PORT [SECONDS] | alloc MIB | listen ADDR TEXT")
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "executor:", err)
+		os.Exit(1)
+	}
+}

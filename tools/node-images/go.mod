@@ -1,0 +1,3 @@
+module dockyard.local/node-images
+
+go 1.26
