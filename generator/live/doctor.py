@@ -115,6 +115,30 @@ def _requests(template: dict[str, Any]) -> dict[str, float]:
     return total
 
 
+def _release_row(kube: Kube, release: str, namespace: str) -> Row:
+    """Whose release of this name exists: ours (upgraded by `run`), another chart's (refused), or none."""
+    from kubernetes.client.exceptions import ApiException
+
+    from generator.live.guard import foreign_chart
+    from generator.live.snapshot import labels, release_records
+
+    try:
+        records = release_records(kube, release, namespace)
+    except ApiException as exc:
+        if exc.status != 403:
+            raise
+        return Row(WARN, "release", forbidden("list", "secrets", namespace, f"whether release {release} exists is unknown"))
+    if not records:
+        return Row(OK, "release", f"no release {release} in {namespace}: `run` installs it")
+    other = foreign_chart(records[-1])
+    if other:
+        return Row(FAIL, "release", f"{release} in {namespace} was made by {other}, not by dockyard-k8s's chart: "
+                   "run, rollback and uninstall refuse to touch it", "pick another name (--release NAME) or namespace")
+    last = labels(records[-1])
+    return Row(OK, "release", f"{release} revision {last.get('version')} ({last.get('status')}) is this chart's: "
+               "`run` upgrades it")
+
+
 def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namespace: str,
            rows: list[Row] | None = None) -> list[Row]:
     """The rows, appended to `rows` as they are made (the caller keeps them if a check raises)."""
@@ -164,6 +188,8 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     else:
         rows.append(Row(OK if ns_exists else WARN, "namespace", f"{namespace} exists" if ns_exists else f"{namespace} does not exist",
                         "" if ns_exists else "`run --create-namespace` creates it"))
+
+    rows.append(_release_row(kube, release, namespace))
 
     # RBAC: every verb the live path uses in the namespace, then the optional cluster-scope reads
     authz = client.AuthorizationV1Api(kube.api)

@@ -61,6 +61,8 @@ def test_foreign_release_is_never_touched(playground, namespace, release, capsys
         assert rc == 1, (argv, out, err)
         assert f"was made by chart {chart_name}-1.2.3, not by dockyard-k8s's chart" in err, err
         assert "nothing was changed" in err
+    rc, out, err = cli(capsys, "doctor", RECIPE, INFRA, "-n", namespace, "--kubeconfig", kc)
+    assert rc == 1 and f"small in {namespace} was made by chart {chart_name}-1.2.3" in out, out + err
     assert core.read_namespaced_config_map("small-recipe", namespace).data == {"precious": "yes"}
     assert core.read_namespaced_service("small-sandbox", namespace).spec.selector == {"app": "theirs"}
     listed = subprocess.run([_helm(), "history", "small", "-n", namespace, "--kubeconfig", kc, "-o", "json"],
