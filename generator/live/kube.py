@@ -237,8 +237,8 @@ class Kube:
             raise
 
     def namespace_deletion(self, name: str) -> str | None:
-        """Why and since when a namespace is being deleted (phase Terminating / deletionTimestamp set):
-        one line, or None when it is not, does not exist, or cannot be read."""
+        """'being deleted (since T): ...' when a namespace is (phase Terminating / deletionTimestamp set),
+        with what still holds it up; None when it is not, does not exist, or cannot be read."""
         from kubernetes.client.exceptions import ApiException
 
         try:
@@ -254,7 +254,7 @@ class Kube:
         # the namespace controller's conditions say what still holds the deletion up
         held = [c.get("message") for c in status.get("conditions") or []
                 if c.get("status") == "True" and c.get("message")]
-        return (f"namespace {name} is being deleted" + (f" (since {since})" if since else "")
+        return ("being deleted" + (f" (since {since})" if since else "")
                 + ": its objects are going away and nothing new can be created in it"
                 + (f"; {'; '.join(held)}" if held else ""))
 

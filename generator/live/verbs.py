@@ -115,7 +115,7 @@ def _scope(namespace: str | None) -> str:
 def _deleting(kube: Kube, namespace: str) -> str:
     """'; namespace X is being deleted ...' when it is, else ''."""
     why = kube.namespace_deletion(namespace)
-    return f"; {why}" if why else ""
+    return f"; namespace {namespace} is {why}" if why else ""
 
 
 # status --------------------------------------------------------------------------------------------
@@ -124,7 +124,7 @@ def status_table(snap: Snapshot) -> str:
     lines = [f"release    {snap.release}  namespace {snap.namespace}  revision {snap.revision or '-'}  "
              f"{snap.release_status or 'not installed'}" + (f"  (updated {snap.updated})" if snap.updated else "")]
     if snap.namespace_deleting:
-        lines.append(f"namespace  {snap.namespace_deleting}")
+        lines.append(f"namespace  {snap.namespace} is {snap.namespace_deleting}")
     if snap.rayjob:
         j = snap.rayjob
         extra = f"  — {j['message']}" if j.get("message") else ""
