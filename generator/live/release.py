@@ -99,9 +99,12 @@ class HelmTimedOut(Exception):
 class Helm:
     """The release verbs over the chosen helm (the pinned Helm 3, `--helm` or $DOCKYARD_HELM), Helm 3 or 4.
 
-    One code path for both majors: pyhelm3 builds the same argv; the only difference is the name of the
-    roll-back-on-failure flag (`--atomic` in Helm 3, `--rollback-on-failure` in Helm 4, where `--atomic`
-    is deprecated), passed as pyhelm3's `atomic_arg`. `--wait` alone is Helm 4's default `watcher`
+    One code path for both majors: pyhelm3 builds the same argv, with two differences for Helm 4: the
+    roll-back-on-failure flag is `--rollback-on-failure` (Helm 3 only knows `--atomic`, which Helm 4
+    deprecates), passed as pyhelm3's `atomic_arg`; and `--server-side=false`, Helm 3's client-side
+    three-way merge: with Helm 4's default server-side apply the KubeRay operator co-owns
+    `.spec.rayClusterSpec.workerGroupSpecs` of the RayJob, so an upgrade and its roll-back fail on a
+    field-manager conflict (found by the live tests). `--wait` alone is Helm 4's default `watcher`
     strategy and Helm 3's readiness checks; the JSON of upgrade/history/list is the same in both.
     """
 
@@ -113,6 +116,7 @@ class Helm:
         self.version = supported_helm()
         self.chart, self.chart_version = chart_ref()
         self.atomic_arg = "--atomic" if self.version.major == 3 else "--rollback-on-failure"
+        self.server_side = None if self.version.major == 3 else "false"  # rollback's "auto" follows it
         self.cmd = _exec_command_class()(executable=self.version.path, kubeconfig=kube.kubeconfig,
                                          kubecontext=kube.context, default_timeout="600s", history_max_revisions=10)
         self.cmd.deadline = deadline
@@ -134,7 +138,7 @@ class Helm:
         return self._run(self.cmd.install_or_upgrade(
             release, self.chart, values, atomic=True, atomic_arg=self.atomic_arg, create_namespace=False,
             namespace=namespace, timeout=seconds(timeout), wait=True, description=description,
-            version=self.chart_version,
+            version=self.chart_version, server_side=self.server_side,
         ), f"helm upgrade --install {release}")
 
     def rollback(self, release: str, namespace: str, revision: int | None, *, timeout: float) -> None:

@@ -1,19 +1,26 @@
-"""Live tests: one playground cluster per test session.
+"""Live tests: one playground cluster per test session, the session's own.
 
-The `playground` fixture reuses a healthy playground in the default state folder
-($DOCKYARD_PLAYGROUND_DIR or ~/.local/state/dockyard-k8s/playground) and otherwise starts one
-there, which it then stops at the end of the session. Every test under tests/live is marked `live`.
+The `playground` fixture starts a playground in a folder of its own,
+${XDG_STATE_HOME:-~/.local/state}/dockyard-k8s/test-playgrounds/session-<pid> (free loopback ports, like
+every playground), and stops it at the end of the session. It never uses, stops or changes the user's
+playground (the default state folder, $DOCKYARD_PLAYGROUND_DIR) or the user's releases: for the
+session KUBECONFIG and $DOCKYARD_PLAYGROUND_DIR point at the session's playground, and helm's
+config, cache and data folders at the session folder. Folders left by a killed session (its pid
+gone) are stopped and removed at the next session's start. Every test under tests/live is marked `live`.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from session_env import SESSION_PREFIX, sessions_root, user_state_dir
 
 LIVE_DIR = Path(__file__).resolve().parent
 
@@ -57,36 +64,78 @@ class Playground:
         return config.new_client_from_config(config_file=self.kubeconfig)
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _reap_dead_sessions(root: Path, down) -> None:
+    """Stop and remove playgrounds of test sessions that are gone (killed before their teardown)."""
+    for folder in sorted(root.glob(SESSION_PREFIX + "*")) if root.is_dir() else []:
+        pid = folder.name[len(SESSION_PREFIX):]
+        if pid.isdigit() and (int(pid) == os.getpid() or not _pid_alive(int(pid))):
+            down(folder, out=io.StringIO())
+    for lock in root.glob(f".{SESSION_PREFIX}*.lock") if root.is_dir() else []:
+        pid = lock.name[len(SESSION_PREFIX) + 1:-len(".lock")]
+        if pid.isdigit() and not _pid_alive(int(pid)) and not (root / lock.name[1:-len(".lock")]).exists():
+            lock.unlink(missing_ok=True)
+
+
 @pytest.fixture(scope="session")
 def playground():
-    from generator.playground import default_state_dir
-    from generator.playground.cluster import COMPONENTS, component_health, down, load_state, up
+    from generator.playground.cluster import down, load_state, up
     from generator.playground.nodes import Shape
 
-    state_dir = default_state_dir()
-    state = load_state(state_dir)
-    reuse = bool(state) and not state.get("failed") and all(component_health(state, c)[0] for c in COMPONENTS)
-    if not reuse:
+    root = sessions_root()
+    _reap_dead_sessions(root, down)
+    state_dir = root / f"{SESSION_PREFIX}{os.getpid()}"
+    assert state_dir != user_state_dir()
+    saved = {k: os.environ.get(k) for k in ("KUBECONFIG", "DOCKYARD_PLAYGROUND_DIR", "HELM_CONFIG_HOME",
+                                            "HELM_CACHE_HOME", "HELM_DATA_HOME")}
+    try:
         out = io.StringIO()
         t0 = time.monotonic()
         rc = up(state_dir, Shape(**SESSION_SHAPE), timeout=180, out=out)
         if rc != 0:
             pytest.fail(f"playground up failed (exit {rc}):\n{out.getvalue()}", pytrace=False)
-        print(f"\nplayground started in {time.monotonic() - t0:.1f} s at {state_dir}")
+        print(f"\nsession playground started in {time.monotonic() - t0:.1f} s at {state_dir}")
         state = load_state(state_dir)
-    pg = Playground(
-        state_dir=state_dir,
-        kubeconfig=state["kubeconfig"],
-        server=state["server"],
-        shape=state["shape"],
-        started_here=not reuse,
-        state=state,
-    )
-    try:
-        yield pg
+        os.environ.update(KUBECONFIG=state["kubeconfig"], DOCKYARD_PLAYGROUND_DIR=str(state_dir),
+                          **{k: str(state_dir / "helm" / k.split("_")[1].lower())
+                             for k in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME")})
+        yield Playground(
+            state_dir=state_dir,
+            kubeconfig=state["kubeconfig"],
+            server=state["server"],
+            shape=state["shape"],
+            started_here=True,
+            state=state,
+        )
     finally:
-        if pg.started_here:
-            down(state_dir, out=io.StringIO())
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        down(state_dir, out=io.StringIO())
+        (root / f".{state_dir.name}.lock").unlink(missing_ok=True)
+
+
+@pytest.fixture(params=["helm3", "helm4"])
+def helm(request, monkeypatch):
+    """Run the test once per Helm major: the CLI's helm is picked by $DOCKYARD_HELM (the pinned Helm 3,
+    or the pinned Helm 4). Yields the major."""
+    from generator.helm import HELM_ENV, supported_helm
+    from generator.tools import tool_dir
+
+    monkeypatch.setenv(HELM_ENV, str(tool_dir({"helm3": "helm", "helm4": "helm4"}[request.param]) / "helm"))
+    assert supported_helm().major == int(request.param[-1])
+    return int(request.param[-1])
 
 
 @pytest.fixture(scope="session")

@@ -41,7 +41,7 @@ def _sandbox_cpu(playground, namespace) -> str:
     return dep.spec.template.spec.containers[0].resources.requests["cpu"]
 
 
-def test_run_wait_status_logs_history_uninstall(playground, namespace, release, capsys):
+def test_run_wait_status_logs_history_uninstall(playground, namespace, release, capsys, helm):
     kc = playground.kubeconfig
     t0 = time.monotonic()
     rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120)
@@ -99,7 +99,7 @@ def test_status_reads_a_bounded_number_of_api_calls(playground, namespace, relea
     assert small.calls == big.calls <= 8
 
 
-def test_failed_first_install_leaves_nothing(playground, namespace, release, capsys, tmp_path):
+def test_failed_first_install_leaves_nothing(playground, namespace, release, capsys, tmp_path, helm):
     huge = infra_variant(tmp_path, "huge.yaml", lambda d: d["sandbox"]["resources"].update(cpu="500"))
     rc, out, err = cli(capsys, "run", RECIPE, huge, "-n", namespace, "--kubeconfig", playground.kubeconfig,
                        "--timeout", 8, "-q")
@@ -117,7 +117,7 @@ def test_failed_first_install_leaves_nothing(playground, namespace, release, cap
     assert leftovers(k, "small", namespace) == []
 
 
-def test_failed_upgrade_keeps_previous_revision_and_rollback_restores_spec(playground, namespace, release, capsys, tmp_path):
+def test_failed_upgrade_keeps_previous_revision_and_rollback_restores_spec(playground, namespace, release, capsys, tmp_path, helm):
     kc = playground.kubeconfig
     assert cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--kubeconfig", kc, "--timeout", 60)[0] == 0
     assert _sandbox_cpu(playground, namespace) == "250m"

@@ -81,10 +81,10 @@ def test_live_verbs_refuse_an_unsupported_helm_and_pick_helm4s_flag(tmp_path):
         Helm(kube)
     with using(str(HELM4), "oci://127.0.0.1:1/charts/dockyard", "1.2.3"):
         h = Helm(kube)
-        assert (h.version.major, h.atomic_arg, h.chart, h.chart_version) == (4, "--rollback-on-failure",
-                                                                              "oci://127.0.0.1:1/charts/dockyard", "1.2.3")
+        assert (h.version.major, h.atomic_arg, h.server_side, h.chart, h.chart_version) == (
+            4, "--rollback-on-failure", "false", "oci://127.0.0.1:1/charts/dockyard", "1.2.3")
     h = Helm(kube)
-    assert (h.version.major, h.atomic_arg, h.chart_version) == (3, "--atomic", None)
+    assert (h.version.major, h.atomic_arg, h.server_side, h.chart_version) == (3, "--atomic", None, None)
     assert h.chart == str(REPO / "charts" / "dockyard")
 
 

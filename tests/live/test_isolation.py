@@ -1,0 +1,82 @@
+"""The test suite never uses or disturbs the user's playground or releases (issue: `make demo` then
+`make test` failed 11 live tests because both shared the default playground, the demo's job holding
+every GPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from live_helpers import INFRA, RECIPE
+from session_env import SESSION_PREFIX, USER_ENV, sessions_root, user_state_dir
+from generator.tools import REPO
+
+pytestmark = pytest.mark.timeout(420)
+
+# An inner test session: a live test that needs all 16 GPUs of a fresh session playground.
+INNER = "tests/live/test_live_run.py::test_run_wait_status_logs_history_uninstall[helm3]"
+
+
+def test_session_playground_is_its_own(playground):
+    from generator.playground import default_state_dir
+    from generator.playground.cluster import load_state
+
+    assert playground.state_dir.parent == sessions_root()
+    assert playground.state_dir.name == f"{SESSION_PREFIX}{os.getpid()}"
+    assert playground.state_dir != user_state_dir()
+    # everything that resolves "the playground" or "the cluster" inside the session lands on the session's
+    assert default_state_dir() == playground.state_dir
+    assert os.environ["KUBECONFIG"] == playground.kubeconfig != USER_ENV["KUBECONFIG"]
+    assert os.environ["HELM_CONFIG_HOME"].startswith(str(playground.state_dir))
+    user = load_state(user_state_dir())
+    if user:  # a user's playground is running: no port and no kubeconfig in common
+        assert not set(user["ports"].values()) & set(playground.state["ports"].values())
+        assert user["kubeconfig"] != playground.kubeconfig
+
+
+def _cli(env: dict, *argv, timeout: float = 200) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "generator", *map(str, argv)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_session_beside_a_users_busy_playground_leaves_it_alone(tmp_path):
+    """A user's playground at the default folder, with a release holding every GPU and KUBECONFIG
+    exported: a test session started then runs on its own playground, passes, and leaves the user's
+    playground, processes and release exactly as they were."""
+    from generator.playground.cluster import COMPONENTS, component_health, load_state
+
+    home = tmp_path / "state"  # the user's XDG_STATE_HOME: default playground home/dockyard-k8s/playground
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("KUBECONFIG", "DOCKYARD_PLAYGROUND_DIR", "HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME")}
+    env.update(XDG_STATE_HOME=str(home), PYTHONUNBUFFERED="1")
+    user_dir = home / "dockyard-k8s" / "playground"
+    up = _cli(env, "playground", "up", "--gpu-nodes", 2, "--cpu-nodes", 1, "--timeout", 180)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        before = load_state(user_dir)
+        env["KUBECONFIG"] = before["kubeconfig"]  # as the README's `export KUBECONFIG=...` leaves it
+        run = _cli(env, "run", RECIPE, INFRA, "-n", "dockyard", "--create-namespace", "--wait", "--timeout", 150)
+        assert run.returncode == 0, run.stdout + run.stderr  # the user's job: all 16 GPUs taken
+
+        inner = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", INNER],
+                               cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert inner.returncode == 0, inner.stdout[-3000:] + inner.stderr[-2000:]
+        assert "1 passed" in inner.stdout
+
+        after = load_state(user_dir)
+        assert after == before  # same processes, ports, kubeconfig
+        assert all(component_health(after, c)[0] for c in COMPONENTS)
+        st = _cli(env, "status", "small", "-n", "dockyard", "-o", "json", timeout=60)
+        assert st.returncode == 0, st.stderr
+        status = json.loads(st.stdout)
+        assert (status["revision"], status["release_status"], status["ready"]) == (1, "deployed", True)
+        # the inner session stopped its own playground and left no folder behind
+        assert not list((home / "dockyard-k8s" / "test-playgrounds").glob(SESSION_PREFIX + "*"))
+    finally:
+        _cli(env, "playground", "down", timeout=60)
+    assert not user_dir.exists()
