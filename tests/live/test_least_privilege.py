@@ -203,6 +203,10 @@ def test_status_says_the_namespace_is_being_deleted(playground, k8s, namespace, 
 
         rc, out, err = cli(capsys, "status", "other", "-n", namespace, "--kubeconfig", kc)
         assert rc == 1 and f"release other not found in namespace {namespace}; namespace {namespace} is being deleted" in err
+
+        rc, out, err = cli(capsys, "doctor", RECIPE, attach, "-n", namespace, "--kubeconfig", kc)
+        assert rc == 1 and f"✗ namespace                {namespace} is being deleted (since " in out, out + err
+        assert f"! PodSecurity admission    namespace {namespace} is being deleted: nothing can be created in it" in out
     finally:
         core.patch_namespaced_secret(secret.metadata.name, namespace, {"metadata": {"finalizers": None}})
         wait(lambda: namespace not in {n.metadata.name for n in core.list_namespace().items}, 60, f"{namespace} gone")
