@@ -57,7 +57,7 @@ def _up(args: argparse.Namespace) -> int:
         node_cpu=args.node_cpu,
         node_memory=args.node_memory,
     )
-    return up(_state_dir(args), shape, timeout=args.timeout)
+    return up(_state_dir(args), shape, timeout=args.timeout, real_node=args.real_node)
 
 
 def _down(args: argparse.Namespace) -> int:
@@ -94,6 +94,9 @@ def add_parser(subparsers) -> None:
     up.add_argument("--node-cpu", default="64", metavar="C", help="cpu capacity of every node (default 64)")
     up.add_argument("--node-memory", default="512Gi", metavar="X", help="memory capacity of every node (default 512Gi)")
     up.add_argument("--timeout", type=float, default=120.0, metavar="S", help="give up after S seconds (default 120)")
+    up.add_argument("--real-node", action="store_true",
+                    help="add one real CPU node (kubelet, containerd, CNI, kube-proxy, CoreDNS, kube-router) in "
+                         "namespaces of its own; needs root, cgroup v1 and `bash hack/tools.sh node`")
     common(up)
     up.set_defaults(func=_up)
 

@@ -485,7 +485,7 @@ def _cluster_ready(state: dict, expected_nodes: int) -> tuple[bool, str]:
     return True, "ready"
 
 
-def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.stdout) -> int:
+def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.stdout, real_node: bool = False) -> int:
     def say(msg: str) -> None:
         print(msg, file=out, flush=True)
 
@@ -493,6 +493,9 @@ def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.
         state = load_state(state_dir)
         if state and not state.get("failed"):
             unhealthy = [(n, d) for n in COMPONENTS for ok, d in [component_health(state, n)] if not ok]
+            unhealthy += [(n, d) for n, ok, d in _node_health(state) if not ok]  # the real node, if any
+            if real_node != bool(state.get("real_node")):
+                unhealthy.append(("real node", "wanted" if real_node else "not wanted"))
             if not unhealthy:
                 say(f"playground already running ({state_dir})")
                 if state.get("shape") != asdict(shape):
@@ -501,6 +504,7 @@ def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.
                 return 0
             say(f"playground at {state_dir} is not healthy ({'; '.join(f'{n}: {d}' for n, d in unhealthy)}); restarting it")
         if state:
+            _node_teardown(state_dir, state, say)
             procs.stop(list(reversed(records(state))))
         if state_dir.exists():
             if not _removable(state_dir):
@@ -512,10 +516,11 @@ def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.
         except UpError as exc:
             say(f"error: {exc}")
             return 1
-        return _fresh_up(state_dir, shape, bins, timeout, say)
+        return _fresh_up(state_dir, shape, bins, timeout, say, real_node)
 
 
-def _fresh_up(state_dir: Path, shape: Shape, bins: dict[str, str], timeout: float, say: Callable[[str], None]) -> int:
+def _fresh_up(state_dir: Path, shape: Shape, bins: dict[str, str], timeout: float, say: Callable[[str], None],
+              real_node: bool = False) -> int:
     from generator.playground import pki
     from generator.playground.nodes import manifests
     from generator.tools import tool_dir
@@ -554,6 +559,11 @@ def _fresh_up(state_dir: Path, shape: Shape, bins: dict[str, str], timeout: floa
         _write_yaml(state_dir / "kwok.yaml", _kwok_config(state_dir, tool_dir("kwok"), 40))
         save_state(state_dir, state)
         argv = _argv(state, bins, state_dir)
+        if real_node:  # generator/playground/node: checks, identities, the control plane's flags
+            from generator.playground import node as real
+
+            real.prepare(state, state_dir, argv, say)
+            save_state(state_dir, state)
 
         _start(state, state_dir, "etcd", argv["etcd"])
         _wait("etcd", _alive_check(state, "etcd"), deadline, "etcd")
@@ -573,6 +583,8 @@ def _fresh_up(state_dir: Path, shape: Shape, bins: dict[str, str], timeout: floa
                env={"KUBECONFIG": str(state_dir / "kubeconfigs" / "kuberay-operator.kubeconfig")})
         expected = shape.gpu_nodes + shape.cpu_nodes
         _wait("all components healthy and nodes Ready", lambda: _cluster_ready(state, expected), deadline)
+        if real_node:
+            real.start(state, state_dir, say, time.monotonic() + max(timeout, 240.0))
     except BaseException as exc:  # noqa: BLE001 - stop what we started on any failure, Ctrl-C too
         component = getattr(exc, "component", None)
         say(f"error: playground start-up failed: {exc}")
@@ -582,6 +594,7 @@ def _fresh_up(state_dir: Path, shape: Shape, bins: dict[str, str], timeout: floa
             say(traceback.format_exc().rstrip())
         if component and component in state.get("components", {}):
             say(f"--- last lines of {state['components'][component]['log']}:\n{procs.tail(state['components'][component]['log'])}")
+        _node_teardown(state_dir, state, say)
         procs.stop(list(reversed(records(state))))
         state["failed"] = True
         with contextlib.suppress(OSError):
@@ -623,6 +636,9 @@ def status(state_dir: Path, out: TextIO = sys.stdout) -> int:
         ok, detail = component_health(state, name)
         healthy &= ok
         say(f"  {name:<25} {'ok  ' if ok else 'DOWN'} {detail}")
+    for name, ok, detail in _node_health(state):
+        healthy &= ok
+        say(f"  {name:<25} {'ok  ' if ok else 'DOWN'} {detail}")
     if healthy:
         _print_summary(state, say)
     return 0 if healthy and not state.get("failed") else 1
@@ -636,11 +652,16 @@ def down(state_dir: Path, out: TextIO = sys.stdout) -> int:
         state = load_state(state_dir)
         if not state:
             if state_dir.exists() and (state_dir / STATE_FILE).exists():
+                if _node_teardown(state_dir, None, say):
+                    return 1
                 shutil.rmtree(state_dir)  # a start-up that died before recording any process
                 say(f"removed {state_dir} (no process was recorded)")
             else:
                 say(f"no playground at {state_dir}")
             return 0
+        if _node_teardown(state_dir, state, say):
+            say("error: the real node could not be removed completely (see above); run `down` again")
+            return 1
         recs = records(state)
         # stop the operator and kwok first, etcd last
         stopped = procs.stop(list(reversed(recs)))
@@ -651,6 +672,23 @@ def down(state_dir: Path, out: TextIO = sys.stdout) -> int:
         shutil.rmtree(state_dir)
         say(f"playground down: stopped {len(stopped)} processes ({', '.join(stopped) or 'none running'}); removed {state_dir}")
         return 0
+
+
+def _node_health(state: dict) -> list[tuple[str, bool, str]]:
+    if not state.get("real_node"):
+        return []
+    from generator.playground import node
+
+    return node.health(state)
+
+
+def _node_teardown(state_dir: Path, state: dict | None, say: Callable[[str], None]) -> list[str]:
+    """Remove the real node (generator/playground/node) when this playground has or had one."""
+    if not (state or {}).get("real_node") and not (state_dir / "node").exists():
+        return []
+    from generator.playground import node
+
+    return node.teardown(state_dir, state, say)
 
 
 def pids(state_dir: Path) -> list[int]:

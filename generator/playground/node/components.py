@@ -1,0 +1,223 @@
+"""The real node's components: each one's configuration files and command line (no process handling).
+
+containerd (+ runc, CNI bridge) runs the pods; kubelet registers the node; kube-proxy (iptables
+mode) routes Service ClusterIPs; kube-router (firewall only) enforces NetworkPolicy; CoreDNS
+answers *.svc.cluster.local on the node's address. All of them run inside the node's network and
+mount namespaces (host.in_node) and reach the apiserver through the loopback relay.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.playground.node import spec as S
+
+# start order; `down` stops them in reverse (containerd last: its shims are then killed by host.py)
+ORDER = ["relay", "containerd", "kubelet", "kube-proxy", "kube-router", "coredns"]
+# identities in the apiserver's token file: user, uid, groups
+IDENTITIES = {
+    "kubelet": (f"system:node:{S.NODE_NAME}", "dockyard-node", ["system:nodes"]),
+    "kube-proxy": ("system:kube-proxy", "dockyard-kube-proxy", []),  # bound to system:node-proxier by default
+    # playground-only shortcut: the policy engine and DNS read cluster-wide, so they get admin
+    "kube-router": ("system:kube-router", "dockyard-kube-router", ["system:masters"]),
+    "coredns": ("system:coredns", "dockyard-coredns", ["system:masters"]),
+}
+
+
+@dataclass(frozen=True)
+class Binaries:
+    containerd: Path  # dir with containerd, containerd-shim-runc-v2, ctr
+    runc: Path  # dir with runc
+    cni: Path  # dir with bridge, host-local, loopback, portmap
+    kubernetes_node: Path  # dir with kubelet, kube-proxy
+    kube_router: Path
+    coredns: Path
+    images: Path  # node-images dir
+
+
+def containerd_config(spec: S.NodeSpec, bins: Binaries, pause_ref: str) -> str:
+    d = spec.containerd_dir
+    q = json.dumps  # TOML basic strings accept JSON string escapes
+    return f"""version = 3
+root = {q(str(d / 'root'))}
+state = {q(str(d / 'state'))}
+imports = []
+# NRI would create /var/run/nri on the host; nothing here needs it
+disabled_plugins = ["io.containerd.nri.v1.nri"]
+
+[grpc]
+  address = {q(str(spec.containerd_sock))}
+
+[ttrpc]
+  address = {q(str(spec.containerd_sock) + '.ttrpc')}
+
+[debug]
+  level = "info"
+
+[plugins.'io.containerd.internal.v1.opt']
+  path = {q(str(d / 'opt'))}  # default /opt/containerd: on the host
+
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = {q(pause_ref)}
+
+[plugins.'io.containerd.cri.v1.runtime']
+  # no CAP_SYS_RESOURCE in this VM: runc must not lower oom_score_adj
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  netns_mounts_under_state_dir = true
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
+    default_runtime_name = "runc"
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        BinaryName = {q(str(bins.runc / 'runc'))}
+        Root = {q(str(d / 'runc'))}
+        SystemdCgroup = false
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = [{q(str(bins.cni))}]
+    conf_dir = {q(str(spec.cni_conf_dir))}
+
+[plugins.'io.containerd.grpc.v1.cri']
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+"""
+
+
+def cni_conflist(spec: S.NodeSpec) -> dict:
+    return {
+        "cniVersion": "1.0.0",
+        "name": "dockyard-playground",
+        "plugins": [
+            {
+                "type": "bridge",
+                "bridge": "cni0",
+                "isGateway": True,
+                "ipMasq": False,
+                "hairpinMode": True,
+                "ipam": {
+                    "type": "host-local",
+                    "ranges": [[{"subnet": S.POD_CIDR, "gateway": S.POD_GATEWAY}]],
+                    "routes": [{"dst": "0.0.0.0/0"}],
+                    "dataDir": str(spec.root / "cni" / "ipam"),
+                },
+            },
+            {"type": "portmap", "capabilities": {"portMappings": True}},
+        ],
+    }
+
+
+def kubelet_config(spec: S.NodeSpec, ca_file: str, serving: tuple[str, str]) -> dict:
+    return {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "failCgroupV1": False,  # this machine has cgroup v1 only
+        "cgroupDriver": "cgroupfs",
+        "cgroupRoot": spec.cgroup_root,
+        "containerRuntimeEndpoint": f"unix://{spec.containerd_sock}",
+        "address": S.NODE_IP,
+        "port": 10250,
+        "readOnlyPort": 0,
+        "healthzBindAddress": "127.0.0.1",
+        "healthzPort": S.KUBELET_HEALTHZ_PORT,
+        "tlsCertFile": serving[0],
+        "tlsPrivateKeyFile": serving[1],
+        # only the apiserver (client certificate from the playground CA) may call the kubelet
+        "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": False}, "x509": {"clientCAFile": ca_file}},
+        "authorization": {"mode": "AlwaysAllow"},
+        "clusterDNS": [S.DNS_IP],
+        "clusterDomain": S.CLUSTER_DOMAIN,
+        "resolvConf": "",
+        "podLogsDir": str(spec.root / "pod-logs"),
+        "failSwapOn": False,
+        "protectKernelDefaults": False,  # its writes land in scratch files (host.py)
+        "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%", "nodefs.inodesFree": "1%"},
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+        "maxPods": 40,
+        "serializeImagePulls": False,
+        "shutdownGracePeriod": "0s",
+        "rotateCertificates": False,
+        "serverTLSBootstrap": False,
+    }
+
+
+def kube_proxy_config(spec: S.NodeSpec) -> dict:
+    return {
+        "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+        "kind": "KubeProxyConfiguration",
+        "mode": "iptables",
+        "clientConnection": {"kubeconfig": str(spec.kubeconfig("kube-proxy"))},
+        "hostnameOverride": spec.name,
+        "bindAddress": S.NODE_IP,
+        "healthzBindAddress": f"127.0.0.1:{S.KUBE_PROXY_HEALTHZ_PORT}",
+        "metricsBindAddress": "127.0.0.1:10249",
+        "clusterCIDR": S.POD_CIDR,
+        # masquerade everything: pod -> Service -> pod on the same bridge works without relying on
+        # bridge netfilter; conntrack sizes and timeouts (global settings) are left alone
+        "iptables": {"masqueradeAll": True, "localhostNodePorts": False},
+        "conntrack": {"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s",
+                      "udpTimeout": "0s", "udpStreamTimeout": "0s"},
+        "nodePortAddresses": [f"{S.NODE_IP}/32"],
+    }
+
+
+def corefile(spec: S.NodeSpec) -> str:
+    # no `forward`: names outside the cluster get no answer from anywhere (the network rule)
+    return f""".:53 {{
+    bind {S.DNS_IP}
+    errors
+    health 127.0.0.1:{S.COREDNS_HEALTH_PORT}
+    kubernetes {S.CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{
+        kubeconfig {spec.kubeconfig('coredns')} dockyard-playground
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 5
+    }}
+    cache 5
+}}
+"""
+
+
+def argv(name: str, spec: S.NodeSpec, bins: Binaries, apiserver_port: int, python: str) -> list[str]:
+    c = spec.config_dir
+    return {
+        "relay": [python, "-m", "generator.playground.node.relay", str(spec.netns_file), str(apiserver_port)],
+        "containerd": [str(bins.containerd / "containerd"), f"--config={c / 'containerd.toml'}"],
+        "kubelet": [
+            str(bins.kubernetes_node / "kubelet"),
+            f"--config={c / 'kubelet.yaml'}",
+            f"--kubeconfig={spec.kubeconfig('kubelet')}",
+            f"--root-dir={spec.kubelet_dir}",
+            f"--hostname-override={spec.name}",
+            f"--node-ip={S.NODE_IP}",
+            "--v=1",
+        ],
+        "kube-proxy": [str(bins.kubernetes_node / "kube-proxy"), f"--config={c / 'kube-proxy.yaml'}", "--v=1"],
+        "kube-router": [
+            str(bins.kube_router / "kube-router"),
+            f"--kubeconfig={spec.kubeconfig('kube-router')}",
+            "--run-firewall=true",
+            "--run-router=false",
+            "--run-service-proxy=false",
+            "--enable-cni=false",
+            f"--hostname-override={spec.name}",
+            f"--service-cluster-ip-range={S.SERVICE_CIDR}",
+            "--metrics-port=0",
+            f"--health-port={S.KUBE_ROUTER_HEALTH_PORT}",
+        ],
+        "coredns": [str(bins.coredns / "coredns"), "-conf", str(c / "Corefile")],
+    }[name]
+
+
+def health_port(name: str) -> tuple[int, str] | None:
+    """(port, path) of a component's health endpoint on the node namespace's loopback."""
+    return {
+        "kubelet": (S.KUBELET_HEALTHZ_PORT, "/healthz"),
+        "kube-proxy": (S.KUBE_PROXY_HEALTHZ_PORT, "/livez"),
+        "kube-router": (S.KUBE_ROUTER_HEALTH_PORT, "/healthz"),
+        "coredns": (S.COREDNS_HEALTH_PORT, "/health"),
+    }.get(name)

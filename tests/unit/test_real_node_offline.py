@@ -1,0 +1,156 @@
+"""The real node's pieces that need no root and no cluster: images, configs, flags, names, checks."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from generator.playground.node import components as C
+from generator.playground.node import images
+from generator.playground.node import spec as S
+
+
+def _fake_bins(tmp: Path) -> Path:
+    for name in ("pause", "executor", "busybox", "bash"):
+        (tmp / name).write_bytes(f"#!{name}\n".encode() * 10)
+    return tmp
+
+
+def _members(tar_path: Path) -> dict[str, bytes]:
+    with tarfile.open(tar_path) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def test_oci_layouts_are_complete_and_content_addressed(tmp_path):
+    out = images.ensure_layouts(_fake_bins(tmp_path), "7")
+    assert out["pause"][0] == "dockyard.local/pause:7"
+    assert out["executor"][0] == "dockyard.local/playground-executor:7"
+    files = _members(out["executor"][1])
+    for name, data in files.items():
+        if name.startswith("blobs/sha256/"):
+            assert hashlib.sha256(data).hexdigest() == name.rsplit("/", 1)[1]
+    index = json.loads(files["index.json"])
+    desc = index["manifests"][0]
+    assert desc["annotations"]["io.containerd.image.name"] == "dockyard.local/playground-executor:7"
+    manifest = json.loads(files["blobs/sha256/" + desc["digest"].split(":")[1]])
+    config = json.loads(files["blobs/sha256/" + manifest["config"]["digest"].split(":")[1]])
+    layer = files["blobs/sha256/" + manifest["layers"][0]["digest"].split(":")[1]]
+    assert config["rootfs"]["diff_ids"] == ["sha256:" + hashlib.sha256(layer).hexdigest()]
+    assert config["config"]["Entrypoint"] == ["/executor"]
+    with tarfile.open(fileobj=io.BytesIO(layer)) as rootfs:
+        entries = {m.name: m for m in rootfs.getmembers()}
+    assert entries["bin/sh"].issym() and entries["bin/sh"].linkname == "busybox"
+    assert entries["bin/bash"].isfile() and entries["executor"].mode & 0o111
+    assert entries["tmp"].mode == 0o1777
+    assert all(m.mtime == 0 and m.uid == 0 for m in entries.values())
+
+
+def test_oci_layouts_are_reproducible_and_cached(tmp_path):
+    bins = _fake_bins(tmp_path)
+    first = images.ensure_layouts(bins, "1")["executor"][1]
+    data = first.read_bytes()
+    first.unlink()
+    assert images.ensure_layouts(bins, "1")["executor"][1].read_bytes() == data
+    first.write_bytes(b"kept")  # an existing tarball is reused, not rewritten
+    assert images.ensure_layouts(bins, "1")["executor"][1].read_bytes() == b"kept"
+
+
+def _bins(tmp: Path) -> C.Binaries:
+    return C.Binaries(*(tmp / n for n in ("containerd", "runc", "cni", "k8s", "kr", "dns", "img")))
+
+
+def test_containerd_config_fits_this_vm(tmp_path):
+    spec = S.NodeSpec(tmp_path / "pg")
+    cfg = tomllib.loads(C.containerd_config(spec, _bins(tmp_path), "dockyard.local/pause:1"))
+    runtime = cfg["plugins"]["io.containerd.cri.v1.runtime"]
+    assert runtime["restrict_oom_score_adj"] is True  # no CAP_SYS_RESOURCE here
+    assert runtime["containerd"]["runtimes"]["runc"]["options"]["SystemdCgroup"] is False
+    assert cfg["plugins"]["io.containerd.cri.v1.images"]["pinned_images"]["sandbox"] == "dockyard.local/pause:1"
+    assert "io.containerd.nri.v1.nri" in cfg["disabled_plugins"]
+    # every path containerd writes is under the playground's state folder
+    for path in (cfg["root"], cfg["state"], cfg["grpc"]["address"], runtime["containerd"]["runtimes"]["runc"]["options"]["Root"]):
+        assert path.startswith(str(tmp_path / "pg" / "node"))
+
+
+def test_kubelet_config_fits_this_vm_and_trusts_only_the_ca(tmp_path):
+    spec = S.NodeSpec(tmp_path / "pg")
+    cfg = C.kubelet_config(spec, "/ca.crt", ("/s.crt", "/s.key"))
+    assert cfg["failCgroupV1"] is False and cfg["cgroupDriver"] == "cgroupfs"
+    assert cfg["cgroupRoot"] == spec.cgroup_root and cfg["readOnlyPort"] == 0
+    assert cfg["authentication"]["anonymous"]["enabled"] is False
+    assert cfg["authentication"]["x509"]["clientCAFile"] == "/ca.crt"
+    assert cfg["clusterDNS"] == [S.NODE_IP] and cfg["address"] == S.NODE_IP
+
+
+def test_kube_proxy_leaves_global_conntrack_settings_alone(tmp_path):
+    cfg = C.kube_proxy_config(S.NodeSpec(tmp_path))
+    assert cfg["mode"] == "iptables" and cfg["iptables"]["masqueradeAll"] is True
+    assert cfg["conntrack"]["maxPerCore"] == 0 and cfg["conntrack"]["tcpEstablishedTimeout"] == "0s"
+
+
+def test_coredns_never_forwards(tmp_path):
+    text = C.corefile(S.NodeSpec(tmp_path))
+    assert not any(line.split()[:1] == ["forward"] for line in text.splitlines())
+    assert f"bind {S.NODE_IP}" in text and "kubernetes cluster.local" in text
+
+
+def test_addresses_stay_off_loopback_and_the_machine_link():
+    import ipaddress
+
+    ranges = [ipaddress.ip_network(c) for c in (S.POD_CIDR, S.SERVICE_CIDR, S.LINK_CIDR)]
+    for a, b in [(x, y) for i, x in enumerate(ranges) for y in ranges[i + 1:]]:
+        assert not a.overlaps(b)
+    for net in ranges:
+        assert net.is_private and not net.is_loopback
+    assert ipaddress.ip_address(S.NODE_IP) in ranges[2] and ipaddress.ip_address(S.HOST_IP) in ranges[2]
+
+
+def test_names_are_per_state_folder_and_fit_interface_limits(tmp_path):
+    a, b = S.NodeSpec(tmp_path / "a"), S.NodeSpec(tmp_path / "b")
+    assert a.host_veth != b.host_veth and a.cgroup_root != b.cgroup_root
+    assert len(a.host_veth) <= 15 and len(a.node_veth) <= 15
+    assert a.netns_file.is_relative_to(tmp_path / "a")
+
+
+def test_control_plane_flags_for_a_real_node():
+    from generator.playground import node
+
+    argv = {
+        "kube-apiserver": ["apiserver", "--service-cluster-ip-range=127.32.0.0/16", "--x=1"],
+        "kube-controller-manager": ["kcm", "--controllers=*,-endpointslice-controller", "--service-cluster-ip-range=127.32.0.0/16"],
+        "kwok": ["kwok", "--manage-all-nodes=true", "--cidr=1"],
+    }
+    node.adjust_control_plane(argv, ("/c.crt", "/c.key"))
+    assert "--service-cluster-ip-range=10.96.0.0/16" in argv["kube-apiserver"]
+    assert "--kubelet-client-certificate=/c.crt" in argv["kube-apiserver"] and "--x=1" in argv["kube-apiserver"]
+    assert not any(a.startswith("--controllers=") for a in argv["kube-controller-manager"])  # EndpointSlices on
+    assert "--manage-all-nodes=true" not in argv["kwok"]  # kwok must not manage the real node
+    assert "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake" in argv["kwok"]
+
+
+def test_missing_features_are_named_in_one_line(monkeypatch):
+    from generator.playground import node
+    from generator.playground.node import host
+
+    monkeypatch.setattr(host, "missing_features", lambda: ["root (namespaces need it)", "the `ipset` command"])
+    with pytest.raises(node.NodeError) as err:
+        node.preflight()
+    msg = str(err.value)
+    assert "\n" not in msg and "ipset" in msg and "without --real-node" in msg
+
+
+def test_cli_accepts_real_node():
+    import argparse
+
+    from generator.playground.cli import add_parser
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    assert parser.parse_args(["playground", "up", "--real-node"]).real_node is True
+    assert parser.parse_args(["playground", "up"]).real_node is False
