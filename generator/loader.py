@@ -180,7 +180,10 @@ def _line(exc: yaml.YAMLError, text: str) -> int | None:
 
 def _yaml_problem(exc: yaml.YAMLError, text: str, file: str) -> Problem:
     if isinstance(exc, yaml.reader.ReaderError):
-        message = f"malformed YAML: character {exc.character!r} is not allowed in YAML"
+        char = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        message = f"malformed YAML: character {chr(char)!r} (U+{char:04X}) is not allowed in YAML"
+    elif isinstance(exc, yaml.composer.ComposerError) and exc.context and exc.context_mark:
+        message = f"malformed YAML: {exc.context} (line {exc.context_mark.line + 1}), {exc.problem}"
     elif isinstance(exc, yaml.MarkedYAMLError):
         message = f"malformed YAML: {exc.problem or exc.context or exc}"
     else:
@@ -189,8 +192,9 @@ def _yaml_problem(exc: yaml.YAMLError, text: str, file: str) -> Problem:
 
 
 class _Builder:
-    """Python data from composed nodes, recording lines, refusing duplicate and non-scalar keys,
-    applying `<<` merge keys (explicit keys win; in a list of merged mappings, the first wins)."""
+    """Python data from composed nodes, recording lines, refusing duplicate and non-scalar keys and
+    tagged collections, applying `<<` merge keys: explicit keys win; a key that two merged mappings
+    set differently must be explicit (readers disagree on which wins)."""
 
     def __init__(self, loader: yaml.SafeLoader, file: str, lines: dict[tuple[Any, ...], int]):
         self.loader, self.file, self.lines = loader, file, lines
@@ -202,8 +206,10 @@ class _Builder:
     def build(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
         self.lines[path] = node.start_mark.line + 1
         if isinstance(node, yaml.MappingNode):
+            self.plain(node, path, "tag:yaml.org,2002:map")
             return self.mapping(node, path)
         if isinstance(node, yaml.SequenceNode):
+            self.plain(node, path, "tag:yaml.org,2002:seq")
             return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
         return self.scalar(node, path)
 
@@ -212,6 +218,14 @@ class _Builder:
             return self.loader.construct_object(node, deep=True)
         except yaml.MarkedYAMLError as exc:
             raise self.problem(node, path, f"cannot read the value: {exc.problem or exc}", "a plain YAML value") from None
+        except Exception as exc:  # noqa: BLE001 - e.g. `!!int abc`: the constructor's own ValueError
+            raise self.problem(node, path, f"cannot read the value {node.value!r} as {node.tag}: {exc}", "a plain YAML value") from None
+
+    def plain(self, node: yaml.Node, path: tuple[Any, ...], tag: str) -> None:
+        """Collections carry no tag but their own: `!!python/…`, `!!set`, `!!omap` and custom tags are refused."""
+        if node.tag != tag:
+            raise self.problem(node, path, f"cannot read the value: the tag {node.tag!r} is not supported",
+                               "a plain YAML mapping or list, without a tag")
 
     def key(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
         if not isinstance(node, yaml.ScalarNode):
@@ -222,13 +236,14 @@ class _Builder:
         out: dict[Any, Any] = {}
         merged: dict[Any, Any] = {}
         merged_lines: dict[tuple[Any, ...], int] = {}
+        clashes: dict[Any, yaml.Node] = {}
         merges = 0
         for key_node, value_node in node.value:
             if key_node.tag == MERGE_TAG:
                 merges += 1
                 if merges > 1:
                     raise self.problem(key_node, path + ("<<",), "duplicate key '<<'", "one merge key; list several mappings: <<: [*a, *b]")
-                merged = self.merge(value_node, path, merged_lines)
+                merged = self.merge(value_node, path, merged_lines, clashes)
                 continue
             key = self.key(key_node, path)
             if key in out:
@@ -237,13 +252,20 @@ class _Builder:
             out[key] = self.build(value_node, path + (key,))
         if not merged:
             return out
+        for key, source in clashes.items():
+            if key not in out:
+                raise self.problem(source, path + (key,), f"{key!r} is set differently by two merged mappings, and YAML "
+                                   "readers disagree on which wins (the spec: the first; PyYAML: not always)",
+                                   f"set {key} explicitly next to the '<<' key")
         for loc, line in merged_lines.items():
             if loc[len(path)] not in out:
                 self.lines.setdefault(loc, line)
         return {**{k: v for k, v in merged.items() if k not in out}, **out}
 
-    def merge(self, node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> dict[Any, Any]:
-        """The mapping(s) a `<<` key merges in; their lines go to `lines`, to keep only the keys used."""
+    def merge(self, node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int],
+              clashes: dict[Any, yaml.Node]) -> dict[Any, Any]:
+        """The mapping(s) a `<<` key merges in; their lines go to `lines`, to keep only the keys used;
+        keys that two of them set differently go to `clashes`."""
         sources = node.value if isinstance(node, yaml.SequenceNode) else [node]
         out: dict[Any, Any] = {}
         for source in sources:
@@ -258,7 +280,11 @@ class _Builder:
                         lines[loc] = line
             finally:
                 self.lines = saved
-            out.update({k: v for k, v in part.items() if k not in out})
+            for k, v in part.items():
+                if k not in out:
+                    out[k] = v
+                elif out[k] != v:
+                    clashes.setdefault(k, source)
         return out
 
 

@@ -97,7 +97,7 @@ def write_file(text: str, output: str) -> None:
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
     except OSError as exc:
-        raise _fail(output, exc.strerror or str(exc)) from None
+        raise _fail(output, f"cannot create a file in the folder {folder}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
