@@ -116,15 +116,14 @@ var version = "unknown" // set with -ldflags -X main.version=
 
 func main() {
 	namespace := flag.String("namespace", "default", "namespace for namespaced objects that set none (helm's --namespace)")
-	crdDir := flag.String("crds", "", "folder of CRDs as JSON (*.json): custom resources of these kinds are validated as the apiserver would")
+	crdDir := flag.String("crds", "", "folder of CRDs as JSON, one <Kind>.json each: custom resources of these kinds are validated as the apiserver would")
 	showVersion := flag.Bool("version", false, "print the Kubernetes version the validation comes from")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(version)
 		return
 	}
-	custom := loadCRDs(*crdDir) // in the background, while helm renders the stream
-	rep, err := run(os.Stdin, *namespace, custom)
+	rep, err := run(os.Stdin, *namespace, newCRDs(*crdDir))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kube-validate: %v\n", err)
 		os.Exit(2)
