@@ -200,3 +200,14 @@ def test_helm_test_hook_checks_the_service(render):
     assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
     cmd = pod["spec"]["containers"][0]["command"]
     assert "/dev/tcp/grpo-swe-sandbox/9090" in cmd[-1]
+
+
+def test_helm_test_pod_runs_where_the_sandbox_pool_runs(render):
+    # a pool pinned to a (tainted) node pool: the test pod must be able to land there too
+    sel = {"playground.dockyard.dev/real-node": "true"}
+    tol = [{"key": "playground.dockyard.dev/real-node", "operator": "Exists", "effect": "NoSchedule"}]
+    out = render(sandbox={"nodeSelector": sel, "tolerations": tol})
+    pod, dep = out.one("Pod"), out.one("Deployment")
+    assert pod["spec"]["nodeSelector"] == dep["spec"]["template"]["spec"]["nodeSelector"] == sel
+    assert pod["spec"]["tolerations"] == dep["spec"]["template"]["spec"]["tolerations"] == tol
+    assert "nodeSelector" not in render().one("Pod")["spec"]
