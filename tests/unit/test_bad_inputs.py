@@ -78,6 +78,32 @@ CASES = [
     ("recipe zero nodes", ("recipe", "cluster", {"trainer": {"nodes": 0, "gpusPerNode": 8}}), ["cluster.trainer.nodes: 0 is out of range"]),
     ("recipe misspelt group", ("recipe", "cluster", {"trainr": {"nodes": 1}}), ["cluster.trainr: unknown key", "did you mean: trainer"]),
     ("recipe missing entrypoint", ("recipe", "entrypoint", None), ["entrypoint: wrong type: None"]),
+    # Strict types (issue 9, item 9): YAML 1.1 booleans are not integers, no .inf/.nan, no quoted numbers.
+    ("recipe nodes: yes", ("recipe", "cluster", {"trainer": {"nodes": True}}),
+     ["cluster.trainer.nodes: wrong type: True is a boolean", "a valid integer"]),
+    ("recipe nodes .inf", ("recipe", "cluster", {"inference": {"gpusPerNode": float("inf")}}),
+     ["cluster.inference.gpusPerNode: .inf is not a finite number"]),
+    ("recipe nodes quoted", ("recipe", "cluster", {"trainer": {"nodes": "2"}}), ["cluster.trainer.nodes: wrong type: '2' is a string"]),
+    ("replicas: on", ("infra", "sandbox.replicas", True), ["sandbox.replicas: wrong type: True is a boolean"]),
+    ("port .nan", ("infra", "sandbox.port", float("nan")), ["sandbox.port: .nan is not a finite number"]),
+    ("ttl float", ("infra", "launch.ttlSecondsAfterFinished", 60.0), ["launch.ttlSecondsAfterFinished: wrong type: 60.0"]),
+    ("uid -.inf", ("infra", "infra.security.runAsUser", float("-inf")), ["infra.security.runAsUser: -.inf is not a finite number"]),
+    ("bool field given 1", ("infra", "sandbox.injectUrls", 1), ["sandbox.injectUrls: wrong type: 1", "a valid boolean"]),
+    ("bool field given 'yes'", ("infra", "launch.shutdownAfterJobFinishes", "yes"),
+     ["launch.shutdownAfterJobFinishes: wrong type: 'yes' is a string", "without quotes"]),
+    ("quantity .inf", ("infra", "sandbox.resources.memory", float("inf")), ["sandbox.resources.memory: expected a Kubernetes quantity", "not .inf"]),
+    ("quota .nan", ("infra", "infra.resourceQuota", {"enabled": True, "hard": {"pods": float("nan")}}),
+     ["infra.resourceQuota.hard.pods: expected a Kubernetes quantity", "not .nan"]),
+    ("overlay .inf", ("infra", "kuberay.spec", {"headGroupSpec": {"rayStartParams": {"num-cpus": float("inf")}}}),
+     ["kuberay.spec.headGroupSpec.rayStartParams.num-cpus: .inf is not a finite number"]),
+    ("worker overlay .nan", ("infra", "kuberay.spec", {"workerGroupSpecs": [{"groupName": "trainer", "template": {"x": float("nan")}}]}),
+     ["kuberay.spec.workerGroupSpecs[0].template.x: .nan is not a finite number"]),
+    ("affinity .inf", ("infra", "sandbox.affinity", {"podAntiAffinity": {"w": float("inf")}}),
+     ["sandbox.affinity.podAntiAffinity.w: .inf is not a finite number"]),
+    ("spread skew true", ("infra", "sandbox.topologySpreadConstraints", [{"topologyKey": "zone", "maxSkew": True}]),
+     ["sandbox.topologySpreadConstraints[0].maxSkew: wrong type: True is a boolean"]),
+    ("toleration seconds .inf", ("infra", "sandbox.tolerations", [{"key": "a", "operator": "Exists", "tolerationSeconds": float("inf")}]),
+     ["sandbox.tolerations[0].tolerationSeconds: .inf is not a finite number"]),
 ]
 
 
@@ -124,10 +150,51 @@ def test_line_numbers_point_at_the_key(tmp_path, capsys):
     ("infra: [unclosed\n", ":2: malformed YAML: expected ',' or ']'"),
     ("infra:\n  image: {repository: a}\n  image: {repository: b}\n", ":3: infra.image: duplicate key 'image'"),
     ("- a list\n", ":1: the file holds a list, not a mapping"),
+    # Bounded parsing (issue 9, item 8)
+    ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n" for p, n in zip("abcde", "bcdef")),
+     ":5: aliases expand to more than 100000 nodes"),
+    ("x: " + "[" * 500 + "]" * 500 + "\n", ":1: nested more than 100 levels deep"),
+    ("x:\n" + "".join("  " * i + f"- k{i}:\n" for i in range(1, 120)), "nested more than 100 levels deep"),
+    ("x: &x [*x]\n", ":1: alias *x is used inside its own anchor &x"),
+    ("x: &x {y: *x}\n", ":1: alias *x is used inside its own anchor &x"),
+    ("x: \x00\n", ":1: malformed YAML: character '\\x00' (U+0000) is not allowed in YAML"),
+    ("? [a]\n: 1\n", ":1: a mapping key must be a plain value"),
+    ("x: !!python/name:os.system\n", ":1: x: cannot read the value"),
+    ("x: !!python/object/new:list [[1]]\n", ":1: x: cannot read the value: the tag"),
+    ("a: 1\n---\nb: 2\n", ":2: malformed YAML: expected a single document in the stream"),
+    ("base: &b {replicas: 2}\nsandbox:\n  <<: *b\n  <<: *b\n", ":4: sandbox.<<: duplicate key '<<'"),
+    ("sandbox:\n  <<: [1]\n", ":2: sandbox.<<: a merge key '<<' takes a mapping or a list of mappings"),
+    ("infra: {image: {repository: a}}\nx: &r {replicas: -1}\nsandbox: {<<: *r}\n", ":2: sandbox.replicas: -1 is out of range"),
 ])
 def test_malformed_yaml(tmp_path, capsys, text, fragment):
     code, err = run_cli(capsys, RECIPE, write(tmp_path, "i.yaml", text))
     assert code == 2 and fragment in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("raw, fragment", [
+    (b"infra:\n  namespace: caf\xe9\n", ":2: the file is not UTF-8 text: byte 0xe9 cannot be decoded"),
+    (b"\xfe\xff\x00i\x00n", ":1: the file is not UTF-8 text"),
+    (b"x: \x1b[31m\n", ":1: malformed YAML: character '\\x1b' (U+001B) is not allowed in YAML"),
+])
+def test_bytes_that_are_not_yaml_text(tmp_path, capsys, raw, fragment):
+    infra = tmp_path / "i.yaml"
+    infra.write_bytes(raw)
+    code, err = run_cli(capsys, RECIPE, infra)
+    assert code == 2 and f"error: {infra}{fragment}" in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("source", ["/dev/zero", "/dev/urandom"])
+def test_endless_input(tmp_path, capsys, source):
+    code, err = run_cli(capsys, source, write(tmp_path, "i.yaml", GOOD_INFRA))
+    assert code == 2 and f"error: {source}: input is larger than 4 MiB" in err
+
+
+@pytest.mark.parametrize("make", ["directory", "missing"])
+def test_unreadable_input_is_one_line(tmp_path, capsys, make):
+    path = tmp_path if make == "directory" else tmp_path / "gone.yaml"
+    code, err = run_cli(capsys, path, write(tmp_path, "i.yaml", GOOD_INFRA))
+    reason = "Is a directory" if make == "directory" else "No such file or directory"
+    assert code == 2 and err == f"error: {path}: cannot read the file: {reason}\n"
 
 
 def test_missing_file(tmp_path, capsys):
