@@ -124,7 +124,7 @@ def test_failed_upgrade_keeps_previous_revision_and_rollback_restores_spec(playg
 
     huge = infra_variant(tmp_path, "huge.yaml", lambda d: d["sandbox"]["resources"].update(cpu="500"))
     rc, out, err = cli(capsys, "run", RECIPE, huge, "-n", namespace, "--kubeconfig", kc, "--timeout", 8, "-q")
-    assert rc == 1 and "still the deployed one" in err, err
+    assert rc == 1 and "revision 3 deployed; revision 3 is the deployed one" in err, err  # the roll-back's revision
     assert _sandbox_cpu(playground, namespace) == "250m"
     st = _status(capsys, playground, namespace)
     assert st["release_status"] == "deployed" and _fleets(st)["sandbox"]["ready"] == 2
