@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from session_env import SESSION_PREFIX, sessions_root, user_state_dir
+from session_env import SESSION_PREFIX, reap_dead_sessions, sessions_root, user_state_dir
 
 LIVE_DIR = Path(__file__).resolve().parent
 
@@ -64,35 +64,13 @@ class Playground:
         return config.new_client_from_config(config_file=self.kubeconfig)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _reap_dead_sessions(root: Path, down) -> None:
-    """Stop and remove playgrounds of test sessions that are gone (killed before their teardown)."""
-    for folder in sorted(root.glob(SESSION_PREFIX + "*")) if root.is_dir() else []:
-        pid = folder.name[len(SESSION_PREFIX):]
-        if pid.isdigit() and (int(pid) == os.getpid() or not _pid_alive(int(pid))):
-            down(folder, out=io.StringIO())
-    for lock in root.glob(f".{SESSION_PREFIX}*.lock") if root.is_dir() else []:
-        pid = lock.name[len(SESSION_PREFIX) + 1:-len(".lock")]
-        if pid.isdigit() and not _pid_alive(int(pid)) and not (root / lock.name[1:-len(".lock")]).exists():
-            lock.unlink(missing_ok=True)
-
-
 @pytest.fixture(scope="session")
 def playground():
     from generator.playground.cluster import down, load_state, up
     from generator.playground.nodes import Shape
 
     root = sessions_root()
-    _reap_dead_sessions(root, down)
+    reap_dead_sessions(root)
     state_dir = root / f"{SESSION_PREFIX}{os.getpid()}"
     assert state_dir != user_state_dir()
     saved = {k: os.environ.get(k) for k in ("KUBECONFIG", "DOCKYARD_PLAYGROUND_DIR", "HELM_CONFIG_HOME",

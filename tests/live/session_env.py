@@ -27,3 +27,29 @@ def user_state_dir() -> Path:
 def sessions_root() -> Path:
     """Test sessions' playgrounds: <root>/session-<pid>, never the user's folder."""
     return _state_home() / "dockyard-k8s" / "test-playgrounds"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_dead_sessions(root: Path) -> None:
+    """Stop and remove playgrounds of test sessions that are gone (killed before their teardown)."""
+    import io
+
+    from generator.playground.cluster import down
+
+    for folder in sorted(root.glob(SESSION_PREFIX + "*")) if root.is_dir() else []:
+        pid = folder.name[len(SESSION_PREFIX):]
+        if pid.isdigit() and (int(pid) == os.getpid() or not _pid_alive(int(pid))):
+            down(folder, out=io.StringIO())
+    for lock in root.glob(f".{SESSION_PREFIX}*.lock") if root.is_dir() else []:
+        pid = lock.name[len(SESSION_PREFIX) + 1:-len(".lock")]
+        if pid.isdigit() and not _pid_alive(int(pid)) and not (root / lock.name[1:-len(".lock")]).exists():
+            lock.unlink(missing_ok=True)

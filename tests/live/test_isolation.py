@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from live_helpers import INFRA, RECIPE
-from session_env import SESSION_PREFIX, USER_ENV, sessions_root, user_state_dir
+from session_env import SESSION_PREFIX, USER_ENV, reap_dead_sessions, sessions_root, user_state_dir
 from generator.tools import REPO
 
 pytestmark = pytest.mark.timeout(420)
@@ -80,3 +80,18 @@ def test_a_session_beside_a_users_busy_playground_leaves_it_alone(tmp_path):
     finally:
         _cli(env, "playground", "down", timeout=60)
     assert not user_dir.exists()
+
+
+def test_a_killed_sessions_folder_is_reaped_and_a_running_ones_kept(tmp_path):
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its pid is gone now
+    gone, alive = tmp_path / f"{SESSION_PREFIX}{dead.pid}", tmp_path / f"{SESSION_PREFIX}1"  # pid 1 runs
+    for folder in (gone, alive):
+        folder.mkdir()
+        (folder / "state.json").write_text("{}")  # a playground folder whose start-up was cut short
+        (tmp_path / f".{folder.name}.lock").touch()
+    other = tmp_path / "real-node-123"  # another suite's folder: not ours to touch
+    other.mkdir()
+    reap_dead_sessions(tmp_path)
+    assert not gone.exists() and not (tmp_path / f".{gone.name}.lock").exists()
+    assert alive.exists() and (tmp_path / f".{alive.name}.lock").exists() and other.exists()
