@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from generator.errors import CheckFailed
 from generator.tools import CHART_DIR, ToolMissing, binary, cache_dir, tool_dir, versions
 
 # core.MaxSecretSize: the apiserver's limit on the data of one Secret (and of one ConfigMap).
@@ -139,7 +140,7 @@ class Run:
         try:
             data = json.loads(stdout)
         except json.JSONDecodeError:
-            raise RuntimeError(f"kube-validate failed (exit {self.proc.returncode}): {stderr.strip() or stdout.strip()}") from None
+            raise CheckFailed(f"kube-validate failed (exit {self.proc.returncode}): {stderr.strip() or stdout.strip()}") from None
         return Report(data["kubernetes"], data["objects"], data["podTemplates"],
                       [_finding(f) for f in data["findings"]], [_finding(f) for f in data["warnings"]])
 

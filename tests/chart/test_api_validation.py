@@ -166,3 +166,10 @@ def test_kube_validate_counts_every_object_and_template():
     assert report.findings == [] and report.warnings == []
     assert report.objects == len([d for d in yaml.safe_load_all(text) if d])  # the RayCluster too, by its CRD
     assert report.pod_templates == 3
+
+
+def test_unreadable_stream_is_one_line_not_a_traceback():
+    from generator.errors import CheckFailed
+
+    with pytest.raises(CheckFailed, match=r"^kube-validate failed \(exit 2\): kube-validate: document 0: "):
+        apivalidate.validate("kind: [unclosed\n")
