@@ -173,3 +173,16 @@ def test_unreadable_stream_is_one_line_not_a_traceback():
 
     with pytest.raises(CheckFailed, match=r"^kube-validate failed \(exit 2\): kube-validate: document 0: "):
         apivalidate.validate("kind: [unclosed\n")
+
+
+def test_apiserver_warnings_are_shown_and_do_not_fail(tmp_path, capsys):
+    # a deprecated node label: the apiserver accepts it with a warning, for a template in a RayJob too
+    old_label = {"beta.kubernetes.io/arch": "amd64"}
+    over = {"kuberay": {"spec": {"headGroupSpec": {"template": {"spec": {"nodeSelector": old_label}}}}},
+            "sandbox": {"nodeSelector": old_label}}
+    code, out = _check(tmp_path, capsys, over)
+    assert code == 0, out
+    deprecated = ': deprecated since v1.14; use "kubernetes.io/arch" instead'
+    assert f"  ! apiserver warns on RayJob grpo-swe: spec.rayClusterSpec.headGroupSpec.template.spec.nodeSelector[beta.kubernetes.io/arch]{deprecated}" in out
+    assert f"  ! apiserver warns on Deployment grpo-swe-sandbox: spec.template.spec.nodeSelector[beta.kubernetes.io/arch]{deprecated}" in out
+    assert "✓ api validation" in out
