@@ -186,3 +186,15 @@ def test_apiserver_warnings_are_shown_and_do_not_fail(tmp_path, capsys):
     assert f"  ! apiserver warns on RayJob grpo-swe: spec.rayClusterSpec.headGroupSpec.template.spec.nodeSelector[beta.kubernetes.io/arch]{deprecated}" in out
     assert f"  ! apiserver warns on Deployment grpo-swe-sandbox: spec.template.spec.nodeSelector[beta.kubernetes.io/arch]{deprecated}" in out
     assert "✓ api validation" in out
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.values.yaml")), ids=lambda p: p.name)
+def test_plain_helm_values_examples_pass_api_validation(path):
+    import subprocess
+
+    from generator.tools import CHART_DIR, binary
+
+    out = subprocess.run([binary("helm"), "template", "dockyard", str(CHART_DIR), "-f", str(path)],
+                         capture_output=True, text=True, check=True).stdout
+    report = apivalidate.validate(out)
+    assert report.findings == [] and report.objects == len([d for d in yaml.safe_load_all(out) if d])
