@@ -21,7 +21,8 @@ from generator.errors import InputError, Problem
 STDIN = "-"
 MAX_INPUT_BYTES = 4 * 1024 * 1024  # a recipe must fit a 1 MiB ConfigMap; 4 MiB leaves room and a bound
 MAX_DEPTH = 100  # nested mappings/lists; Kubernetes overlays need about 15
-MAX_ALIAS_NODES = 100_000  # nodes that aliases may add by repeating their anchors
+MAX_ALIAS_NODES = 20_000  # values that aliases may add by repeating their anchors
+MAX_NODES = 50_000  # values in all, aliases expanded (PyYAML in pure Python: ~50 µs a value)
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -139,10 +140,17 @@ class _BoundedLoader(yaml.SafeLoader):
         if self.frames and depth > self.frames[-1][2]:
             self.frames[-1][2] = depth
 
+    def _count(self, event: Any, size: int) -> None:
+        self.nodes += size
+        if self.nodes > MAX_NODES:
+            raise self._refuse(event, f"the document holds more than {MAX_NODES} values"
+                               + (f" ({self.alias_nodes} of them repeated by aliases)" if self.alias_nodes else ""),
+                               "a smaller document")
+
     def get_event(self) -> Any:
         event = super().get_event()
         if isinstance(event, CollectionStartEvent):
-            self.nodes += 1
+            self._count(event, 1)
             self._reach(len(self.frames) + 1, event)
             self.frames.append([event.anchor, self.nodes - 1, len(self.frames) + 1])
         elif isinstance(event, CollectionEndEvent):
@@ -152,7 +160,7 @@ class _BoundedLoader(yaml.SafeLoader):
             if self.frames:
                 self._reach(deepest, event)
         elif isinstance(event, ScalarEvent):
-            self.nodes += 1
+            self._count(event, 1)
             if event.anchor is not None:
                 self.anchor_sizes[event.anchor] = (1, 0)
         elif isinstance(event, AliasEvent):
@@ -161,11 +169,11 @@ class _BoundedLoader(yaml.SafeLoader):
                                    "an alias after the anchored node ends")
             if event.anchor in self.anchor_sizes:  # an undefined one is the composer's error
                 size, height = self.anchor_sizes[event.anchor]
-                self.nodes += size
                 self.alias_nodes += size
                 if self.alias_nodes > MAX_ALIAS_NODES:
                     raise self._refuse(event, f"aliases expand to more than {MAX_ALIAS_NODES} nodes (an alias bomb?)",
                                        "anchors repeated a reasonable number of times")
+                self._count(event, size)
                 self._reach(len(self.frames) + height, event)
         return event
 

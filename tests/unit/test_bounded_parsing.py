@@ -14,7 +14,7 @@ import yaml
 
 from generator.cli import main
 from generator.compose import load_inputs
-from generator.loader import MAX_ALIAS_NODES, MAX_DEPTH, MAX_INPUT_BYTES
+from generator.loader import MAX_ALIAS_NODES, MAX_DEPTH, MAX_INPUT_BYTES, MAX_NODES
 from tests.conftest import EXAMPLES, RECIPE, write
 
 INFRA = EXAMPLES / "grpo_swe.infra.yaml"
@@ -77,6 +77,18 @@ def test_a_large_regular_file_is_capped(tmp_path, capsys):
     recipe.write_text(HEAD + "pad: " + "x" * MAX_INPUT_BYTES + "\n")
     code, _, err = values(capsys, recipe)
     assert code == 2 and "input is larger than" in err
+
+
+@pytest.mark.parametrize("style", ["flow", "block"])
+def test_too_many_values_are_refused_within_seconds(tmp_path, capsys, style):
+    """Under the byte cap, but more values than a config holds: stopped at MAX_NODES, not parsed whole."""
+    n = MAX_NODES * 4
+    body = ("data: [" + ",".join(["0"] * n) + "]\n") if style == "flow" else ("data:\n" + "- 0\n" * n)
+    recipe = write(tmp_path, "r.yaml", HEAD + body)
+    start = time.monotonic()
+    code, _, err = values(capsys, recipe)
+    assert code == 2 and f"the document holds more than {MAX_NODES} values" in err
+    assert time.monotonic() - start < 15
 
 
 def nested(kind: str, depth: int) -> str:
