@@ -102,6 +102,8 @@ CASES = [
      ["sandbox.affinity.podAntiAffinity.w: .inf is not a finite number"]),
     ("spread skew true", ("infra", "sandbox.topologySpreadConstraints", [{"topologyKey": "zone", "maxSkew": True}]),
      ["sandbox.topologySpreadConstraints[0].maxSkew: wrong type: True is a boolean"]),
+    ("key read as a boolean", ("infra", "sandbox.nodeSelector", {True: "gpu"}),
+     ["sandbox.nodeSelector: key True is not a string", "quote it"]),
     ("toleration seconds .inf", ("infra", "sandbox.tolerations", [{"key": "a", "operator": "Exists", "tolerationSeconds": float("inf")}]),
      ["sandbox.tolerations[0].tolerationSeconds: .inf is not a finite number"]),
 ]
