@@ -162,7 +162,7 @@ def _describe(err: dict[str, Any], root: type[BaseModel], path: tuple[Any, ...])
     if kind == "value_error":
         msg = err["msg"].removeprefix("Value error, ")
         return msg, "", ""
-    if kind == "invalid_key":
+    if kind == "invalid_key" or (err["loc"] and err["loc"][-1] == "[key]"):
         return (f"key {given!r} is not a string", "a string key; YAML reads unquoted yes/no/on/off/null and numbers "
                 "as other types, so quote it (e.g. 'on':)", "")
     if kind == "non_finite" or kind == "finite_number" or (isinstance(given, float) and not math.isfinite(given)):
@@ -198,7 +198,8 @@ def from_validation(exc: ValidationError, root: type[BaseModel], docs: list[tupl
         overridden = any(rel[: len(o)] == o for o in doc.overridden)
         file = "<command line>" if overridden else doc.path
         line = None if overridden else doc.line_of(rel)
-        shown = rel[:-1] if err["type"] == "invalid_key" else rel  # the message names the key itself
+        bad_key = err["type"] == "invalid_key" or loc[-1:] == ("[key]",)
+        shown = rel[:-1] if bad_key else rel  # the message names the key itself
         path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in prefix + shown).replace(".[", "[")
         problems.append(Problem(file, line, path, message, expected, suggestion))
     problems.sort(key=lambda p: (p.file, p.line or 0))
