@@ -96,6 +96,7 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
     refusals: dict[tuple[str, str], list[apivalidate.Finding]] = {}
     for f in api_report.findings:
         refusals.setdefault((f.kind, f.name), []).append(f)
+    refused = len(refusals)
     bad = [r for r in results if r.status != "valid"]
     width = max((len(r.kind) for r in results), default=4)
     print(f"check {recipe} + {infra}: release {values.recipe.name}, namespace {inputs.infra.infra.namespace}, "
@@ -105,8 +106,11 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
         if r.status != "valid":
             line += f"  — {r.status}: {r.message}"
         print(line, file=out)
-        for f in refusals.get((r.kind, r.name), []):
-            print(f"      apiserver refuses {f.message if f.field else 'the object: ' + f.message}{_hint(f)}", file=out)
+        for f in refusals.pop((r.kind, r.name), []):
+            print(f"      apiserver refuses {_where(f)}{_hint(f)}", file=out)
+    for found in refusals.values():  # objects kubeconform did not list (none expected)
+        for f in found:
+            print(f"  ✗ apiserver refuses {f.kind} {f.name}: {_where(f)}{_hint(f)}", file=out)
     for w in api_report.warnings:
         print(f"  ! apiserver warns on {w.kind} {w.name}: {w.message}", file=out)
     size, exact = apivalidate.release_size(vals, manifests)
@@ -122,7 +126,7 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
         ("✗" if bad else "✓", "kubeconform", f"{len(results) - len(bad)} valid, {len(bad)} not "
          f"(-strict; Kubernetes {kubeconform.kube_minor()}, KubeRay {versions()['KUBERAY_VERSION']} CRDs)"),
         ("✗" if api_report.findings else "✓", "api validation",
-         (f"{_count(len(api_report.findings), 'refusal')} in {_count(len(refusals), 'object')}; " if api_report.findings else "")
+         (f"{_count(len(api_report.findings), 'refusal')} in {_count(refused, 'object')}; " if api_report.findings else "")
          + f"{api_report.objects} objects, {api_report.pod_templates} pod templates (Kubernetes {api_report.kubernetes} validation)"),
         ("✗" if too_big else "✓", "release size",
          f"{'~' if exact else '≤ '}{size // 1024} KiB of 1024 KiB (Helm's release Secret, gzip + base64)"),
@@ -153,6 +157,10 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _where(f: apivalidate.Finding) -> str:
+    return f.message if f.field else f"the object: {f.message}"
 
 
 def _hint(f: apivalidate.Finding) -> str:
