@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the pinned tools from Go modules into a version-keyed cache outside the repo.
-# usage: hack/tools.sh [helm kubeconform kubernetes etcd kwok kuberay ...]   (default: all)
+# usage: hack/tools.sh [helm kubeconform kubernetes etcd kwok kuberay node ...]   (default: all; node = the real node's)
 # Each tool lands in $CACHE/<tool>-<version>/ and is reused when present.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -202,7 +202,7 @@ build_node_images() {
 }
 
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds kube-validate checkov kubernetes etcd kwok kuberay registry)
+[ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds kube-validate checkov kubernetes etcd kwok kuberay registry node)
 for t in "${tools[@]}"; do
   case $t in
     helm) build helm "$HELM_VERSION" build_helm ;;

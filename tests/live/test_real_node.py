@@ -179,6 +179,12 @@ def node():
     from generator.playground.cluster import down, load_state, up
     from generator.playground.nodes import Shape
 
+    import fcntl
+
+    # one real node per machine (its address ranges are fixed): test sessions take turns
+    sessions_root().mkdir(parents=True, exist_ok=True)
+    lock = open(sessions_root() / ".real-node.lock", "w")
+    wait_for(lambda: _try_lock(fcntl, lock), 1800, "another test session's real node to go down", interval=2)
     before = host_snapshot()
     state_dir = sessions_root() / f"real-node-{os.getpid()}"
     down(state_dir, out=io.StringIO())
@@ -197,6 +203,15 @@ def node():
         down(state_dir, out=io.StringIO())
         for k, v in saved.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+        lock.close()
+
+
+def _try_lock(fcntl, fh) -> bool:
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
 
 
 # ---------------------------------------------------------------- the node
@@ -456,15 +471,42 @@ def test_pdb_refuses_the_second_eviction_with_real_pods(node, capsys, tmp_path):
     node.kubectl("delete", "namespace", ns, "--wait=false")
 
 
-# ---------------------------------------------------------------- down
+# ---------------------------------------------------------------- failure and down
 
 
-def test_down_leaves_the_host_as_it_was(node):
+def test_a_second_real_node_is_refused_in_one_line_and_leaves_nothing(node, tmp_path):
+    from generator.playground.cluster import down, up
+    from generator.playground.nodes import Shape
+
+    other = tmp_path / "second"
+    out = io.StringIO()
+    assert up(other, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), out=out, real_node=True) == 1
+    text = out.getvalue()
+    assert "another playground's real node holds 10.244.0.0/24" in text and "Traceback" not in text, text
+    assert "without --real-node" in text
+    state = json.loads((other / "state.json").read_text())
+    from generator.playground import processes as procs
+
+    assert not [r for r in state["components"].values() if procs.is_running(r)]  # its control plane stopped
+    assert down(other, out=io.StringIO()) == 0 and not other.exists()
+
+
+def test_down_after_a_crash_leaves_the_host_as_it_was(node):
+    import signal
+
     from generator.playground.cluster import down
     from generator.playground.node import host
 
-    pids = {v["pid"] for v in node.state["real_node"]["components"].values()}
+    comps = node.state["real_node"]["components"]
+    pids = {v["pid"] for v in comps.values()}
     assert host.our_pids(node.spec)  # the check below can fail: while up, the node has processes
+    ns = node.namespace("crash")
+    node.client(ns)
+    # a crash: kubelet and containerd die; the pods and their shims are orphaned
+    for name in ("kubelet", "containerd"):
+        os.kill(comps[name]["pid"], signal.SIGKILL)
+    orphans = [p for p in host.our_pids(node.spec) if p not in pids]
+    assert orphans, "a pod's processes should outlive the kubelet and containerd"
     out = io.StringIO()
     assert down(node.state_dir, out=out) == 0, out.getvalue()
     assert not node.state_dir.exists()
