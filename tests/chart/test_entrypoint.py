@@ -42,6 +42,8 @@ def test_config_path_is_one_argument(inject):
     for path, entry in _entrypoints(inject).items():
         argv = ["python", "-m", "dockyard_rl.train", "--config", f"{path}/recipe.yaml", *tail]
         assert shlex.split(entry) == argv, entry
+        # the chart quotes exactly as Python's shlex.quote does (bare when safe), for callers that build it too
+        assert entry == " ".join(["python -m dockyard_rl.train --config", shlex.quote(f"{path}/recipe.yaml"), *tail])
         # and a real POSIX shell reads the same argv
         shell = subprocess.run(["sh", "-c", f"printf '%s\\0' {entry.removeprefix('python ')}"],
                                capture_output=True, text=True, check=True)
