@@ -514,4 +514,5 @@ def test_down_after_a_crash_leaves_the_host_as_it_was(node):
     for key in node.before:
         assert after[key] == node.before[key], f"{key} changed: {sorted(set(map(str, after[key])) ^ set(map(str, node.before[key])))}"
     assert not [p for p in pids if Path(f"/proc/{p}").exists()]
-    assert not host.our_pids(node.spec) and not host.our_cgroup_dirs(node.spec)
+    assert not host.our_cgroup_dirs(node.spec)
+    wait_for(lambda: not host.our_pids(node.spec), 10, "the killed processes to be reaped")

@@ -241,7 +241,7 @@ def remove_cgroups(spec: S.NodeSpec) -> list[str]:
 
 
 def our_pids(spec: S.NodeSpec) -> list[int]:
-    """Every process inside the node's namespaces or cgroups (containers, shims, components)."""
+    """Every live process inside the node's namespaces or cgroups (containers, shims, components)."""
     inodes = {i for i in (ns_inode(spec.netns_file), ns_inode(spec.mntns_file)) if i}
     marker = spec.cgroup_root
     pids = []
@@ -256,7 +256,7 @@ def our_pids(spec: S.NodeSpec) -> list[int]:
                            for line in cg.splitlines() if line.count(":") >= 2)
         except (OSError, IndexError):
             continue
-        if ours:
+        if ours and _state(int(entry.name)) not in ("Z", "X", None):  # a zombie holds nothing
             pids.append(int(entry.name))
     return pids
 
@@ -265,8 +265,7 @@ def kill_all(spec: S.NodeSpec, timeout: float = 20.0) -> list[int]:
     """SIGKILL every process of the node until none is left; returns the PIDs still there."""
     deadline = time.monotonic() + timeout
     while True:
-        pids = our_pids(spec)
-        live = [p for p in pids if _state(p) not in ("Z", None)]
+        live = our_pids(spec)
         if not live:
             return []
         if time.monotonic() > deadline:
