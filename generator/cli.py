@@ -7,10 +7,12 @@ Heavy modules are imported inside the commands so that start-up stays fast.
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from collections.abc import Callable, Sequence
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2  # as in generator.errors, without importing pydantic
+OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)  # a write that failed (e.g. stdout on a full disk)
 
 
 def _inputs_args(p: argparse.ArgumentParser, output: bool = True) -> None:
@@ -119,7 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: only one input can be read from stdin (-)", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # here, so a full disk under stdout is reported like any write error
+        return code
     except InputError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -131,6 +135,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except OSError as exc:
+        if exc.errno not in OUTPUT_ERRNOS:
+            raise
+        from generator.output import silence_stdout
+
+        silence_stdout()
+        print(f"error: <stdout>: cannot write the output: {exc.strerror}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

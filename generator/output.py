@@ -52,11 +52,11 @@ def write_stdout(text: str) -> None:
     except BrokenPipeError:
         raise
     except OSError as exc:
-        _silence_stdout()
+        silence_stdout()
         raise _fail("<stdout>", exc.strerror or str(exc)) from None
 
 
-def _silence_stdout() -> None:
+def silence_stdout() -> None:
     """After a failed write the unwritten text stays buffered; point fd 1 at /dev/null so the flush
     at exit does not fail a second time with a traceback."""
     with contextlib.suppress(OSError, ValueError, AttributeError):

@@ -142,7 +142,7 @@ def test_a_full_disk_is_one_line(capsys, verb):
     assert code == 2 and one_line(err) == "error: /dev/full: cannot write the output: No space left on device\n"
 
 
-@pytest.mark.parametrize("verb", VERBS)
+@pytest.mark.parametrize("verb", [*VERBS, "check"])
 def test_a_full_disk_on_stdout_is_one_line(verb):
     done = subprocess.run(f"{sys.executable} -m generator {verb} {RECIPE} {INFRA} > /dev/full", shell=True,
                           capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[2])
