@@ -120,8 +120,8 @@ def _decode(data: bytes, file: str) -> str:
 # Parsing ------------------------------------------------------------------------------------------
 
 class _BoundedLoader(yaml.SafeLoader):
-    """SafeLoader that counts as the composer pulls events: nesting depth (aliases included) and the
-    nodes aliases add, refused before anything is built from them."""
+    """SafeLoader that counts as the composer pulls events: nesting depth and values (both with
+    aliases expanded), and the values aliases add; over a cap is refused before anything is built."""
 
     def __init__(self, text: str, file: str, max_depth: int = MAX_DEPTH):
         super().__init__(text)
