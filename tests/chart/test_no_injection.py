@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import re
 import shlex
 import subprocess
@@ -192,7 +193,9 @@ def _hostile(slots: list[Slot]) -> st.SearchStrategy[dict[str, str]]:
         if not is_key:
             parts[slot.path] = _strategy(slot)
         elif owner not in parts:
-            parts[owner] = st.lists(hostile_text, min_size=ENTRIES, max_size=ENTRIES, unique=True)
+            # "<<", YAML's merge key, is refused as a key (test_keys_yaml_would_merge_are_refused_by_path)
+            keys = hostile_text.filter(lambda key: key != "<<")
+            parts[owner] = st.lists(keys, min_size=ENTRIES, max_size=ENTRIES, unique=True)
 
     def flatten(drawn: dict[str, Any]) -> dict[str, str]:
         out = {}
@@ -227,9 +230,28 @@ def _helm_template(values: dict[str, Any]) -> str:
     return done.stdout
 
 
+class _GoLikeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """Reads plain scalars as Go's YAML (Helm's, the apiserver's) does, where PyYAML differs: a
+    plain `=` or `<<` value is a string (PyYAML fails on YAML 1.1's value and merge tags; `<<` keys
+    are refused by the chart), and so is a number too large for a float (PyYAML: inf)."""
+
+    def construct_yaml_float(self, node):  # type: ignore[no-untyped-def]
+        value = super().construct_yaml_float(node)
+        if math.isinf(value) and "inf" not in node.value.lower():
+            return node.value
+        return value
+
+
+_GoLikeLoader.add_constructor("tag:yaml.org,2002:float", _GoLikeLoader.construct_yaml_float)
+_GoLikeLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in ("tag:yaml.org,2002:value", "tag:yaml.org,2002:merge")]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def _objects(values: dict[str, Any]) -> list[dict[str, Any]]:
     """The rendered objects; the RayJob entrypoint as its recipe command plus the argv the shell reads."""
-    docs = [d for d in yaml.load_all(_helm_template(values), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
+    docs = [d for d in yaml.load_all(_helm_template(values), Loader=_GoLikeLoader) if d]
     command = values["recipe"]["entrypoint"]
     for doc in docs:
         if doc["kind"] == "RayJob":
@@ -304,6 +326,15 @@ def test_strings_helm_toyaml_cannot_carry_are_refused_by_path(char):
         with pytest.raises(AssertionError, match="helm") as refused:
             _helm_template(values)
         assert where in str(refused.value) and "U+007F to U+009F" in str(refused.value)
+
+
+def test_keys_yaml_would_merge_are_refused_by_path():
+    """Helm's toYaml writes a "<<" key unquoted: a map under it was merged into its parent, silently."""
+    for over, where in (({"sandbox": {"nodeSelector": {"<<": "x"}}}, "sandbox.nodeSelector: "),
+                        ({"kuberay": {"spec": {"headGroupSpec": {"<<": {"serviceType": "NodePort"}}}}}, "kuberay.spec.headGroupSpec: ")):
+        with pytest.raises(AssertionError, match="merge key") as refused:
+            _helm_template(chart_values(**over))
+        assert where + 'the key "<<"' in str(refused.value)
 
 
 def test_recipe_strings_carry_any_character():

@@ -206,12 +206,16 @@ nodeAffinity:
 
 {{/* Helm's toYaml silently drops a whole structure holding U+007F-U+009F (but U+0085), U+FFFE or
 U+FFFF, turns U+0085 into a space and writes U+2028/U+2029 raw, which breaks the manifest or changes
-the string: refuse such a string, by path, rather than lose or alter the object it is in.
+the string; and it writes a key "<<" unquoted, YAML's merge key. Refuse such a string, by path,
+rather than lose or alter the object it is in.
 dict "v" <value> "path" <key path>. The recipe is not walked: its strings are only ever quoted. */}}
 {{- define "dockyard.checkChars" -}}
 {{- $bad := `[\x{7f}-\x{9f}\x{2028}\x{2029}\x{fffe}\x{ffff}]` -}}
 {{- if kindIs "map" .v -}}
 {{- range $k, $x := .v -}}
+{{- if eq $k "<<" -}}
+{{- fail (printf "%s: the key \"<<\" is YAML's merge key, which Helm's toYaml writes unquoted: it would merge into or break the object; rename it" $.path) -}}
+{{- end -}}
 {{- if regexMatch $bad $k -}}
 {{- fail (printf "%s: the key %q holds a character Helm's toYaml drops or mangles (U+007F to U+009F, U+2028, U+2029, U+FFFE, U+FFFF); remove it" $.path $k) -}}
 {{- end -}}
