@@ -48,6 +48,8 @@ SYSCTLS = ["kernel/panic", "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "
 
 
 def host_snapshot() -> dict:
+    from generator.tools import cache_dir
+
     def out(*argv):
         return subprocess.run(argv, capture_output=True, text=True).stdout
 
@@ -58,7 +60,9 @@ def host_snapshot() -> dict:
         "netns": out("ip", "netns", "list").split(),
         "links": sorted(line.split(":")[1].strip() for line in out("ip", "-o", "link").splitlines()),
         "routes": sorted(out("ip", "route").splitlines()),
-        "mounts": sorted(line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()),
+        # (mounts under the tool cache belong to image builds that may run beside this session)
+        "mounts": sorted(m for m in (line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines())
+                         if not m.startswith(str(cache_dir()) + "/")),
         "cgroups": sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/*") if p.is_dir()),
     }
 
@@ -516,3 +520,36 @@ def test_down_after_a_crash_leaves_the_host_as_it_was(node):
     assert not [p for p in pids if Path(f"/proc/{p}").exists()]
     assert not host.our_cgroup_dirs(node.spec)
     wait_for(lambda: not host.our_pids(node.spec), 10, "the killed processes to be reaped")
+
+
+def test_a_start_that_fails_half_way_removes_what_it_made(node, monkeypatch, tmp_path):
+    from generator.playground import processes as procs
+    from generator.playground.cluster import down, load_state, up
+    from generator.playground.node import components as C
+    from generator.playground.node import host
+    from generator.playground.nodes import Shape
+
+    real_argv = C.argv
+
+    def broken(name, *args):  # CoreDNS refuses an unknown flag and exits: a failure half way
+        argv = real_argv(name, *args)
+        return [*argv, "-no-such-flag"] if name == "coredns" else argv
+
+    monkeypatch.setattr(C, "argv", broken)
+    state_dir = tmp_path / "half"
+    out = io.StringIO()
+    assert up(state_dir, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), out=out, real_node=True, timeout=240) == 1
+    text = out.getvalue()
+    assert "coredns exited during start-up" in text and "Traceback" not in text, text
+    spec = S.NodeSpec(state_dir)
+    state = load_state(state_dir)
+    assert state["real_node"]["components"]["containerd"]  # it got that far
+    running = [r["name"] for r in [*state["components"].values(), *state["real_node"]["components"].values()]
+               if procs.is_running(r)]
+    assert not running, running
+    assert not host.our_cgroup_dirs(spec) and not host.our_mounts(spec)
+    wait_for(lambda: not host.our_pids(spec), 10, "the half-started node's processes to be gone")
+    after = host_snapshot()
+    for key in node.before:
+        assert after[key] == node.before[key], f"{key} changed after a failed up"
+    assert down(state_dir, out=io.StringIO()) == 0 and not state_dir.exists()
