@@ -4,8 +4,8 @@
 set -euo pipefail
 # libseccomp-dev: runc's seccomp support (cgo); iptables/ipset/conntrack: kube-proxy and
 # kube-router; busybox-static, bash-static: the shells and client tools of the executor image;
-# util-linux/iproute2: unshare, nsenter and ip for the node's namespaces.
-pkgs=(libseccomp-dev iptables ipset conntrack busybox-static bash-static util-linux iproute2)
+# util-linux/iproute2: unshare, nsenter and ip for the node's namespaces; mmdebstrap: the Ray image's root filesystem.
+pkgs=(libseccomp-dev iptables ipset conntrack busybox-static bash-static util-linux iproute2 mmdebstrap)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -201,8 +201,20 @@ build_node_images() {
   cp /bin/busybox "$1/busybox" && cp /bin/bash-static "$1/bash"
 }
 
+# tools/device-plugin: fake nvidia.com/gpu on the real node through the kubelet's device-plugin API
+# (k8s.io/kubelet at the pinned Kubernetes version).
+build_device_plugin() {
+  ( cd "$root/tools/device-plugin" && go build -trimpath -ldflags "-s -w" -o "$1/device-plugin" . )
+}
+
+# The playground's Ray image (stand-in for ubuntu-swe): Debian python3 + ray[default] from PyPI, written
+# as an OCI layout by generator/playground/node/ray_image.py (stdlib only; run as a script).
+build_ray_image() {
+  python3 "$root/generator/playground/node/ray_image.py" build "$1" "$2"
+}
+
 tools=("$@")
-[ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds kube-validate checkov kubernetes etcd kwok kuberay registry node)
+[ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds kube-validate checkov kubernetes etcd kwok kuberay registry node ray-image)
 for t in "${tools[@]}"; do
   case $t in
     helm) build helm "$HELM_VERSION" build_helm ;;
@@ -216,13 +228,15 @@ for t in "${tools[@]}"; do
     kube-validate) build kube-validate "$KUBERNETES_VERSION" build_kube_validate "$root/tools/kube-validate" ;;
     checkov) build checkov "$CHECKOV_VERSION" build_checkov ;;
     registry) build registry "$REGISTRY_VERSION" build_registry ;;
-    node) bash "$root/hack/tools.sh" runc containerd cni-plugins coredns kube-router node-images kubernetes-node ;;
+    node) bash "$root/hack/tools.sh" runc containerd cni-plugins coredns kube-router node-images kubernetes-node device-plugin ;;
     kubernetes-node) build kubernetes-node "$KUBERNETES_VERSION" build_kubernetes_node ;;
     runc) bash "$root/hack/node-deps.sh" && build runc "$RUNC_VERSION" build_runc ;;
     containerd) build containerd "$CONTAINERD_VERSION" build_containerd ;;
     cni-plugins) build cni-plugins "$CNI_PLUGINS_VERSION" build_cni_plugins ;;
     coredns) build coredns "$COREDNS_VERSION" build_coredns ;;
     kube-router) build kube-router "$KUBE_ROUTER_VERSION" build_kube_router ;;
+    device-plugin) build device-plugin "$KUBERNETES_VERSION" build_device_plugin "$root/tools/device-plugin" ;;
+    ray-image) bash "$root/hack/node-deps.sh" && build ray-image "$RAY_VERSION" build_ray_image "$root/generator/playground/node/ray_image.py" ;;
     node-images) bash "$root/hack/node-deps.sh" && build node-images "$NODE_IMAGES_VERSION" build_node_images "$root/tools/node-images" ;;
     *) say "unknown tool: $t"; exit 2 ;;
   esac

@@ -48,6 +48,12 @@ def _up(args: argparse.Namespace) -> int:
             return _usage_error(f"{flag}: {value!r} is not a positive Kubernetes quantity (e.g. 64, 500m, 512Gi)")
     if args.timeout <= 0:
         return _usage_error("--timeout must be positive")
+    if args.real_node_gpus is not None:  # read by generator/playground/node/gpus.py
+        if not args.real_node or not 0 <= args.real_node_gpus <= 64:
+            return _usage_error("--real-node-gpus needs --real-node and a count 0..64")
+        import os
+
+        os.environ["DOCKYARD_REAL_NODE_GPUS"] = str(args.real_node_gpus)
     from generator.playground.cluster import up
 
     shape = Shape(
@@ -97,6 +103,9 @@ def add_parser(subparsers) -> None:
     up.add_argument("--real-node", action="store_true",
                     help="add one real CPU node (kubelet, containerd, CNI, kube-proxy, CoreDNS, kube-router) in "
                          "namespaces of its own; needs root, cgroup v1 and `bash hack/tools.sh node`")
+    up.add_argument("--real-node-gpus", type=int, default=None, metavar="G",
+                    help="fake nvidia.com/gpu the real node advertises through the kubelet's device-plugin API "
+                         "(default 0), so the chart's GPU worker groups run there as real containers")
     common(up)
     up.set_defaults(func=_up)
 

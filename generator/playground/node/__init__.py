@@ -101,7 +101,7 @@ def adjust_control_plane(argv: dict[str, list[str]], kubelet_client: tuple[str, 
 
 def prepare(state: dict, state_dir: Path, argv: dict[str, list[str]], say: Callable[[str], None] = print) -> None:
     from generator.playground import cluster
-    from generator.playground.node import certs
+    from generator.playground.node import certs, gpus
 
     preflight()
     ensure_binaries(say)
@@ -126,7 +126,7 @@ def prepare(state: dict, state_dir: Path, argv: dict[str, list[str]], say: Calla
         "dns_ip": S.DNS_IP, "netns": str(spec.netns_file), "mntns": str(spec.mntns_file),
         "cgroup_root": spec.cgroup_root, "host_link": spec.host_veth, "label": S.NODE_LABEL,
         "stand_ins": {"metadata": S.METADATA_IP, "host": S.STAND_IN_IP},
-        "serving": list(serving), "components": {},
+        "serving": list(serving), "components": {}, "gpus": gpus.requested(),
     }
 
 
@@ -220,7 +220,8 @@ def start(state: dict, state_dir: Path, say: Callable[[str], None], deadline: fl
     for name, (ref, tarball) in layouts.items():
         host.run([str(bins.containerd / "ctr"), f"--address={spec.containerd_sock}", "-n", "k8s.io",
                   "images", "import", "--local", str(tarball)])
-    say(f"  real node: containerd up, images imported ({time.monotonic() - t0:.1f} s)")
+    extra = _import_ray_image(spec, bins, state, say)
+    say(f"  real node: containerd up, images imported{extra} ({time.monotonic() - t0:.1f} s)")
     api = cluster.api_for(state)
     try:
         api.create("/api/v1/nodes", _node_object(spec))
@@ -238,6 +239,11 @@ def start(state: dict, state_dir: Path, say: Callable[[str], None], deadline: fl
 
     # kube-router reads the node's address from the Node object: start it once kubelet reported it
     _wait("kubelet to register the node's address", registered, deadline)
+    if state["real_node"].get("gpus"):  # fake GPUs through the kubelet's device-plugin API (gpus.py)
+        from generator.playground.node import gpus
+
+        binary = gpus.ensure_binary(say)
+        _spawn(state, state_dir, spec, gpus.NAME, gpus.argv(binary, state["real_node"]["gpus"]), env=env)
     _spawn(state, state_dir, spec, "kube-router", C.argv("kube-router", spec, bins, 0, ""), env=env)
 
     def ready() -> tuple[bool, str]:
@@ -252,6 +258,32 @@ def start(state: dict, state_dir: Path, say: Callable[[str], None], deadline: fl
     state["real_node"]["ready_seconds"] = round(time.monotonic() - t0, 1)
     cluster.save_state(state_dir, state)
     say(f"  real node {spec.name} Ready ({S.NODE_IP}; pods {S.POD_CIDR}, Services {S.SERVICE_CIDR}) in {time.monotonic() - t0:.1f} s")
+
+
+def _import_ray_image(spec: S.NodeSpec, bins: C.Binaries, state: dict, say: Callable[[str], None]) -> str:
+    """Import the playground's Ray image (ray_image.py) when `hack/tools.sh ray-image` has built it."""
+    from generator.playground.node import ray_image
+    from generator.tools import cache_dir, versions
+
+    built = ray_image.layout(cache_dir() / f"ray-image-{versions()['RAY_VERSION']}")
+    if not built:
+        return ""
+    ref, tarball = built
+    host.run([str(bins.containerd / "ctr"), f"--address={spec.containerd_sock}", "-n", "k8s.io",
+              "images", "import", "--local", str(tarball)])
+    state["real_node"]["images"]["ray"] = ref
+    return f" (+ {ref})"
+
+
+def _gpus_advertised(state: dict, node: dict) -> tuple[bool, str]:
+    from generator.playground import cluster
+    from generator.playground.node import gpus
+
+    try:
+        obj = cluster.api_for(state).get(f"/api/v1/nodes/{node['name']}", timeout=5)
+    except Exception as exc:  # noqa: BLE001 - reported as a detail
+        return False, str(exc)
+    return gpus.advertised(obj, node["gpus"])
 
 
 def _node_ready(state: dict, name: str) -> tuple[bool, str]:
@@ -275,7 +307,7 @@ def health(state: dict) -> list[tuple[str, bool, str]]:
         return []
     spec = S.NodeSpec(Path(state["state_dir"]))
     out = []
-    for name in C.ORDER:
+    for name in C.ORDER + (["device-plugin"] if node.get("gpus") else []):
         rec = node["components"].get(name)
         if not rec:
             out.append((f"node/{name}", False, "not started"))
@@ -296,6 +328,9 @@ def health(state: dict) -> list[tuple[str, bool, str]]:
         if ok and name == "kubelet":
             ok, ready = _node_ready(state, node["name"])
             detail += f", node {node['name']} {ready}"
+        if ok and name == "device-plugin":
+            ok, gpus_detail = _gpus_advertised(state, node)
+            detail += f", {gpus_detail}"
         out.append((f"node/{name}", ok, detail))
     return out
 
@@ -306,7 +341,7 @@ def teardown(state_dir: Path, state: dict | None, say: Callable[[str], None] = p
 
     spec = S.NodeSpec(state_dir)
     node = (state or {}).get("real_node") or {}
-    recs = [node.get("components", {}).get(n) for n in reversed(C.ORDER)]
+    recs = [node.get("components", {}).get(n) for n in ["device-plugin", *reversed(C.ORDER)]]
     procs.stop([r for r in recs if r and r["name"] != "node/containerd"], timeout=5)
     if not spec.root.exists() and not host.our_cgroup_dirs(spec) and \
             host.run(["ip", "link", "show", spec.host_veth], check=False).returncode != 0:
