@@ -261,13 +261,19 @@ def start(state: dict, state_dir: Path, say: Callable[[str], None], deadline: fl
 
 
 def _import_ray_image(spec: S.NodeSpec, bins: C.Binaries, state: dict, say: Callable[[str], None]) -> str:
-    """Import the playground's Ray image (ray_image.py) when `hack/tools.sh ray-image` has built it."""
+    """With --real-node-gpus (a node for Ray): import the playground's Ray image (ray_image.py),
+    building it first when missing (`hack/tools.sh ray-image`, ~3 min cold)."""
     from generator.playground.node import ray_image
-    from generator.tools import cache_dir, versions
+    from generator.tools import REPO, cache_dir, versions
 
-    built = ray_image.layout(cache_dir() / f"ray-image-{versions()['RAY_VERSION']}")
-    if not built:
+    if not state["real_node"].get("gpus"):
         return ""
+    entry = cache_dir() / f"ray-image-{versions()['RAY_VERSION']}"
+    if not ray_image.layout(entry):
+        say("  building the playground's Ray image (hack/tools.sh ray-image; ~3 min cold)")
+        if subprocess.call(["bash", str(REPO / "hack" / "tools.sh"), "ray-image"]) != 0 or not ray_image.layout(entry):
+            raise NodeError("building the playground's Ray image failed (bash hack/tools.sh ray-image)")
+    built = ray_image.layout(entry)
     ref, tarball = built
     host.run([str(bins.containerd / "ctr"), f"--address={spec.containerd_sock}", "-n", "k8s.io",
               "images", "import", "--local", str(tarball)])

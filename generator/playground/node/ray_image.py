@@ -217,6 +217,7 @@ def build(out: Path, version: str) -> None:
     t2 = time.monotonic()
     digest, size = write_layout(rootfs, out / LAYOUT, version)
     shutil.rmtree(rootfs)
+    shutil.rmtree(out / "wheels")
     t3 = time.monotonic()
     facts = {"ref": ref(version), "manifest": digest, "layer_bytes": size, "seconds": {
         "wheels": round(t1 - t0, 1), "rootfs": round(t2 - t1, 1), "layout": round(t3 - t2, 1)}}
