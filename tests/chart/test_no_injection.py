@@ -172,7 +172,8 @@ def _strategy(slot: Slot) -> st.SearchStrategy[str]:
     pattern = schema.get("pattern")
     if pattern is None:
         text = any_text if slot.path.startswith("recipe.") else hostile_text
-        least = max(schema.get("minLength", 0), slot.path == "recipe.config")  # "" means the default recipe
+        # a field whose default is "" reads "" as unset (recipe.config: the default recipe)
+        least = max(schema.get("minLength", 0), schema.get("default") == "")
         return text.filter(lambda s: len(s) >= least)
     if pattern == "^/":
         return hostile_text.map(lambda s: "/" + s)
@@ -185,6 +186,19 @@ def _strategy(slot: Slot) -> st.SearchStrategy[str]:
     return st.one_of(st.sampled_from(words), st.sampled_from(words), anything) if words else anything
 
 
+def _property_names(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        return set(node.get("properties", {})) | {n for v in node.values() for n in _property_names(v)}
+    return {n for v in node for n in _property_names(v)} if isinstance(node, list) else set()
+
+
+# Map keys that mean something: "<<", YAML's merge key, is refused (test_keys_yaml_would_merge_are_refused_by_path);
+# the values' own field names and the RayClusterSpec keys the chart merges by name would change the
+# structure (Hypothesis draws such words from the code under test).
+MEANINGFUL_KEYS = {"<<", "template", "spec", "metadata", "containers", "volumes", "imagePullSecrets", "env",
+                   "volumeMounts", "rayStartParams", "resources", "labels"} | _property_names(SCHEMA)
+
+
 def _hostile(slots: list[Slot]) -> st.SearchStrategy[dict[str, str]]:
     """A string per slot; the keys of one map drawn together, distinct."""
     parts: dict[str, st.SearchStrategy[Any]] = {}
@@ -193,8 +207,7 @@ def _hostile(slots: list[Slot]) -> st.SearchStrategy[dict[str, str]]:
         if not is_key:
             parts[slot.path] = _strategy(slot)
         elif owner not in parts:
-            # "<<", YAML's merge key, is refused as a key (test_keys_yaml_would_merge_are_refused_by_path)
-            keys = hostile_text.filter(lambda key: key != "<<")
+            keys = hostile_text.filter(lambda key: key not in MEANINGFUL_KEYS)
             parts[owner] = st.lists(keys, min_size=ENTRIES, max_size=ENTRIES, unique=True)
 
     def flatten(drawn: dict[str, Any]) -> dict[str, str]:

@@ -177,7 +177,9 @@ env and volumeMounts append; any other container is a sidecar. */ -}}
 {{- end -}}
 {{- $_ := set $tpl "spec" $spec -}}
 {{- $_ := set $group "template" $tpl -}}
-{{- toYaml $group -}}
+{{- /* JSON, not YAML: Helm's toYaml trims the final newline, so a string ending in one, last in
+the group, lost it on the way back. */ -}}
+{{- toJson $group -}}
 {{- end -}}
 
 {{- define "dockyard.ray.clusterSpec" -}}
@@ -197,11 +199,11 @@ env and volumeMounts append; any other container is a sidecar. */ -}}
 {{- $head := include "dockyard.ray.headBase" . | fromYaml -}}
 {{- $spec := dict "rayVersion" .Values.kuberay.rayVersion -}}
 {{- $spec = mergeOverwrite $spec $rest -}}
-{{- $_ := set $spec "headGroupSpec" (include "dockyard.ray.group" (dict "ctx" . "role" "head" "base" $head "overlay" $headOv) | fromYaml) -}}
+{{- $_ := set $spec "headGroupSpec" (include "dockyard.ray.group" (dict "ctx" . "role" "head" "base" $head "overlay" $headOv) | fromJson) -}}
 {{- $workers := list -}}
 {{- range $role := list "trainer" "inference" -}}
 {{- $base := include "dockyard.ray.workerBase" (dict "ctx" $ "role" $role) | fromYaml -}}
-{{- $workers = append $workers (include "dockyard.ray.group" (dict "ctx" $ "role" $role "base" $base "overlay" (get $workerOvs $role)) | fromYaml) -}}
+{{- $workers = append $workers (include "dockyard.ray.group" (dict "ctx" $ "role" $role "base" $base "overlay" (get $workerOvs $role)) | fromJson) -}}
 {{- end -}}
 {{- $_ := set $spec "workerGroupSpecs" $workers -}}
 {{- toYaml $spec -}}
