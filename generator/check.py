@@ -5,55 +5,19 @@ of Helm's release Secret."""
 from __future__ import annotations
 
 import sys
-import threading
 
 from generator import apivalidate, helm, kubeconform
 from generator.errors import EXIT_FAILED, EXIT_OK
 from generator.tools import versions
 
 
-class _Speculation:
-    """`helm template` on the guessed values, its output fed straight to kubeconform, in a thread,
-    while the main thread loads the models and validates."""
-
-    def __init__(self, guess: tuple[dict, str, str], validator: kubeconform.Run, api: apivalidate.Run):
-        self.template = helm.Template(*guess, tests=True)
-        self.manifests: str | None = None
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._pipe, args=(validator, api), daemon=True)
-        self.thread.start()
-
-    def _pipe(self, validator: kubeconform.Run, api: apivalidate.Run) -> None:
-        try:
-            self.manifests = self.template.result()
-            api.feed(self.manifests)  # returns at once: kube-validate runs beside kubeconform
-            validator.feed(self.manifests)
-        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
-            self.error = exc
-
-    def outcome(self) -> str:
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
-        assert self.manifests is not None
-        return self.manifests
-
-    def discard(self) -> None:
-        self.template.proc.kill()
-        self.thread.join()
-
-
 def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator=None, security: bool = False, server=None) -> int:  # type: ignore[no-untyped-def]
     """`validator` is a kubeconform.Run started by the caller, so its start-up overlaps ours (the
-    kube-validate process starts here, before the models load, for the same reason);
+    kube-validate process starts here, before the inputs are read, for the same reason);
     `server` is a live.kube.Kube for a dry run of every object on the apiserver (`check --server`).
-
-    helm starts speculatively on `guess_values` (no pydantic) while the models load and validate,
-    and its output goes on to kubeconform. Both are used only when what helm was given (values JSON,
-    release, namespace) is byte-identical to what the validated values produce; otherwise they are
-    discarded and one helm and one kubeconform run on the validated values (the guess misses only
-    when the models add or change something, e.g. defaults inside list items)."""
-    from generator.compose import guess_values
+    The values are validated without pydantic on the happy path (`compose.composed`), so helm
+    starts a few milliseconds after the inputs are read."""
+    from generator.compose import composed
 
     out = out or sys.stdout
     validator = validator or kubeconform.Run()
@@ -62,32 +26,12 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
     except BaseException:
         validator.cancel()
         raise
-    speculation = None
     try:
-        guess = guess_values(recipe, infra, overrides)
-        if guess is not None:
-            try:
-                speculation = _Speculation(guess, validator, api)
-            except Exception:  # noqa: BLE001 - e.g. helm missing: the validated path reports it, in order
-                speculation = None
-        from generator.compose import compose, load_inputs, values_dict
-
-        inputs = load_inputs(recipe, infra, overrides)
-        values = compose(inputs)
-        vals, release, namespace = values_dict(values), values.recipe.name, inputs.infra.infra.namespace
-        if speculation is not None and speculation.template.sent == helm.Template.key(vals, release, namespace, True):
-            manifests = speculation.outcome()
-        else:
-            if speculation is not None:
-                speculation.discard()
-                speculation = None
-                validator.cancel()
-                api.cancel()
-                validator, api = kubeconform.Run(), apivalidate.Run()
-            manifests = helm.template(vals, release, namespace, tests=True)
+        c = composed(recipe, infra, overrides)
+        vals = c.values
+        manifests = helm.template(vals, c.release, c.namespace, tests=True)
+        api.feed(manifests)  # returns at once: kube-validate runs beside kubeconform
     except BaseException:
-        if speculation is not None:
-            speculation.discard()
         validator.cancel()
         api.cancel()
         raise
@@ -99,8 +43,7 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
     refused = len(refusals)
     bad = [r for r in results if r.status != "valid"]
     width = max((len(r.kind) for r in results), default=4)
-    print(f"check {recipe} + {infra}: release {values.recipe.name}, namespace {inputs.infra.infra.namespace}, "
-          f"mode {values.launch.mode}", file=out)
+    print(f"check {recipe} + {infra}: release {c.release}, namespace {c.namespace}, mode {c.mode}", file=out)
     for r in results:
         line = f"  {'✓' if r.status == 'valid' and (r.kind, r.name) not in refusals else '✗'} {r.kind:<{width}}  {r.name}"
         if r.status != "valid":
@@ -134,7 +77,7 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
     if server is not None:
         from generator.server_check import dry_run
 
-        namespace = inputs.infra.infra.namespace
+        namespace = c.namespace
         dry = dry_run(server, manifests, namespace)
         refused = [d for d in dry if not d.accepted]
         for d in dry:

@@ -24,23 +24,22 @@ def _inputs_args(p: argparse.ArgumentParser, output: bool = True) -> None:
 
 
 def cmd_values(args: argparse.Namespace) -> int:
-    from generator.compose import compose, load_inputs, values_yaml
+    from generator.compose import composed, values_yaml
     from generator.output import refuse_inputs, write
 
     refuse_inputs(args.output, (args.recipe, args.infra))
-    write(values_yaml(compose(load_inputs(args.recipe, args.infra, args.overrides))), args.output)
+    write(values_yaml(composed(args.recipe, args.infra, args.overrides).values), args.output)
     return EXIT_OK
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from generator.compose import compose, load_inputs, values_dict
+    from generator.compose import composed
     from generator.helm import template
     from generator.output import refuse_inputs, write
 
     refuse_inputs(args.output, (args.recipe, args.infra))
-    inputs = load_inputs(args.recipe, args.infra, args.overrides)
-    values = compose(inputs)
-    write(template(values_dict(values), values.recipe.name, inputs.infra.infra.namespace), args.output)
+    c = composed(args.recipe, args.infra, args.overrides)
+    write(template(c.values, c.release, c.namespace), args.output)
     return EXIT_OK
 
 

@@ -1,13 +1,13 @@
 """Recipe + infra spec -> validated chart values.
 
-pydantic and the models are imported inside the functions that validate, so `guess_values` (the
-model-free composition `check` starts helm with) can run before they are loaded.
+`composed` is what `values`, `render` and `check` call: `generator.schema_check` on the happy path,
+without pydantic; pydantic and the models are imported only when that refuses, to explain why.
 """
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +15,7 @@ import yaml
 
 from generator.errors import InputError, Problem, from_validation
 from generator.loader import Document, apply_overrides, load
-from generator.tools import CHART_DIR
+from generator.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 
 if TYPE_CHECKING:
     from generator.models import ChartValues, InfraSpec, Recipe
@@ -40,8 +40,6 @@ def _validate(model: type, doc: Document) -> Any:
 
 def _near_misses(recipe: Recipe, doc: Document) -> list[Problem]:
     """The recipe's extra keys are opaque, but one a letter away from a launcher key is a typo."""
-    import difflib
-
     from generator.models import Recipe
 
     known = list(Recipe.model_fields)
@@ -89,7 +87,6 @@ def _recipe_text(doc: Document) -> str:
 
 def compose(inputs: Inputs) -> ChartValues:
     from generator.models import ChartValues
-    from generator.models.recipe import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 
     recipe, infra = inputs.recipe, inputs.infra
     limit = MAX_RAYJOB_NAME if infra.launch.mode == "rayjob" else MAX_RAYCLUSTER_NAME
@@ -140,57 +137,81 @@ def values_dict(values: ChartValues) -> dict[str, Any]:
     return values.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-# A guess at the values without the models ---------------------------------------------------------
+# Values without the models (the happy path) --------------------------------------------------------
 
-@cache
-def _chart_defaults() -> dict[str, Any]:
-    """The chart's values.yaml: generated from the models' defaults by `make schema`."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load((CHART_DIR / "values.yaml").read_text(), Loader=loader)
+@dataclass
+class Composed:
+    """Chart values (`values_dict` form), the release, its namespace and the launch mode."""
 
-
-def _merge(base: Any, over: Any) -> Any:
-    if isinstance(base, dict) and isinstance(over, dict):
-        return {**base, **{k: _merge(base[k], v) if k in base else v for k, v in over.items()}}
-    return over
+    values: dict[str, Any]
+    release: str
+    namespace: str
+    mode: str
 
 
-def _prune(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: _prune(v) for k, v in node.items() if v is not None}
-    if isinstance(node, list):
-        return [_prune(v) for v in node]
-    return node
+def _json_plain(node: Any) -> bool:
+    """Only what JSON holds as is: free-form data with a date, bytes or a non-string key is left to
+    the models' serialiser."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if not all(isinstance(k, str) for k in node):
+                return False
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif not (node is None or isinstance(node, (str, bool, int, float))):
+            return False
+    return True
 
 
-def guess_values(recipe_path: str | Path, infra_path: str | Path,
-                 overrides: list[str] | None = None) -> tuple[dict[str, Any], str, str] | None:
-    """What `values_dict(compose(load_inputs(...)))`, the release and the namespace most likely are,
-    without pydantic: the raw input sections merged over the chart's defaults. Only a guess (the
-    models add defaults inside lists, normalise, derive): `check` renders it speculatively while the
-    models load, and uses that rendering only when the validated values turn out byte-identical.
-    None when the inputs are not plain enough to guess from (the validating path reports why)."""
+def _compose_fast(recipe_path: str | Path, infra_path: str | Path, overrides: list[str]) -> Composed | None:
+    """`values_dict(compose(load_inputs(...)))` by `generator.schema_check`, without pydantic; None
+    whenever the models would refuse (or might say more), so that they run and explain."""
+    from generator import schema_check
+
     try:
-        recipe_doc, infra_doc = load(recipe_path), load(infra_path)
-        apply_overrides(recipe_doc, overrides or [])
-        recipe, infra, defaults = recipe_doc.data, infra_doc.data, _chart_defaults()
-        infra_block = dict(infra.get("infra") or {})
-        name, namespace = recipe.get("name"), infra_block.pop("namespace", None)
-        if not isinstance(name, str) or not isinstance(namespace, str):
-            return None
-        values = {
-            "recipe": {
-                "name": name,
-                "entrypoint": recipe.get("entrypoint", defaults["recipe"]["entrypoint"]),
-                "cluster": _merge(defaults["recipe"]["cluster"], recipe.get("cluster") or {}),
-                "config": _recipe_text(recipe_doc),
-            },
-            "infra": _merge(defaults["infra"], infra_block),
-            **{key: _merge(defaults[key], infra.get(key) or {}) for key in ("launch", "kuberay", "sandbox")},
-        }
-        return _prune(values), name, namespace
-    except Exception:  # noqa: BLE001 - a failed guess only means no speculation
+        recipe_doc = load(recipe_path)
+        apply_overrides(recipe_doc, overrides)
+        infra_doc = load(infra_path)
+        recipe = schema_check.check("recipe", recipe_doc.data)
+        infra = schema_check.check("infra", infra_doc.data)
+    except (InputError, schema_check.Refused):
         return None
+    known = list(schema_check.declared("recipe"))
+    for key in recipe_doc.data:
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.8) if key not in known else None
+        if close and close[0] not in recipe_doc.data:
+            return None  # a near miss (`_near_misses`): the models report it
+    name, mode = recipe["name"], infra["launch"]["mode"]
+    if len(name) > (MAX_RAYJOB_NAME if mode == "rayjob" else MAX_RAYCLUSTER_NAME):
+        return None
+    block = dict(infra["infra"])
+    namespace = block.pop("namespace")
+    try:
+        values = schema_check.check("values", {
+            "recipe": {"name": name, "entrypoint": recipe["entrypoint"], "cluster": recipe["cluster"],
+                       "config": _recipe_text(recipe_doc)},
+            "infra": block,
+            **{key: infra[key] for key in ("launch", "kuberay", "sandbox")},
+        })
+    except schema_check.Refused:
+        return None
+    if not _json_plain(values):
+        return None
+    return Composed(values, name, namespace, mode)
+
+
+def composed(recipe_path: str | Path, infra_path: str | Path, overrides: list[str] | None = None) -> Composed:
+    """The chart values of `values`, `render` and `check`: checked against the models' JSON schemas
+    on the happy path; when that refuses, the models validate, and their error is the one reported."""
+    fast = _compose_fast(recipe_path, infra_path, overrides or [])
+    if fast is not None:
+        return fast
+    inputs = load_inputs(recipe_path, infra_path, overrides)
+    values = compose(inputs)
+    return Composed(values_dict(values), values.recipe.name, inputs.infra.infra.namespace, values.launch.mode)
 
 
 class _HelmSafeDumper(yaml.SafeDumper):
@@ -206,5 +227,5 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 _HelmSafeDumper.add_representer(str, _str)
 
 
-def values_yaml(values: ChartValues) -> str:
-    return yaml.dump(values_dict(values), Dumper=_HelmSafeDumper, sort_keys=False, allow_unicode=True, width=120)
+def values_yaml(values: ChartValues | dict[str, Any]) -> str:
+    return yaml.dump(values if isinstance(values, dict) else values_dict(values), Dumper=_HelmSafeDumper, sort_keys=False, allow_unicode=True, width=120)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 
 from generator.models.types import (
     DIGEST_RE,
@@ -94,6 +94,12 @@ class ContainerQuantities(Strict):
 
 class ResourceQuotaSettings(Strict):
     """Opt-in namespace ResourceQuota (rendered; not applied by the live path)."""
+
+    # JSON Schema twin of _hard_when_enabled, so Helm refuses the same values.
+    model_config = ConfigDict(json_schema_extra={
+        "if": {"properties": {"enabled": {"const": True}}, "required": ["enabled"]},
+        "then": {"properties": {"hard": {"minProperties": 1}}},
+    })
 
     enabled: bool = Field(False, description="Render a ResourceQuota for the namespace.")
     hard: dict[str, Quantity] = Field(

@@ -30,8 +30,9 @@ from generator.models.types import (
     refuse_non_finite,
 )
 
+from generator.rules import duplicate_group, kuberay_overlay_problem
+
 GROUPS = ("trainer", "inference")
-RAY_RESOURCE_PARAMS = ("num-cpus", "num-gpus", "memory", "resources")
 
 def _ci(word: str) -> str:
     return "".join(f"[{c}{c.upper()}]" for c in word)
@@ -145,11 +146,9 @@ class RayClusterSpecOverlay(BaseModel):
     @field_validator("workerGroupSpecs")
     @classmethod
     def _unique_groups(cls, groups: list[WorkerGroupOverlay]) -> list[WorkerGroupOverlay]:
-        seen: set[str] = set()
-        for g in groups:
-            if g.groupName in seen:
-                raise ValueError(f"duplicate groupName {g.groupName!r}: merge the two overlays into one entry")
-            seen.add(g.groupName)
+        twice = duplicate_group([g.groupName for g in groups])
+        if twice is not None:
+            raise ValueError(f"duplicate groupName {twice!r}: merge the two overlays into one entry")
         return groups
 
     @model_validator(mode="after")
@@ -157,19 +156,9 @@ class RayClusterSpecOverlay(BaseModel):
         refuse_non_finite(self.model_extra)
         groups: list[tuple[str, dict[str, Any]]] = [("headGroupSpec", dict(self.headGroupSpec))]
         groups += [(g.groupName, g.model_dump()) for g in self.workerGroupSpecs]
-        for name, spec in groups:
-            params = spec.get("rayStartParams") or {}
-            if "labels" in params:
-                raise ValueError(f"{name}: rayStartParams.labels is refused by KubeRay; use the group's `labels` field")
-            clash = [k for k in RAY_RESOURCE_PARAMS if k in params]
-            if clash and spec.get("resources"):
-                raise ValueError(
-                    f"{name}: Ray resources set both in group-level `resources` and rayStartParams {clash}; "
-                    "KubeRay refuses this, use only one"
-                )
-            for key in ("replicas", "minReplicas", "maxReplicas"):
-                if key in spec:
-                    raise ValueError(f"{name}: {key} comes from the recipe's cluster.<group>.nodes; remove it from the overlay")
+        problem = kuberay_overlay_problem(groups)
+        if problem:
+            raise ValueError(problem)
         return self
 
 

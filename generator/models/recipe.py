@@ -7,9 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from generator.models.types import DNS1035_LABEL_RE, STRICT_TYPES, Strict
-
-MAX_RAYJOB_NAME = 47
-MAX_RAYCLUSTER_NAME = 53
+from generator.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 
 
 class GroupShape(Strict):

@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-import ipaddress
 import math
-import re
 import typing
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-# Kubernetes resource.Quantity, e.g. 500m, 2Gi, 1.5, 10G, 1e3.
-QUANTITY_RE = r"^([+]?[0-9]+(\.[0-9]*)?|[+]?\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"
+from generator.rules import CIDR_RE, QUANTITY_RE, cidr_problem, quantity_string_ok
+
 DNS1123_LABEL_RE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS1035_LABEL_RE = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 DNS1123_SUBDOMAIN_RE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 IMAGE_REPO_RE = r"^[a-z0-9]+([._/:-][a-z0-9]+)*$"
 IMAGE_TAG_RE = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
 DIGEST_RE = r"^sha256:[a-f0-9]{64}$"
-CIDR_RE = (
-    r"^(([0-9]{1,3}\.){3}[0-9]{1,3}/([0-9]|[1-2][0-9]|3[0-2])"
-    r"|[0-9a-fA-F:.]*:[0-9a-fA-F:.]*/([0-9]|[1-9][0-9]|1[0-1][0-9]|12[0-8]))$"
-)
 ENV_NAME_RE = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 
 
@@ -91,7 +85,7 @@ def _quantity(value: Any) -> Any:
         if value < 0:
             raise ValueError(f"quantity must not be negative, got {value}")
         return value
-    if not re.match(QUANTITY_RE, str(value)):
+    if not quantity_string_ok(str(value)):
         raise ValueError(f"{value!r} is not a Kubernetes quantity (expected e.g. 1, 500m, 2Gi, 20Gi)")
     return value
 
@@ -109,12 +103,9 @@ Quantity = Annotated[
 
 
 def _cidr(value: str) -> str:
-    try:
-        net = ipaddress.ip_network(value, strict=False)
-    except ValueError as exc:
-        raise ValueError(f"{value!r} is not a CIDR block (expected e.g. 10.0.0.0/8): {exc}") from None
-    if net.network_address != ipaddress.ip_interface(value).ip:
-        raise ValueError(f"{value!r} has host bits set; did you mean {net.with_prefixlen}?")
+    problem = cidr_problem(value)
+    if problem:
+        raise ValueError(problem)
     return value
 
 

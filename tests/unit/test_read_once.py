@@ -116,17 +116,17 @@ def test_fifo_infra_spec(tmp_path):
 
 CHECK_PATH = """
 import json, sys
-from generator.compose import compose, guess_values, load_inputs, values_dict
+from generator.compose import compose, composed, load_inputs, values_dict
 recipe, infra = sys.argv[1:]
-guess = guess_values(recipe, infra)
+fast = composed(recipe, infra)
 values = values_dict(compose(load_inputs(recipe, infra)))
-print(json.dumps([guess and guess[0]["recipe"]["config"], values["recipe"]["config"]]))
+print(json.dumps([fast.values["recipe"]["config"], values["recipe"]["config"]]))
 """
 
 
 def test_check_path_reads_a_fifo_once(tmp_path):
-    """`check` parses the inputs twice (a model-free guess for speculative rendering, then the
-    models): both must see the one read of the FIFO."""
+    """The inputs may be parsed twice in one command (the schema check, then the models when it
+    refuses): both must see the one read of the FIFO."""
     fifo = tmp_path / "recipe.fifo"
     code, out, err = through_fifo(fifo, RECIPE.read_bytes(), [sys.executable, "-c", CHECK_PATH, str(fifo), str(INFRA)])
     assert code == 0, err

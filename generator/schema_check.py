@@ -1,0 +1,280 @@
+"""The inputs checked against the committed JSON schemas, without pydantic: the happy path's validator.
+
+The models are the one source of truth: `make schema` writes schema/recipe.schema.json,
+schema/infra.schema.json and the chart's values.schema.json from them (a test fails when one is
+stale). This module reads those files (~1 ms) and applies them with the models' own semantics, which
+plain JSON Schema does not have: strict types (a boolean is not an integer, 1.0 is not an integer,
+mapping keys are strings), no .inf/.nan outside the recipe's opaque keys, a field's alias or its
+name, the defaults filled in before the cross-field rules look (pydantic validates defaults), and a
+pattern matched as pydantic matches it. What no keyword can say is in `generator.rules`, which the
+models call too. `tests/unit/test_schema_check.py` proves that this and the models accept and refuse
+exactly the same inputs.
+
+`check` returns the validated data as `model_dump(mode="json", by_alias=True, exclude_none=True)`
+would: declared keys in the models' order with defaults filled, extra keys after them. On any
+refusal it raises `Refused` without a reason: the caller then asks the models, which explain.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import cache
+from typing import Any, Callable
+
+from generator import rules
+from generator.tools import CHART_DIR, REPO
+
+SCHEMAS = {
+    "recipe": REPO / "schema" / "recipe.schema.json",
+    "infra": REPO / "schema" / "infra.schema.json",
+    "values": CHART_DIR / "values.schema.json",
+}
+# The keywords the models' schemas use; any other is a hard error (a model change needs this module).
+KEYWORDS = {"$schema", "$id", "definitions", "$ref", "type", "properties", "additionalProperties", "required",
+            "default", "description", "enum", "const", "pattern", "minLength", "maxLength", "minimum", "maximum",
+            "items", "minItems", "maxItems", "minProperties", "anyOf", "allOf", "not", "if", "then"}
+# Field names whose key in the schema is an alias (populate_by_name: either is accepted, not both).
+# tests/unit/test_schema_check.py keeps this equal to the models' aliases.
+ALIASES = {"ephemeral-storage": "ephemeralStorage"}
+
+
+class Refused(Exception):
+    """The models refuse this input (they say why)."""
+
+
+class _Model(dict):  # type: ignore[type-arg]
+    """A mapping validated by a model (its None values are dropped from the output, as exclude_none does)."""
+
+
+def _free(value: Any, finite: bool) -> None:
+    """Free-form data (the models' `Any`): only .inf/.nan are refused, where the models refuse them."""
+    if not finite:
+        return
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            raise Refused
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: True is not 1."""
+    return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
+
+
+@cache
+def _regex(pattern: str) -> Callable[[str], Any]:
+    if pattern == rules.QUANTITY_RE:
+        return rules.quantity_string_ok
+    # pydantic matches patterns with Rust's regex, where `$` is the end of the text only; in Python
+    # `$` also matches before a final newline.
+    return re.compile(pattern.replace("$", r"\Z")).search
+
+
+def _is_type(value: Any, kind: str) -> bool:
+    if kind == "object":
+        return isinstance(value, dict) and all(isinstance(k, str) for k in value)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "array":
+        return isinstance(value, list)
+    if kind == "null":
+        return value is None
+    raise AssertionError(f"schema type {kind!r}")
+
+
+class _Checker:
+    def __init__(self, root: dict[str, Any], finite: bool):
+        self.defs = root.get("definitions", {})
+        self.finite = finite
+        self.root = root
+
+    def ok(self, value: Any, schema: dict[str, Any]) -> bool:
+        try:
+            self.check(value, schema)
+        except Refused:
+            return False
+        return True
+
+    def check(self, value: Any, schema: dict[str, Any]) -> Any:
+        """The value, validated and normalised by `schema`; Refused when it does not hold."""
+        ref = schema.get("$ref")
+        if ref is not None:  # draft-07: the keywords beside a $ref are not applied
+            name = ref.rsplit("/", 1)[1]
+            out = self.check(value, self.defs[name])
+            hook = HOOKS.get(name)
+            if hook is not None:
+                hook(out)
+            return out
+        kind = schema.get("type")
+        if kind is not None and not _is_type(value, kind):
+            raise Refused
+        if "anyOf" in schema:
+            for branch in schema["anyOf"]:
+                try:
+                    value = self.check(value, branch)
+                    break
+                except Refused:
+                    continue
+            else:
+                raise Refused
+        if "enum" in schema and not any(_same(value, e) for e in schema["enum"]):
+            raise Refused
+        if "const" in schema and not _same(value, schema["const"]):
+            raise Refused
+        if isinstance(value, str):
+            value = self._string(value, schema)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            if isinstance(value, float) and not math.isfinite(value):
+                raise Refused  # strict models: allow_inf_nan=False
+            if ("minimum" in schema and value < schema["minimum"]) or ("maximum" in schema and value > schema["maximum"]):
+                raise Refused
+        elif isinstance(value, list):
+            value = self._array(value, schema)
+        elif isinstance(value, dict):
+            value = self._object(value, schema)
+        if "allOf" in schema or "not" in schema or "if" in schema:
+            seen = _plain(value)  # the rules look at what Helm is given: defaults in, None out
+            for sub in schema.get("allOf", ()):
+                self.check(seen, sub)
+            if "not" in schema and self.ok(seen, schema["not"]):
+                raise Refused
+            if "if" in schema and self.ok(seen, schema["if"]) and "then" in schema:
+                self.check(seen, schema["then"])
+        return value
+
+    def _string(self, value: str, schema: dict[str, Any]) -> str:
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            raise Refused
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            raise Refused
+        pattern = schema.get("pattern")
+        if pattern is not None:
+            if not _regex(pattern)(value):
+                raise Refused
+            if pattern == rules.CIDR_RE and rules.cidr_problem(value):
+                raise Refused
+        return value
+
+    def _array(self, value: list[Any], schema: dict[str, Any]) -> list[Any]:
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            raise Refused
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            raise Refused
+        items = schema.get("items")
+        if items is None:
+            if schema.get("type") == "array":
+                _free(value, self.finite)
+            return value
+        return [self.check(v, items) for v in value]
+
+    def _object(self, value: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+        props: dict[str, Any] = schema.get("properties", {})
+        required = schema.get("required", ())
+        extra = schema.get("additionalProperties", True)
+        if schema.get("type") == "object" and props:  # a model: every field, in its order, then extras
+            out: dict[str, Any] = _Model()
+            used = set()
+            for key, sub in props.items():
+                given = [k for k in (key, ALIASES.get(key)) if k is not None and k in value]
+                if len(given) > 1:
+                    raise Refused  # the alias and the field name both set
+                if given:
+                    used.add(given[0])
+                    out[key] = self.check(value[given[0]], sub)
+                elif "default" in sub:
+                    out[key] = self.check(sub["default"], sub)
+                else:
+                    raise Refused  # a required field (every other one has a default)
+            rest = ((k, v) for k, v in value.items() if k not in used)
+        else:  # a dict field, or a rule's condition: the keys given, in their order
+            out = {}
+            for key in required:
+                if key not in value:
+                    raise Refused
+            for key, sub in props.items():
+                if key in value:
+                    out[key] = self.check(value[key], sub)
+            rest = ((k, v) for k, v in value.items() if k not in props)
+        for key, item in rest:
+            if extra is False:
+                raise Refused
+            if isinstance(extra, dict):
+                out[key] = self.check(item, extra)
+            else:
+                _free(item, self.finite)
+                out[key] = item
+        if "minProperties" in schema and len(out) < schema["minProperties"]:
+            raise Refused
+        return out
+
+
+def _plain(value: Any) -> Any:
+    """`exclude_none` of a normalised value: None dropped from the models' mappings (not from free-form data)."""
+    if isinstance(value, _Model):
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _overlay(spec: dict[str, Any]) -> None:
+    """RayClusterSpecOverlay's validators (`generator.rules`): the dumps they see keep None values."""
+    workers = spec.get("workerGroupSpecs", [])
+    if rules.duplicate_group([g["groupName"] for g in workers]) is not None:
+        raise Refused
+    if rules.kuberay_overlay_problem([("headGroupSpec", dict(spec.get("headGroupSpec", {})))]
+                                     + [(g["groupName"], dict(g)) for g in workers]):
+        raise Refused
+
+
+HOOKS: dict[str, Callable[[Any], None]] = {"RayClusterSpecOverlay": _overlay}
+
+
+@cache
+def _checker(name: str) -> _Checker:
+    root = json.loads(SCHEMAS[name].read_bytes())
+    return _Checker(root, finite=name != "recipe")
+
+
+def check(name: str, data: Any) -> dict[str, Any]:
+    """`data` validated by the `name` schema ("recipe", "infra" or "values") and dumped as the
+    models would (see the module docstring); Refused when the models refuse it."""
+    checker = _checker(name)
+    return _plain(checker.check(data, checker.root))
+
+
+def declared(name: str) -> list[str]:
+    """The top-level keys the `name` schema declares (a model's fields, by alias)."""
+    return list(_checker(name).root.get("properties", {}))
+
+
+def keywords(node: Any) -> set[str]:
+    """Every keyword used in a schema (for the test that keeps KEYWORDS complete)."""
+    out: set[str] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out.add(key)
+            if key in ("properties", "definitions"):
+                for sub in value.values():
+                    out |= keywords(sub)
+            elif key not in ("default", "enum", "const"):
+                out |= keywords(value)
+    elif isinstance(node, list):
+        for value in node:
+            out |= keywords(value)
+    return out
