@@ -95,6 +95,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="follow RayJob -> RayCluster -> pods until every fleet is ready (or fails)")
     p.set_defaults(func=_handler("run", "run"))
 
+    p = sub.add_parser("smoke", parents=[_common(900.0)],
+                       help="launch the infra with a probe as the Ray job: fleets, env, placement groups, recipe, "
+                            "sandbox as a ✓/✗ table (exit 0 all hold, 1 not); the release is removed afterwards")
+    _inputs(p)
+    p.add_argument("--release", metavar="NAME", help="release name (default: <recipe name>-smoke)")
+    p.add_argument("--create-namespace", action="store_true", help="create the namespace when it is missing")
+    p.add_argument("--keep", action="store_true", help="keep the release afterwards (default: uninstall it)")
+    p.add_argument("--chart", metavar="REF", help="the chart to install (as for run)")
+    p.add_argument("--chart-version", metavar="X", help="with an oci:// --chart: the chart version")
+    p.set_defaults(func=_handler("smoke", "smoke"))
+
     p = sub.add_parser("cluster", help="long-lived RayClusters (bringup mode): up, down, list")
     csub = p.add_subparsers(dest="cluster_command", metavar="{up,down,list}")
     c = csub.add_parser("up", parents=[run_common], help="bring up a RayCluster + sandbox pool (bringup mode)")

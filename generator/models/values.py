@@ -22,6 +22,7 @@ class RecipeValues(Strict):
     entrypoint: str = Field("python -m dockyard_rl.train", min_length=1, description="Command the Ray job runs.")
     cluster: ClusterShape = Field(ClusterShape(), description="Worker group sizes.")
     config: str = Field("", description="The whole recipe YAML, shipped in a ConfigMap mounted on the Ray head.")
+    probe: str = Field("", description="`dockyard-k8s smoke`'s probe (Python), shipped beside the recipe as probe.py when set.")
 
 
 class InfraValues(InfraBase):

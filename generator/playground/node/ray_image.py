@@ -38,7 +38,8 @@ LAYOUT = "oci/playground-ray.tar"
 CLAMP_MTIME = 1767225600
 PY = ("3.11", "cp311")  # bookworm's python3
 PLATFORMS = ["manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64", "linux_x86_64"]
-PACKAGES = ["python3", "python3-pip", "ca-certificates", "procps"]  # procps: `ps` for ray's own checks
+# procps: `ps` for ray's own checks; wget: KubeRay's liveness/readiness probes call it
+PACKAGES = ["python3", "python3-pip", "ca-certificates", "procps", "wget"]
 SKIP_DIRS = {"proc", "sys", "dev", "run", "tmp"}  # recreated empty in the layer
 USER = "ray"  # UID 1000, HOME /home/ray: what ray images use
 
