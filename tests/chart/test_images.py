@@ -9,6 +9,8 @@ and from plain values) and generator.compose.image_reference must agree.
 from __future__ import annotations
 
 import itertools
+from collections import deque
+from typing import Iterator
 
 import yaml
 
@@ -55,22 +57,33 @@ def test_issue_9_example_keeps_the_sandbox_tag(render):
     assert (got["sandbox"], got["test"], got["trainer"]) == (f"{EXECUTOR}:exec-2", f"{EXECUTOR}:exec-2", f"{REPO}@{GPU_DIGEST}")
 
 
+def _rendered(all_values: list[dict], window: int = 4) -> Iterator[Rendered]:
+    """Each values' rendering, in order, with at most `window` helm processes running."""
+    todo = iter(all_values)
+    running = deque(Template(v, "grpo-swe", "dockyard", tests=True) for v in itertools.islice(todo, window))
+    while running:
+        done = running.popleft()
+        for v in itertools.islice(todo, 1):
+            running.append(Template(v, "grpo-swe", "dockyard", tests=True))
+        yield Rendered(done.result())
+
+
 def test_every_combination_agrees_across_chart_plain_values_and_composer():
     cases = list(itertools.product(GPU_IMAGES.items(), SANDBOX_IMAGES.items()))
     assert len(cases) == 32
-    # Start every helm at once (2 per case), then read them: ~64 renders in a few seconds.
-    runs = []
-    for (gname, gpu), (sname, sandbox) in cases:
-        composed = chart_values(infra={"image": gpu}, sandbox={"image": sandbox})
-        plain = {"infra": {"image": gpu}, "sandbox": {"image": sandbox}}  # only what a user writes; chart defaults for the rest
-        runs.append((gname, sname, gpu, sandbox, composed, [Template(v, "grpo-swe", "dockyard", tests=True) for v in (composed, plain)]))
-    for gname, sname, gpu, sandbox, composed, (from_composed, from_plain) in runs:
+    all_values = []
+    for (_, gpu), (_, sandbox) in cases:
+        all_values.append(chart_values(infra={"image": gpu}, sandbox={"image": sandbox}))  # as the generator composes
+        all_values.append({"infra": {"image": gpu}, "sandbox": {"image": sandbox}})  # plain: chart defaults for the rest
+    renders = _rendered(all_values)
+    for n, ((gname, gpu), (sname, sandbox)) in enumerate(cases):
         gpu_ref, sandbox_ref = expected(gpu, sandbox)
         case = f"infra.image {gname}, sandbox.image {sname}"
+        composed = all_values[2 * n]
         assert sandbox_image(composed) == sandbox_ref, case
         assert image_reference(sandbox, composed["infra"]["image"]) == sandbox_ref, case
-        for how, run in (("composed values", from_composed), ("plain values", from_plain)):
-            out = Rendered(run.result())
+        for how in ("composed values", "plain values"):
+            out = next(renders)
             got = images(out)
             want = {role: sandbox_ref if role in ("sandbox", "test") else gpu_ref for role in got}
             assert set(got) == {"sandbox", "test", "head", "trainer", "inference", "submitter"}, (case, how)
