@@ -14,15 +14,12 @@ The Helm release Secret is not in the stream: `release_size` estimates it (see t
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import os
 import subprocess
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from generator.errors import CheckFailed
 from generator.tools import CHART_DIR, ToolMissing, binary, cache_dir, tool_dir, versions
@@ -31,8 +28,7 @@ from generator.tools import CHART_DIR, ToolMissing, binary, cache_dir, tool_dir,
 SECRET_LIMIT = 1024 * 1024
 
 
-@dataclass
-class Finding:
+class Finding(NamedTuple):
     kind: str
     name: str
     field: str
@@ -40,13 +36,12 @@ class Finding:
     template: str = ""  # an embedded pod template's path in its object, when the finding is inside one
 
 
-@dataclass
-class Report:
+class Report(NamedTuple):
     kubernetes: str
     objects: int
     pod_templates: int
-    findings: list[Finding] = field(default_factory=list)
-    warnings: list[Finding] = field(default_factory=list)
+    findings: list[Finding]
+    warnings: list[Finding]
 
 
 def _finding(f: dict[str, Any]) -> Finding:
@@ -158,6 +153,8 @@ def validate(manifests: str) -> Report:
 
 
 def _chart_files(chart: Path) -> list[dict[str, str]]:
+    import base64
+
     out = []
     for path in sorted(p for p in chart.rglob("*") if p.is_file()):
         out.append({"name": str(path.relative_to(chart)), "data": base64.b64encode(path.read_bytes()).decode()})
@@ -181,5 +178,8 @@ def release_size(values: dict[str, Any], manifests: str, chart: Path = CHART_DIR
     bound = (len(raw) + len(raw) // 1000 + 64 + 2) // 3 * 4
     if bound <= SECRET_LIMIT:
         return bound, False
+    import base64
+    import gzip
+
     packed = gzip.compress(raw, compresslevel=9, mtime=0)
     return len(base64.b64encode(packed)), True

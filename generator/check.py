@@ -15,23 +15,28 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
     """`validator` is a kubeconform.Run started by the caller, so its start-up overlaps ours (the
     kube-validate process starts here, before the inputs are read, for the same reason);
     `server` is a live.kube.Kube for a dry run of every object on the apiserver (`check --server`).
-    The values are validated without pydantic on the happy path (`compose.composed`), so helm
-    starts a few milliseconds after the inputs are read."""
-    from generator.compose import composed
+    helm starts as soon as the inputs are read (`helm.started`), for the release and namespace they
+    most likely give, and gets the values once validated (without pydantic on the happy path,
+    `compose.composed`); a wrong guess only means a second helm (`helm.render`)."""
+    from generator.compose import composed, release_guess
 
     out = out or sys.stdout
     validator = validator or kubeconform.Run()
+    early = None
     try:
         api = apivalidate.Run()
     except BaseException:
         validator.cancel()
         raise
     try:
+        early = helm.started(*(release_guess(recipe, infra, overrides) or (None, None)), tests=True)
         c = composed(recipe, infra, overrides)
         vals = c.values
-        manifests = helm.template(vals, c.release, c.namespace, tests=True)
+        manifests = helm.render(early, vals, c.release, c.namespace, tests=True)
         api.feed(manifests)  # returns at once: kube-validate runs beside kubeconform
     except BaseException:
+        if early is not None and early.proc.returncode is None:
+            early.cancel()
         validator.cancel()
         api.cancel()
         raise

@@ -33,13 +33,19 @@ def cmd_values(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from generator.compose import composed
-    from generator.helm import template
+    from generator import helm
+    from generator.compose import composed, release_guess
     from generator.output import refuse_inputs, write
 
     refuse_inputs(args.output, (args.recipe, args.infra))
-    c = composed(args.recipe, args.infra, args.overrides)
-    write(template(c.values, c.release, c.namespace), args.output)
+    early = helm.started(*(release_guess(args.recipe, args.infra, args.overrides) or (None, None)))
+    try:
+        c = composed(args.recipe, args.infra, args.overrides)
+    except BaseException:
+        if early is not None:
+            early.cancel()
+        raise
+    write(helm.render(early, c.values, c.release, c.namespace), args.output)
     return EXIT_OK
 
 

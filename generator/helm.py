@@ -7,13 +7,10 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 from contextvars import ContextVar
-from dataclasses import dataclass
 from functools import cache
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from generator.errors import CheckFailed, InputError, Problem
 from generator.tools import CHART_DIR, binary, versions
@@ -54,6 +51,8 @@ def helm_binary() -> str:
         chosen, source = os.environ.get(HELM_ENV) or None, HELM_ENV
     if not chosen:
         return binary("helm")
+    import shutil
+
     found = shutil.which(chosen) if "/" not in chosen else (chosen if os.access(chosen, os.X_OK) and os.path.isfile(chosen) else None)
     if not found:
         flag = f"--helm {chosen}" if source == "--helm" else f"{HELM_ENV}={chosen}"
@@ -63,8 +62,7 @@ def helm_binary() -> str:
     return found
 
 
-@dataclass(frozen=True)
-class HelmVersion:
+class HelmVersion(NamedTuple):
     path: str
     version: str  # e.g. v4.3.2
     major: int
@@ -100,35 +98,29 @@ def supported_helm() -> HelmVersion:
 
 
 class Template:
-    """One `helm template` process, started at once; `result()` waits for it. Helm enforces
-    values.schema.json too. `sent` is exactly what helm was given (values JSON, release, namespace)."""
+    """One `helm template` process, started at once; `result()` sends the values and waits for it.
+    Helm enforces values.schema.json too. The values may come later (`values=None`, then
+    `result(values)`): helm's start-up (~40 ms of Go package init before it reads its values) then
+    overlaps the launcher's own."""
 
-    @staticmethod
-    def key(values: dict[str, Any], release: str, namespace: str, tests: bool) -> tuple[str, str, str, bool]:
-        # JSON is YAML that no parser reads differently (Helm's YAML 1.1 reads a bare `y` as true).
-        return json.dumps(values), release, namespace, tests
-
-    def __init__(self, values: dict[str, Any], release: str, namespace: str, *, tests: bool = False,
+    def __init__(self, values: dict[str, Any] | None, release: str, namespace: str, *, tests: bool = False,
                  helm: str | None = None):
-        self.sent = self.key(values, release, namespace, tests)
-        text = self.sent[0]
-        self._file = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="dockyard-values-")
-        self._file.write(text)
-        self._file.flush()
+        self.release, self.namespace, self.tests = release, namespace, tests
+        self.values = values
         cmd = [
             helm or helm_binary(), "template", release, str(CHART_DIR),
-            "--namespace", namespace, "--values", self._file.name,
+            "--namespace", namespace, "--values", "-",  # on stdin (Helm 3 and 4): no temporary file
             "--kube-version", versions()["KUBERNETES_VERSION"],
         ]
         if not tests:
             cmd.append("--skip-tests")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def result(self) -> str:
-        try:
-            stdout, stderr = self.proc.communicate()
-        finally:
-            self._file.close()
+    def result(self, values: dict[str, Any] | None = None) -> str:
+        values = self.values if values is None else values
+        assert values is not None
+        # JSON is YAML that no parser reads differently (Helm's YAML 1.1 reads a bare `y` as true).
+        stdout, stderr = self.proc.communicate(json.dumps(values))
         if self.proc.returncode != 0:
             raise CheckFailed(f"helm template refused the values:\n{stderr.strip()}")
         return stdout
@@ -136,7 +128,28 @@ class Template:
     def cancel(self) -> None:
         self.proc.kill()
         self.proc.communicate()
-        self._file.close()
+
+
+def started(release: str | None, namespace: str | None, *, tests: bool = False) -> Template | None:
+    """`helm template` started before the values are known, for the release and namespace the inputs
+    most likely give (`compose.release_guess`); None when there is no guess or helm cannot start
+    (`render` then starts helm and reports why)."""
+    if not release or not namespace:
+        return None
+    try:
+        return Template(None, release, namespace, tests=tests)
+    except Exception:  # noqa: BLE001 - e.g. helm missing: the ordinary path reports it, in order
+        return None
+
+
+def render(early: Template | None, values: dict[str, Any], release: str, namespace: str, *, tests: bool = False) -> str:
+    """The manifests: from the early helm when it was started for this release and namespace,
+    else from a new one (the early one is stopped)."""
+    if early is not None and (early.release, early.namespace, early.tests) == (release, namespace, tests):
+        return early.result(values)
+    if early is not None:
+        early.cancel()
+    return template(values, release, namespace, tests=tests)
 
 
 def template(values: dict[str, Any], release: str, namespace: str, *, tests: bool = False,

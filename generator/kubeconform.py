@@ -11,12 +11,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -32,6 +29,9 @@ def kube_minor() -> str:
 def _atomic_dir(dest: Path, build) -> Path:  # type: ignore[no-untyped-def]
     if (dest / ".complete").exists():
         return dest
+    import shutil
+    import tempfile
+
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     try:
@@ -61,10 +61,23 @@ def _bundle(node: Any, defs: dict[str, Any], need: dict[str, Any]) -> None:
             _bundle(value, defs, need)
 
 
-def core_schemas() -> Path:
+def _kubernetes_validate_version() -> str:
+    """The installed kubernetes-validate's version, from its dist-info folder's name (importlib.metadata
+    costs ~40 ms of imports, on `check`'s critical path)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec and spec.submodule_search_locations:
+        found = sorted(Path(spec.submodule_search_locations[0]).parent.glob("kubernetes_validate-*.dist-info"))
+        if len(found) == 1:
+            return found[0].name.removeprefix("kubernetes_validate-").removesuffix(".dist-info")
     from importlib.metadata import version
 
-    dest = cache_dir() / "schemas" / f"kubernetes-{kube_minor()}-strict-kv{version('kubernetes-validate')}"
+    return version("kubernetes-validate")
+
+
+def core_schemas() -> Path:
+    dest = cache_dir() / "schemas" / f"kubernetes-{kube_minor()}-strict-kv{_kubernetes_validate_version()}"
 
     def build(out: Path) -> None:
         import importlib.util
@@ -128,8 +141,7 @@ def crd_schemas() -> Path:
     return _atomic_dir(cache_dir() / "schemas" / f"kuberay-{versions()['KUBERAY_VERSION']}-v2", build)
 
 
-@dataclass
-class Result:
+class Result(NamedTuple):
     kind: str
     name: str
     status: str  # valid, invalid, error, skipped

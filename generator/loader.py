@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +25,14 @@ MAX_NODES = 50_000  # values in all, aliases expanded (PyYAML in pure Python: ~5
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-@dataclass
 class Document:
     """A parsed YAML mapping, the text it was read from and the line (1-based) of each key path."""
 
-    path: str
-    data: dict[str, Any]
-    lines: dict[tuple[str | int, ...], int] = field(default_factory=dict)
-    overridden: set[tuple[str, ...]] = field(default_factory=set)
-    text: str = ""
+    def __init__(self, path: str, data: dict[str, Any], lines: dict[tuple[str | int, ...], int] | None = None,
+                 overridden: set[tuple[str, ...]] | None = None, text: str = ""):
+        self.path, self.data, self.text = path, data, text
+        self.lines = {} if lines is None else lines
+        self.overridden = set() if overridden is None else overridden
 
     def line_of(self, loc: tuple[str | int, ...]) -> int | None:
         """The line of the deepest known prefix of `loc`."""

@@ -12,7 +12,6 @@ import errno
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Iterable
 
 from generator.errors import InputError, Problem
@@ -95,6 +94,8 @@ def write_file(text: str, output: str) -> None:
     if old is not None and not os.access(target, os.W_OK):
         raise _fail(output, "the file is read-only")
     try:
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
     except OSError as exc:
         raise _fail(output, f"cannot create a file in the folder {folder}: {exc.strerror or exc}") from None

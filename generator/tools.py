@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from functools import cache
 from pathlib import Path
 
@@ -50,6 +49,8 @@ def binary(name: str, tool: str | None = None) -> str:
     path = tool_dir(tool or name) / name
     if path.is_file():
         return str(path)
+    import shutil
+
     found = shutil.which(name)
     if found:
         return found

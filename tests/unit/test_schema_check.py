@@ -300,21 +300,24 @@ import sys
 from generator.cli import main
 code = main(sys.argv[1:])
 sys.stdout.flush()
-print("pydantic imported" if "pydantic" in sys.modules else "no pydantic", file=sys.stderr)
+heavy = ("pydantic", "importlib.metadata", "dataclasses", "tempfile", "gzip")
+print("imported: " + " ".join(m for m in heavy if m in sys.modules), file=sys.stderr)
 sys.exit(code)
 """
 
 
 @pytest.mark.parametrize("verb", ["values", "render", "check"])
 def test_the_happy_path_never_imports_pydantic(verb):
+    """Nor what costs milliseconds at start-up for nothing: importlib.metadata (~40 ms, for one
+    version string), dataclasses (inspect, ast: ~7 ms), tempfile, gzip."""
     proc = subprocess.run([sys.executable, "-c", NO_PYDANTIC, verb, str(RECIPE), str(INFRA_EXAMPLES[0]), "cluster.trainer.nodes=2"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.strip().endswith("no pydantic")
+    assert proc.stderr.strip().endswith("imported:")
 
 
 def test_a_refusal_imports_the_models_to_explain(tmp_path):
     proc = subprocess.run([sys.executable, "-c", NO_PYDANTIC, "values", str(RECIPE), str(INFRA_EXAMPLES[0]), "cluster.trainer.nodes=0"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
-    assert "cluster.trainer.nodes: 0 is out of range" in proc.stderr and proc.stderr.strip().endswith("pydantic imported")
+    assert "cluster.trainer.nodes: 0 is out of range" in proc.stderr and "imported: pydantic" in proc.stderr
