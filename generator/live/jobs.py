@@ -6,6 +6,7 @@ these RayJobs carry neither; deleting one leaves the cluster running.
 
 from __future__ import annotations
 
+import shlex
 import time
 from typing import Any
 
@@ -25,7 +26,8 @@ def _job_name(recipe: str) -> str:
 def rayjob_body(name: str, cluster: str, values: dict[str, Any]) -> dict[str, Any]:
     launch = values.get("launch") or {}
     recipe = values["recipe"]
-    entry = f"{recipe['entrypoint']} --config {launch.get('configMountPath', '/etc/dockyard')}/recipe.yaml"
+    config = shlex.quote(f"{launch.get('configMountPath', '/etc/dockyard')}/recipe.yaml")  # as the chart quotes it
+    entry = f"{recipe['entrypoint']} --config {config}"
     if (values.get("sandbox") or {}).get("injectUrls"):
         entry += " env.code.sandbox_urls=null"
     spec: dict[str, Any] = {
@@ -34,7 +36,7 @@ def rayjob_body(name: str, cluster: str, values: dict[str, Any]) -> dict[str, An
         "submissionMode": launch.get("submissionMode", "K8sJobMode"),
         "shutdownAfterJobFinishes": False,
     }
-    if launch.get("activeDeadlineSeconds"):
+    if launch.get("activeDeadlineSeconds") is not None:
         spec["activeDeadlineSeconds"] = launch["activeDeadlineSeconds"]
     return {
         "apiVersion": f"{RAY_GROUP}/{RAY_VERSION}",

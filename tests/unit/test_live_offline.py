@@ -48,3 +48,15 @@ def test_rayjob_diff_indexes_groups_and_containers():
         "rayClusterSpec.workerGroupSpecs[trainer].template.spec.containers[ray-worker].image: 'a' -> 'b'",
     ]
     assert diff_paths(old, old) == []
+
+
+def test_job_submit_quotes_the_config_path_like_the_chart():
+    import shlex
+
+    from generator.live.jobs import rayjob_body
+
+    values = {"recipe": {"name": "small", "entrypoint": "python -m dockyard_rl.train"},
+              "launch": {"configMountPath": "/etc/dock yard/$HOME"}, "sandbox": {"injectUrls": True}}
+    entry = rayjob_body("j", "c", values)["spec"]["entrypoint"]
+    assert shlex.split(entry) == ["python", "-m", "dockyard_rl.train", "--config", "/etc/dock yard/$HOME/recipe.yaml",
+                                  "env.code.sandbox_urls=null"]
