@@ -64,6 +64,9 @@ def host_snapshot() -> dict:
         "mounts": sorted(m for m in (line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines())
                          if not m.startswith(str(cache_dir()) + "/")),
         "cgroups": sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/*") if p.is_dir()),
+        # paths the components write whatever their configuration says (kept in the node's mount namespace)
+        "paths": {p: Path(p).exists() for p in ("/run/containerd", "/run/xtables.lock", "/var/lib/cni",
+                                                 "/var/lib/kubelet", "/opt/containerd", "/run/netns")},
     }
 
 
@@ -189,6 +192,9 @@ def node():
     sessions_root().mkdir(parents=True, exist_ok=True)
     lock = open(sessions_root() / ".real-node.lock", "w")
     wait_for(lambda: _try_lock(fcntl, lock), 1800, "another test session's real node to go down", interval=2)
+    from generator.playground.node import host
+
+    wait_for(lambda: not host.range_in_use(), 1800, "another playground's real node to go down", interval=5)
     before = host_snapshot()
     state_dir = sessions_root() / f"real-node-{os.getpid()}"
     down(state_dir, out=io.StringIO())

@@ -82,26 +82,41 @@ def range_in_use() -> str | None:
 # ---------------------------------------------------------------- namespaces
 
 
+# Paths the components write whatever their configuration says: containerd's shim sockets
+# (/run/containerd/s), iptables' lock (/run/xtables.lock), libcni's result cache (/var/lib/cni), the
+# kubelet's device-plugin socket (/var/lib/kubelet/device-plugins). A tmpfs over each of these inside
+# the private mount namespace keeps all of it off the host (the state folder must not be below them).
+PRIVATE_DIRS = ["/run", "/var/lib"]
+
+
 def _shield_script(spec: S.NodeSpec) -> str:
     lines = ["set -e"]
+    for d in PRIVATE_DIRS:
+        if Path(d).is_dir():
+            lines.append(f"mount -n -t tmpfs -o mode=0755 dockyard-node '{d}'")
     for key in S.SHIELDED_SYSCTLS:
         src = Path("/proc/sys") / key
         if not src.exists():
             continue
         scratch = spec.sysctl_dir / key.replace("/", ".")
         scratch.write_text(src.read_text())
-        lines.append(f"mount --bind '{scratch}' '{src}'")
+        lines.append(f"mount -n --bind '{scratch}' '{src}'")
     # Name lookups by the node's own processes (containerd, kubelet) go to the namespace's loopback,
     # where nothing answers: never to the machine's resolver.
     resolv = spec.sysctl_dir / "resolv.conf"
     resolv.write_text("nameserver 127.0.0.1\n")
     if Path("/etc/resolv.conf").exists():
-        lines.append(f"mount --bind '{resolv}' /etc/resolv.conf")
+        lines.append(f"mount -n --bind '{resolv}' /etc/resolv.conf")
     return "\n".join(lines)
 
 
 def create_namespaces(spec: S.NodeSpec) -> None:
     """The node's network namespace (addresses, link, routes) and its private mount namespace."""
+    state = str(spec.state_dir.resolve())
+    for d in PRIVATE_DIRS:
+        if state == d or state.startswith(d + "/"):
+            raise NodeError(f"the state folder {spec.state_dir} is below {d}, which the real node keeps private; "
+                            "pick another --state-dir")
     spec.netns_file.parent.mkdir(parents=True, exist_ok=True)
     spec.sysctl_dir.mkdir(parents=True, exist_ok=True)
     spec.netns_file.touch()
@@ -310,11 +325,11 @@ def teardown(spec: S.NodeSpec) -> list[str]:
         run(["ip", "link", "del", spec.host_veth], check=False)
     for f in (spec.mntns_file, spec.netns_file):
         if f.exists() and _is_nsfs(f):
-            r = run(["umount", str(f)], check=False)
+            r = run(["umount", "-n", str(f)], check=False)
             if r.returncode != 0:
-                run(["umount", "-l", str(f)], check=False)
+                run(["umount", "-n", "-l", str(f)], check=False)
     for m in our_mounts(spec):
-        run(["umount", "-l", m], check=False)
+        run(["umount", "-n", "-l", m], check=False)
     if our_mounts(spec):
         problems.append(f"mounts left: {our_mounts(spec)}")
     problems += remove_cgroups(spec)
