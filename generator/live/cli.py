@@ -93,6 +93,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _run_flags(p)
     p.add_argument("--wait", action="store_true",
                    help="follow RayJob -> RayCluster -> pods until every fleet is ready (or fails)")
+    p.add_argument("--follow", action="store_true",
+                   help="rayjob mode: stream the driver's log until the RayJob ends; exit 0 succeeded, 1 failed")
     p.set_defaults(func=_handler("run", "run"))
 
     p = sub.add_parser("smoke", parents=[_common(900.0)],

@@ -193,6 +193,8 @@ def run(args: Any, mode: str | None = None) -> int:
                               f"check `dockyard-k8s history {p.release} -n {p.namespace}`")
         progress.say(f"release {p.release} revision {rev.get('version')} {rev.get('info', {}).get('status')} "
                      f"in {p.namespace} ({time.monotonic() - t0:.1f}s): sandbox pool rolled out")
+    if getattr(args, "follow", False) and p.mode == "rayjob":
+        return _follow_job(kube, p, deadline, progress)
     if not args.wait:
         return EXIT_OK
     try:
@@ -205,3 +207,25 @@ def run(args: Any, mode: str | None = None) -> int:
             "attach": "sandbox pool ready"}.get(p.mode, "ready")
     progress.say(f"{p.release}: {what}; every pod Ready ({time.monotonic() - t0:.1f}s)")
     return EXIT_OK
+
+
+def _follow_job(kube: Kube, p: Plan, deadline: float, progress: Progress) -> int:
+    """`run --follow`: the driver's log until the RayJob ends; 0 succeeded, 1 failed (or not ended in time)."""
+    from generator.live import driver_log
+
+    progress.say(f"{p.release}: following the driver's log until the job ends")
+    try:
+        ok, job = driver_log.follow(kube, p.release, p.namespace, deadline)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: release {p.release} stays installed; `dockyard-k8s status {p.release} -n {p.namespace}` "
+              "shows it", file=sys.stderr)
+        raise
+    if ok is None:
+        raise CheckFailed(f"{p.release}: the job did not end within --timeout; "
+                          + (driver_log.outcome(job) if job else "no RayJob"))
+    line = driver_log.outcome(job)
+    if not ok:
+        raise CheckFailed(line)
+    progress.say(line)
+    return EXIT_OK
+

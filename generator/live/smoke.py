@@ -77,17 +77,6 @@ def table(rows: list[dict]) -> str:
     return "\n".join(f"{'✓' if r['ok'] else '✗'} {r['row'].ljust(width)}  {r['detail']}" for r in rows)
 
 
-def job_log(kube: Kube, namespace: str, job: dict) -> str:
-    """The driver's log, from the Ray dashboard's job API through the apiserver's service proxy."""
-    st = job.get("status") or {}
-    svc = ((st.get("rayClusterStatus") or {}).get("head") or {}).get("serviceName") or f"{st.get('rayClusterName')}-head-svc"
-    sid = st.get("jobId")
-    if not sid:
-        return ""
-    ans = kube.request("GET", f"/api/v1/namespaces/{namespace}/services/{svc}:8265/proxy/api/jobs/{sid}/logs")
-    return ans.get("logs", "")
-
-
 class Steps:
     """Named waits under one deadline; a wait that times out names its step and what was seen."""
 
@@ -152,7 +141,9 @@ def smoke(args: Any) -> int:
         say(f"smoke: RayCluster ready ({time.monotonic() - t0:.0f}s)")
         job = steps.wait("the probe finishing",
                          lambda: (j := get()) and (j.get("status") or {}).get("jobStatus") in TERMINAL and j, seen)
-        log = job_log(kube, p.namespace, job)
+        from generator.live import driver_log
+
+        log = driver_log.read(kube, p.namespace, job)
         rows, end = parse_rows(log)
         status = job["status"]["jobStatus"]
         say(f"smoke: probe {status} ({time.monotonic() - t0:.0f}s)")

@@ -147,13 +147,32 @@ def status_table(snap: Snapshot) -> str:
     return "\n".join(lines)
 
 
+def _job_end(kube: Kube, release: str, ns: str, snap: Snapshot, lines: int = 15) -> str:
+    """For an ended RayJob: its end state and reason, and the driver log's last lines."""
+    from generator.live import driver_log
+
+    if (snap.rayjob or {}).get("jobStatus") not in driver_log.TERMINAL:
+        return ""  # nothing more to read: no extra API call
+    job = kube.get_ray("rayjobs", ns, snap.rayjob["name"])
+    if not job:
+        return ""
+    out = "\n\n" + driver_log.outcome(job)
+    try:
+        log = driver_log.read(kube, ns, job)
+    except Exception as exc:  # noqa: BLE001 - the head may be gone (shutdownAfterJobFinishes)
+        return out + f"\ndriver log: not readable ({getattr(exc, 'status', '') or type(exc).__name__}; the RayCluster may be gone)"
+    tail = log.splitlines()[-lines:]
+    return out + f"\ndriver log (last {len(tail)} lines):\n" + "\n".join("  " + t for t in tail)
+
+
 def status(args: Any) -> int:
     kube = Kube(args.kubeconfig, args.context)
     release, ns, records = resolve(kube, args.release, args.namespace)
     if not args.watch:
         snap = take(kube, release, ns, records)
         snap.namespace_deleting = kube.namespace_deletion(ns)
-        emit(snap.to_dict(), args.output, lambda: status_table(snap))
+        end = _job_end(kube, release, ns, snap) if args.output == "table" else ""
+        emit(snap.to_dict(), args.output, lambda: status_table(snap) + end)
         return EXIT_OK
     deadline = time.monotonic() + args.timeout if args.timeout else None
     tty = sys.stdout.isatty() and args.output == "table"

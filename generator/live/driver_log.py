@@ -1,0 +1,63 @@
+"""The Ray job's driver log and end state: `run --follow` streams it, `status` shows its last lines.
+
+The log comes from the Ray dashboard's job API (`/api/jobs/<id>/logs`) through the apiserver's
+service proxy to the head's Service, so it needs nothing but the kubeconfig (the same path the
+KubeRay operator takes with --use-kubernetes-proxy).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Callable
+
+from generator.live.kube import Kube
+
+TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+
+
+def head_service(job: dict) -> str | None:
+    st = job.get("status") or {}
+    svc = ((st.get("rayClusterStatus") or {}).get("head") or {}).get("serviceName")
+    return svc or (f"{st['rayClusterName']}-head-svc" if st.get("rayClusterName") else None)
+
+
+def read(kube: Kube, namespace: str, job: dict) -> str:
+    """The driver's whole log so far ("" before the job was submitted)."""
+    st = job.get("status") or {}
+    svc, sid = head_service(job), st.get("jobId")
+    if not svc or not sid or not st.get("jobStatus"):
+        return ""
+    ans = kube.request("GET", f"/api/v1/namespaces/{namespace}/services/{svc}:8265/proxy/api/jobs/{sid}/logs")
+    return ans.get("logs", "") if isinstance(ans, dict) else ""
+
+
+def outcome(job: dict) -> str:
+    """One line: the job's end state and why, as KubeRay and Ray report it."""
+    st = job.get("status") or {}
+    info = st.get("rayJobInfo") or {}
+    why = info.get("message") or st.get("message") or st.get("reason") or ""
+    return f"RayJob {job['metadata']['name']}: job {st.get('jobStatus') or '-'} (deployment " \
+           f"{st.get('jobDeploymentStatus') or '-'})" + (f": {why}" if why else "")
+
+
+def follow(kube: Kube, release: str, namespace: str, deadline: float | None,
+           write: Callable[[str], None] = lambda s: (sys.stdout.write(s), sys.stdout.flush())) -> tuple[bool | None, dict | None]:
+    """Stream the driver's log until the job ends: (True succeeded / False failed / None timed out, job)."""
+    printed, job = 0, None
+    while True:
+        job = kube.get_ray("rayjobs", namespace, release)
+        st = (job or {}).get("status") or {}
+        try:
+            text = read(kube, namespace, job) if job else ""
+        except Exception:  # noqa: BLE001 - the dashboard may not answer yet; the next poll retries
+            text = ""
+        if len(text) > printed:
+            write(text[printed:])
+            printed = len(text)
+        done = st.get("jobStatus") in TERMINAL or st.get("jobDeploymentStatus") == "Failed"
+        if done:
+            return st.get("jobStatus") == "SUCCEEDED", job
+        if deadline is not None and time.monotonic() >= deadline:
+            return None, job
+        time.sleep(2.0)
