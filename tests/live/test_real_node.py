@@ -211,6 +211,7 @@ def node():
         yield n
     finally:
         down(state_dir, out=io.StringIO())
+        (state_dir.parent / f".{state_dir.name}.lock").unlink(missing_ok=True)  # cluster.locked's file
         for k, v in saved.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
         lock.close()
@@ -268,7 +269,9 @@ def test_clusterip_endpointslices_and_cluster_dns(node):
                                for e in s.get("endpoints") or []], 30, "an EndpointSlice for echo")
     assert slices[0]["addresses"] == [pod["status"]["podIP"]] and slices[0]["nodeName"] == S.NODE_NAME
     svc = node.get(ns, "service", "echo")
-    assert svc["spec"]["clusterIP"].startswith("10.96.")
+    import ipaddress
+
+    assert ipaddress.ip_address(svc["spec"]["clusterIP"]) in ipaddress.ip_network(S.SERVICE_CIDR)
     rc, out = node.exec(ns, client, "nslookup", f"echo.{ns}.svc.cluster.local")
     assert rc == 0 and svc["spec"]["clusterIP"] in out, out
     answer = node.task(ns, client, f"http://echo.{ns}.svc.cluster.local/task/submit", "echo through-the-service")
@@ -492,7 +495,7 @@ def test_a_second_real_node_is_refused_in_one_line_and_leaves_nothing(node, tmp_
     out = io.StringIO()
     assert up(other, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), out=out, real_node=True) == 1
     text = out.getvalue()
-    assert "another playground's real node holds 10.244.0.0/24" in text and "Traceback" not in text, text
+    assert f"another playground's real node holds {S.POD_CIDR}" in text and "Traceback" not in text, text
     assert "without --real-node" in text
     state = json.loads((other / "state.json").read_text())
     from generator.playground import processes as procs
