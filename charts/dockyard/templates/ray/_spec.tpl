@@ -172,7 +172,14 @@ env and volumeMounts append; any other container is a sidecar. */ -}}
 {{- end -}}
 {{- end -}}
 {{- $_ := set $res $tag 1 -}}
-{{- $_ := set $params "resources" (printf "%q" (toJson $res)) -}}
+{{- /* Single-quoted JSON: one shell word for `ray start --resources=...`, and what KubeRay parses
+(it trims the outer quotes and reads JSON: a backslash-escaped form fails there, and KubeRay then
+drops the group's num-gpus — seen by `dockyard-k8s smoke` as a fleet with 0 GPUs). */ -}}
+{{- $json := toJson $res -}}
+{{- if contains "'" $json -}}
+{{- fail (printf "kuberay.spec %s: a Ray resource name holds a single quote: %s" $role $json) -}}
+{{- end -}}
+{{- $_ := set $params "resources" (printf "'%s'" $json) -}}
 {{- $_ := set $group "rayStartParams" $params -}}
 {{- end -}}
 {{- $_ := set $tpl "spec" $spec -}}
