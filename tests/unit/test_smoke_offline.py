@@ -1,0 +1,134 @@
+"""`smoke` without a cluster: what it installs (the probe in the recipe ConfigMap, the entrypoint, the
+expectations it hands the probe) and how it reads the probe's rows; the probe's checks on fakes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from pathlib import Path
+
+import yaml
+
+from generator.live import smoke, smoke_probe
+
+REPO = Path(__file__).resolve().parents[2]
+RECIPE = REPO / "values-examples" / "grpo_swe.yaml"
+INFRA = REPO / "values-examples" / "grpo_swe_playground.infra.yaml"
+SHAPE = ["cluster.trainer.nodes=1", "cluster.trainer.gpusPerNode=1", "cluster.inference.gpusPerNode=1"]
+
+
+def _values():
+    from generator.live.run import plan
+
+    p = plan(str(RECIPE), str(INFRA), SHAPE, "grpo-swe-smoke", "ns1", mode="rayjob")
+    return p, smoke.probe_values(p.values, p.release, p.namespace, wait=40)
+
+
+def test_the_probe_ships_in_the_recipe_configmap_and_is_the_entrypoint():
+    from generator.helm import template
+
+    p, values = _values()
+    docs = {d["kind"]: d for d in yaml.safe_load_all(template(values, p.release, p.namespace)) if d}
+    cm = docs["ConfigMap"]["data"]
+    assert cm["probe.py"] == smoke.PROBE.read_text()
+    # the recipe text is what `render` ships without the probe
+    plain = {d["kind"]: d for d in yaml.safe_load_all(template(p.values, p.release, p.namespace)) if d}
+    assert cm["recipe.yaml"] == plain["ConfigMap"]["data"]["recipe.yaml"]
+    argv = shlex.split(docs["RayJob"]["spec"]["entrypoint"])
+    assert argv[:2] == ["python3", "/etc/dockyard/probe.py"] and argv[2] == "--expect"
+    expect = json.loads(argv[3])
+    assert expect["trainer"] == {"nodes": 1, "gpus": 1} and expect["inference"] == {"nodes": 1, "gpus": 1}
+    assert expect["recipe_sha256"] == hashlib.sha256(cm["recipe.yaml"].encode()).hexdigest()
+    assert expect["sandbox_urls"] == "http://grpo-swe-smoke-sandbox.ns1.svc.cluster.local:9090"
+    assert argv[4:6] == ["--config", "/etc/dockyard/recipe.yaml"]  # appended by the chart
+
+
+def test_without_injected_urls_the_probe_skips_the_sandbox_row():
+    from generator.live.run import plan
+
+    p = plan(str(RECIPE), str(INFRA), SHAPE + [], "r", "ns1", mode="rayjob")
+    p.values["sandbox"]["injectUrls"] = False
+    values = smoke.probe_values(p.values, p.release, p.namespace, wait=40)
+    expect = json.loads(shlex.split(values["recipe"]["entrypoint"])[3])
+    assert expect["sandbox_urls"] is None
+
+
+def test_rows_are_read_from_the_driver_log_and_printed_as_a_table():
+    log = "\n".join([
+        "some ray noise",
+        'DOCKYARD-SMOKE {"ok": true, "row": "fleet resource dockyard_fleet_trainer", "detail": "1"}',
+        'DOCKYARD-SMOKE {"ok": false, "row": "GPUs of the trainer fleet", "detail": "0 of 1"}',
+        'DOCKYARD-SMOKE-END {"ok": false}',
+    ])
+    rows, end = smoke.parse_rows(log)
+    assert [r["ok"] for r in rows] == [True, False] and end is False
+    text = smoke.table(rows)
+    assert text.splitlines()[0].startswith("✓ fleet resource dockyard_fleet_trainer")
+    assert text.splitlines()[1].startswith("✗ GPUs of the trainer fleet")
+    assert smoke.parse_rows("no marker at all") == ([], None)
+
+
+class _FakeRay:
+    def __init__(self, nodes):
+        self._nodes = nodes
+
+    def nodes(self):
+        return self._nodes
+
+
+def test_probe_counts_fleet_resources_and_gpus_per_fleet(capsys):
+    good = _FakeRay([
+        {"Alive": True, "Resources": {"dockyard_fleet_head": 1, "CPU": 1}},
+        {"Alive": True, "Resources": {"dockyard_fleet_trainer": 1, "GPU": 1}},
+        {"Alive": True, "Resources": {"dockyard_fleet_inference": 1, "GPU": 1}},
+        {"Alive": False, "Resources": {"dockyard_fleet_trainer": 1, "GPU": 1}},  # a dead node counts for nothing
+    ])
+    expect = {"trainer": {"nodes": 1, "gpus": 1}, "inference": {"nodes": 1, "gpus": 1}}
+    assert smoke_probe.check_resources(good, expect, wait=0)
+    no_gpus = _FakeRay([{"Alive": True, "Resources": {"dockyard_fleet_trainer": 1}},
+                        {"Alive": True, "Resources": {"dockyard_fleet_inference": 1, "GPU": 1}}])
+    capsys.readouterr()
+    assert not smoke_probe.check_resources(no_gpus, expect, wait=0)
+    rows, _ = smoke.parse_rows(capsys.readouterr().out)
+    assert {r["row"]: r["ok"] for r in rows} == {
+        "fleet resource dockyard_fleet_trainer": True, "GPUs of the trainer fleet": False,
+        "fleet resource dockyard_fleet_inference": True, "GPUs of the inference fleet": True}
+
+
+def test_probe_recipe_row_compares_the_hash(tmp_path, capsys):
+    f = tmp_path / "recipe.yaml"
+    f.write_text("name: x\n")
+    assert smoke_probe.check_recipe(str(f), hashlib.sha256(b"name: x\n").hexdigest())
+    assert not smoke_probe.check_recipe(str(f), hashlib.sha256(b"name: y\n").hexdigest())
+    assert not smoke_probe.check_recipe(str(tmp_path / "missing.yaml"), "0" * 64)
+    rows, _ = smoke.parse_rows(capsys.readouterr().out)
+    assert [r["ok"] for r in rows] == [True, False, False] and "No such file" in rows[2]["detail"]
+
+
+def test_probe_sandbox_row_without_urls_fails(capsys):
+    assert not smoke_probe.check_sandbox("", 1)
+    rows, _ = smoke.parse_rows(capsys.readouterr().out)
+    assert rows == [{"ok": False, "row": "sandbox POST /task/submit", "detail": "DOCKYARD_SANDBOX_URLS is not set on the head"}]
+
+
+def test_driver_log_outcome_names_the_state_and_the_reason():
+    from generator.live import driver_log
+
+    job = {"metadata": {"name": "j"}, "status": {"jobStatus": "FAILED", "jobDeploymentStatus": "Complete",
+                                                 "rayJobInfo": {"message": "Job entrypoint command failed with exit code 1"}}}
+    assert driver_log.outcome(job) == "RayJob j: job FAILED (deployment Complete): Job entrypoint command failed with exit code 1"
+    assert driver_log.head_service({"status": {"rayClusterName": "c"}}) == "c-head-svc"
+
+
+def test_smoke_and_follow_are_in_the_cli(capsys):
+    import pytest
+
+    from generator.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["smoke", "--help"])
+    assert exc.value.code == 0 and "--keep" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--help"])
+    assert exc.value.code == 0 and "--follow" in capsys.readouterr().out
