@@ -190,8 +190,8 @@ def offline(repeat: int, report: list[str], tmp: Path, figures: dict[str, float]
     if baseline:
         old = baseline_tree(baseline, tmp)
         old_env = dict(ENV, PYTHONPATH=str(old))  # its generator (and so its chart) first on sys.path
-        old_cli = [PY, "-c", "import sys; from generator.cli import main; sys.exit(main())"]
-        new_cli = [PY, "-c", "import sys; from generator.cli import main; sys.exit(main())"]
+        old_cli = [PY, "-P", "-c", "import sys; from generator.cli import main; sys.exit(main())"]
+        new_cli = [PY, "-P", "-c", "import sys; from generator.cli import main; sys.exit(main())"]
         for verb in ("--help", "values", "render", "check"):
             rest = ["--help"] if verb == "--help" else [verb, *args]
             cmds[f"before: {verb}"] = ([*old_cli, *rest], False, old_env)
@@ -228,7 +228,7 @@ def offline(repeat: int, report: list[str], tmp: Path, figures: dict[str, float]
                "Kubernetes version and the same CRD schemas.", ""]
     if baseline:
         report += [f"### Before and now, side by side (before: `{baseline}`, the tree as it was, run from a copy)", "",
-                   "Both launched as `python -c 'from generator.cli import main; main()'` (the same launch for both; "
+                   "Both launched as `python -P -c 'from generator.cli import main; main()'` (the same launch for both; "
                    "the console script above saves runpy and nothing else).", "",
                    "| command | before | now | now / before |", "| --- | --- | --- | --- |"]
         for verb in ("--help", "values", "render", "check"):

@@ -18,7 +18,7 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
     helm starts as soon as the inputs are read (`helm.started`), for the release and namespace they
     most likely give, and gets the values once validated (without pydantic on the happy path,
     `compose.composed`); a wrong guess only means a second helm (`helm.render`)."""
-    from generator.compose import composed, release_guess
+    from generator.reading import release_guess
 
     out = out or sys.stdout
     validator = validator or kubeconform.Run()
@@ -30,6 +30,8 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
         raise
     try:
         early = helm.started(*(release_guess(recipe, infra, overrides) or (None, None)), tests=True)
+        from generator.compose import composed  # YAML and the schema check: while helm starts
+
         c = composed(recipe, infra, overrides)
         vals = c.values
         manifests = helm.render(early, vals, c.release, c.namespace, tests=True)

@@ -7,14 +7,13 @@ without pydantic; pydantic and the models are imported only when that refuses, t
 from __future__ import annotations
 
 import difflib
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
 from generator.errors import InputError, Problem, from_validation
-from generator.loader import Document, apply_overrides, load, read_input
+from generator.loader import Document, apply_overrides, load
 from generator.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 
 if TYPE_CHECKING:
@@ -175,7 +174,7 @@ def _compose_fast(recipe_path: str | Path, infra_path: str | Path, overrides: li
         infra_doc = load(infra_path)
         recipe = schema_check.check("recipe", recipe_doc.data)
         infra = schema_check.check("infra", infra_doc.data)
-    except (InputError, schema_check.Refused):
+    except Exception:  # noqa: BLE001 - InputError, Refused or anything else: the models' path reports it
         return None
     known = list(schema_check.declared("recipe"))
     for key in recipe_doc.data:
@@ -199,25 +198,6 @@ def _compose_fast(recipe_path: str | Path, infra_path: str | Path, overrides: li
     if not _json_plain(values):
         return None
     return Composed(values, name, namespace, mode)
-
-
-_NAME = re.compile(r"^name:[ \t]*(['\"]?)([a-z][-a-z0-9]*)\1[ \t]*(?:#.*)?$", re.M)
-_NAMESPACE = re.compile(r"^[ \t]+namespace:[ \t]*(['\"]?)([a-z0-9][-a-z0-9]*)\1[ \t]*(?:#.*)?$", re.M)
-
-
-def release_guess(recipe_path: str | Path, infra_path: str | Path, overrides: list[str]) -> tuple[str, str] | None:
-    """The release and namespace as the raw text most likely gives them, without parsing it: only to
-    start helm early (`helm.started`); `helm.render` compares them with the validated ones."""
-    try:
-        recipe, infra = read_input(recipe_path).decode(), read_input(infra_path).decode()
-    except (InputError, UnicodeDecodeError):
-        return None
-    names = [m[1] for m in _NAME.findall(recipe)]
-    names += [o.partition("=")[2] for o in overrides if o.startswith("name=")]
-    spaces = [m[1] for m in _NAMESPACE.findall(infra)]
-    if not names or len(spaces) > 1:
-        return None
-    return names[-1], spaces[0] if spaces else "default"
 
 
 def composed(recipe_path: str | Path, infra_path: str | Path, overrides: list[str] | None = None) -> Composed:

@@ -114,7 +114,11 @@ class Template:
         ]
         if not tests:
             cmd.append("--skip-tests")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # A render lives ~50 ms: Go's collector off below 128 MiB (as for kube-validate) takes ~20% off
+        # its wall time on two cores shared with this process; a GOGC the user set is kept.
+        env = {"GOGC": "off", "GOMEMLIMIT": "128MiB", **os.environ} if "GOGC" not in os.environ else None
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=env)
 
     def result(self, values: dict[str, Any] | None = None) -> str:
         values = self.values if values is None else values

@@ -15,8 +15,6 @@ import subprocess
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import yaml
-
 from generator.tools import binary, cache_dir, tool_dir, versions
 
 
@@ -128,6 +126,8 @@ def crd_schemas() -> Path:
         raise ToolMissing(f"the KubeRay CRDs are not fetched; run `make tools` (expected {src})")
 
     def build(out: Path) -> None:
+        import yaml
+
         for path in sorted(src.glob("*.yaml")):
             crd = yaml.safe_load(path.read_text())
             spec = crd["spec"]

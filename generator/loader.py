@@ -1,14 +1,12 @@
 """Read YAML input files, keeping the line of every key, and apply KEY=VALUE overrides.
 
-Every input is read once and its bytes kept (a FIFO, `/dev/stdin`, `<(…)` or `-` can be read only
-once), within a size cap; parsing is bounded in nesting depth and in what aliases expand to.
+Every input is read once and its bytes kept (`generator.reading`, a FIFO, `/dev/stdin`, `<(…)` or `-`
+can be read only once), within a size cap; parsing is bounded in nesting depth and in what aliases
+expand to.
 """
 
 from __future__ import annotations
 
-import os
-import stat
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +14,8 @@ import yaml
 from yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
 
 from generator.errors import InputError, Problem
+from generator.reading import MAX_INPUT_BYTES, STDIN, display_name, forget_inputs, read_input  # noqa: F401 - re-exported
 
-STDIN = "-"
-MAX_INPUT_BYTES = 4 * 1024 * 1024  # a recipe must fit a 1 MiB ConfigMap; 4 MiB leaves room and a bound
 MAX_DEPTH = 100  # nested mappings/lists; Kubernetes overlays need about 15
 MAX_ALIAS_NODES = 20_000  # values that aliases may add by repeating their anchors
 MAX_NODES = 50_000  # values in all, aliases expanded (PyYAML in pure Python: ~50 µs a value)
@@ -40,70 +37,6 @@ class Document:
             if loc[:n] in self.lines:
                 return self.lines[loc[:n]]
         return None
-
-
-# Reading ------------------------------------------------------------------------------------------
-
-# argument -> (identity of a regular file or None, its bytes or the InputError reading it raised)
-_read: dict[str, tuple[tuple[int, ...] | None, bytes | InputError]] = {}
-
-
-def forget_inputs() -> None:
-    """Drop the kept bytes (the CLI calls this at the start of each command)."""
-    _read.clear()
-
-
-def display_name(path: str | Path) -> str:
-    return "<stdin>" if str(path) == STDIN else str(path)
-
-
-def _identity(st: os.stat_result) -> tuple[int, ...] | None:
-    """A regular file's identity and version; None for pipes, FIFOs and devices (read once only)."""
-    if stat.S_ISREG(st.st_mode):
-        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    return None
-
-
-def _capped(stream: Any, file: str) -> bytes:
-    data = stream.read(MAX_INPUT_BYTES + 1)
-    if len(data) > MAX_INPUT_BYTES:
-        raise InputError([Problem(file, None, "", f"input is larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB; "
-                                  "a recipe must fit a 1 MiB ConfigMap (is this the right file?)")])
-    return data
-
-
-def read_input(path: str | Path) -> bytes:
-    """The bytes of an input file (`-` is stdin), read once per command and kept."""
-    key, file = str(path), display_name(path)
-    kept = _read.get(key)
-    if kept is not None:
-        ident, result = kept
-        if ident is not None:  # a regular file: reuse only the same version of it
-            try:
-                current = _identity(os.stat(key))
-            except OSError:
-                current = None
-        if ident is None or current == ident:
-            if isinstance(result, InputError):
-                raise result
-            return result
-    ident = None
-    try:
-        if key == STDIN:
-            result: bytes | InputError = _capped(sys.stdin.buffer, file)
-        else:
-            with open(key, "rb") as stream:
-                ident = _identity(os.fstat(stream.fileno()))
-                result = _capped(stream, file)
-    except InputError as exc:
-        result = exc
-    except (OSError, ValueError, AttributeError) as exc:  # ValueError/AttributeError: a closed or absent stdin
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
-        result = InputError([Problem(file, None, "", f"cannot read the file: {reason}")])
-    _read[key] = (ident, result)
-    if isinstance(result, InputError):
-        raise result
-    return result
 
 
 def _decode(data: bytes, file: str) -> str:
@@ -174,6 +107,7 @@ class _BoundedLoader(yaml.SafeLoader):
                 self._count(event, size)
                 self._reach(len(self.frames) + height, event)
         return event
+
 
 
 def _line(exc: yaml.YAMLError, text: str) -> int | None:

@@ -10,7 +10,7 @@ import pytest
 
 from generator import helm, kubeconform
 from generator.cli import main
-from generator.compose import release_guess
+from generator.reading import release_guess
 from tests.conftest import INFRA_EXAMPLES, RECIPE, write
 
 
