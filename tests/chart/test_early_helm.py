@@ -69,3 +69,20 @@ def test_bad_input_stops_the_early_helm(tmp_path, capsys, monkeypatch):
 
 def test_the_kubernetes_validate_version_is_read_without_importlib_metadata():
     assert kubeconform._kubernetes_validate_version() == importlib.metadata.version("kubernetes-validate")
+
+
+def test_helm_template_runs_without_go_collector_unless_the_user_set_gogc(monkeypatch):
+    seen = []
+    real = helm.subprocess.Popen
+
+    def popen(cmd, **kw):  # type: ignore[no-untyped-def]
+        seen.append(kw.get("env"))
+        return real(cmd, **kw)
+
+    monkeypatch.setattr(helm.subprocess, "Popen", popen)
+    monkeypatch.delenv("GOGC", raising=False)
+    helm.Template({}, "r", "ns").cancel()
+    monkeypatch.setenv("GOGC", "50")
+    helm.Template({}, "r", "ns").cancel()
+    assert seen[0]["GOGC"] == "off" and seen[0]["GOMEMLIMIT"] == "128MiB"
+    assert seen[1] is None  # the user's environment, GOGC=50 included
