@@ -118,7 +118,7 @@ def smoke(args: Any) -> int:
     p = plan(args.recipe, args.infra, args.overrides, args.release, args.namespace, mode="rayjob")
     if not args.release:  # never the user's own release: <name>-smoke
         p.release = (p.release[:41].rstrip("-") + "-smoke")
-    values = probe_values(p.values, p.release, p.namespace, wait=min(120.0, args.timeout / 3))
+    values = probe_values(p.values, p.release, p.namespace, wait=min(60.0, args.timeout / 4))
     kube = Kube(args.kubeconfig, args.context)
     kube.deadline = deadline
     kube.require_ray()

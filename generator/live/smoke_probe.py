@@ -149,7 +149,7 @@ def main(argv=None):
     wait = float(expect.get("wait", 120))
     ok = check_resources(ray, expect, wait)
     ok &= check_tasks(ray, expect, wait)
-    ok &= check_placement_groups(ray, expect, min(wait, 60))
+    ok &= check_placement_groups(ray, expect, min(wait, 30))
     ok &= check_recipe(args.config, expect["recipe_sha256"])
     if expect.get("sandbox_urls") is not None:
         ok &= check_sandbox(os.environ.get("DOCKYARD_SANDBOX_URLS", ""), 10)
