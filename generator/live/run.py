@@ -116,15 +116,19 @@ def _reasons(snap: Snapshot) -> str:
     return ("\n  " + "\n  ".join(reasons)) if reasons else ""
 
 
+WATCH_INTERVAL = 1.0  # seconds between two reads of the release while helm works (its reasons explain a failure)
+
+
 def _watch_during(kube: Kube, p: Plan, progress: Progress, stop: threading.Event, seen: list[Snapshot]) -> None:
     while not stop.is_set():
         try:
             snap = take(kube, p.release, p.namespace)
-            seen[:] = [snap]
+            if snap.not_ready_reasons() or not seen:  # keep the last reasons: a rollback's cleanup has none
+                seen[:] = [snap]
             progress.update(snap, "helm upgrade --install")
         except Exception:  # noqa: BLE001 - the view is best effort; helm's outcome is what counts
             pass
-        stop.wait(2.0)
+        stop.wait(WATCH_INTERVAL)
 
 
 def _rollback_reserve(left: float) -> float:
