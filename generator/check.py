@@ -72,7 +72,7 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
     rows = [
         ("✓", "models", "recipe and infra spec are valid"),
         ("✓", "values schema", "charts/dockyard/values.schema.json accepts the values (enforced by helm)"),
-        ("✓", "helm template", f"{len(results)} objects rendered (helm {versions()['HELM_VERSION']})"),
+        ("✓", "helm template", f"{len(results)} objects rendered (helm {_helm_label()})"),
         ("✗" if bad else "✓", "kubeconform", f"{len(results) - len(bad)} valid, {len(bad)} not "
          f"(-strict; Kubernetes {kubeconform.kube_minor()}, KubeRay {versions()['KUBERAY_VERSION']} CRDs)"),
         ("✗" if api_report.findings else "✓", "api validation",
@@ -117,3 +117,11 @@ def _hint(f: apivalidate.Finding) -> str:
     if f.kind == "ConfigMap" and not f.field and "Too long" in f.message:
         return " (data and binaryData together; the recipe is shipped in this ConfigMap: keep large data out of it)"
     return ""
+
+
+def _helm_label() -> str:
+    """The pinned version when the pinned helm rendered (no extra process), else the chosen binary's version."""
+    from generator.tools import binary
+
+    chosen = helm.helm_binary()
+    return versions()["HELM_VERSION"] if chosen == binary("helm") else helm.helm_version(chosen).version

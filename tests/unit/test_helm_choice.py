@@ -105,3 +105,13 @@ def test_doctor_reports_the_helm_version_and_refuses_an_unsupported_one(capsys, 
     rc, rows = _doctor(capsys, tmp_path, str(HELM4))
     assert (rows[0]["mark"], rows[0]["check"], rows[0]["detail"]) == ("✓", "helm", f"v4.3.2 ({HELM4})")
     assert rows[1]["check"] == "API server" and rows[1]["mark"] == "✗"  # the unreachable test kubeconfig
+
+
+def test_check_names_the_helm_that_rendered(monkeypatch, capsys):
+    from generator.cli import main
+    from generator.tools import REPO, binary, versions
+
+    monkeypatch.setenv("DOCKYARD_HELM", binary("helm", tool="helm4"))
+    ex = REPO / "values-examples"
+    assert main(["check", str(ex / "grpo_swe.yaml"), str(ex / "grpo_swe.infra.yaml")]) == 0
+    assert f"rendered (helm {versions()['HELM4_VERSION']})" in capsys.readouterr().out
