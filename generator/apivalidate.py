@@ -18,30 +18,31 @@ import json
 import os
 import subprocess
 import threading
+from collections import namedtuple
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from generator.errors import CheckFailed
 from generator.tools import CHART_DIR, ToolMissing, binary, cache_dir, tool_dir, versions
+
+TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
+if TYPE_CHECKING:
+    from typing import Any
 
 # core.MaxSecretSize: the apiserver's limit on the data of one Secret (and of one ConfigMap).
 SECRET_LIMIT = 1024 * 1024
 
 
-class Finding(NamedTuple):
-    kind: str
-    name: str
-    field: str
-    message: str  # the apiserver's text, field path first
-    template: str = ""  # an embedded pod template's path in its object, when the finding is inside one
+class Finding(namedtuple("Finding", "kind name field message template", defaults=("",))):
+    """kind, name, field; message: the apiserver's text, field path first; template: an embedded pod
+    template's path in its object, when the finding is inside one."""
+
+    __slots__ = ()
 
 
-class Report(NamedTuple):
-    kubernetes: str
-    objects: int
-    pod_templates: int
-    findings: list[Finding]
-    warnings: list[Finding]
+class Report(namedtuple("Report", "kubernetes objects pod_templates findings warnings")):
+    """kubernetes: str, objects: int, pod_templates: int, findings and warnings: list[Finding]."""
+
+    __slots__ = ()
 
 
 def _finding(f: dict[str, Any]) -> Finding:

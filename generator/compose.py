@@ -7,8 +7,8 @@ without pydantic; pydantic and the models are imported only when that refuses, t
 from __future__ import annotations
 
 import difflib
+from collections import namedtuple
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
@@ -16,15 +16,17 @@ from generator.errors import InputError, Problem, from_validation
 from generator.loader import Document, apply_overrides, load
 from generator.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 
+TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
+    from typing import Any
+
     from generator.models import ChartValues, InfraSpec, Recipe
 
 
-class Inputs(NamedTuple):
-    recipe: Recipe
-    infra: InfraSpec
-    recipe_doc: Document
-    infra_doc: Document
+class Inputs(namedtuple("Inputs", "recipe infra recipe_doc infra_doc")):
+    """recipe: Recipe, infra: InfraSpec, recipe_doc: Document, infra_doc: Document."""
+
+    __slots__ = ()
 
 
 def _validate(model: type, doc: Document) -> Any:
@@ -137,13 +139,10 @@ def values_dict(values: ChartValues) -> dict[str, Any]:
 
 # Values without the models (the happy path) --------------------------------------------------------
 
-class Composed(NamedTuple):
-    """Chart values (`values_dict` form), the release, its namespace and the launch mode."""
+class Composed(namedtuple("Composed", "values release namespace mode")):
+    """Chart values (`values_dict` form, a dict), the release, its namespace and the launch mode."""
 
-    values: dict[str, Any]
-    release: str
-    namespace: str
-    mode: str
+    __slots__ = ()
 
 
 def _json_plain(node: Any) -> bool:

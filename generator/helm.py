@@ -8,12 +8,16 @@ import json
 import os
 import re
 import subprocess
+from collections import namedtuple
 from contextvars import ContextVar
 from functools import cache
-from typing import Any, Iterator, NamedTuple
 
 from generator.errors import CheckFailed, InputError, Problem
 from generator.tools import CHART_DIR, binary, versions
+
+TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
+if TYPE_CHECKING:
+    from typing import Any, Iterator
 
 HELM_ENV = "DOCKYARD_HELM"
 # Helm 3 from 3.8 (OCI charts without the experimental flag) and Helm 4; both majors are tested.
@@ -62,11 +66,10 @@ def helm_binary() -> str:
     return found
 
 
-class HelmVersion(NamedTuple):
-    path: str
-    version: str  # e.g. v4.3.2
-    major: int
-    minor: int
+class HelmVersion(namedtuple("HelmVersion", "path version major minor")):
+    """path: str, version: str (e.g. v4.3.2), major: int, minor: int."""
+
+    __slots__ = ()
 
     @property
     def supported(self) -> bool:
