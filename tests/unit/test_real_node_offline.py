@@ -74,8 +74,11 @@ def test_containerd_config_fits_this_vm(tmp_path):
     assert cfg["plugins"]["io.containerd.cri.v1.images"]["pinned_images"]["sandbox"] == "dockyard.local/pause:1"
     assert "io.containerd.nri.v1.nri" in cfg["disabled_plugins"]
     # every path containerd writes is under the playground's state folder
-    for path in (cfg["root"], cfg["state"], cfg["grpc"]["address"], runtime["containerd"]["runtimes"]["runc"]["options"]["Root"]):
+    for path in (cfg["root"], cfg["state"], runtime["containerd"]["runtimes"]["runc"]["options"]["Root"]):
         assert path.startswith(str(tmp_path / "pg" / "node"))
+    # but its sockets live in the node's private /run: a unix socket path must stay under 104 bytes
+    assert cfg["grpc"]["address"].startswith("/run/") and len(cfg["ttrpc"]["address"]) < 104
+    assert str(spec.containerd_sock_from(42)) == "/proc/42/root/run/dockyard-node/containerd.sock"
 
 
 def test_kubelet_config_fits_this_vm_and_trusts_only_the_ca(tmp_path):

@@ -143,6 +143,10 @@ def _write_configs(spec: S.NodeSpec, bins: C.Binaries, state: dict, pause_ref: s
     (spec.root / "pod-logs").mkdir(exist_ok=True)
 
 
+def _containerd_sock(state: dict, spec: S.NodeSpec) -> Path:
+    return spec.containerd_sock_from(state["real_node"]["components"]["containerd"]["pid"])
+
+
 def _node_object(spec: S.NodeSpec) -> dict:
     """Created before kubelet registers: labels of a CPU node, the pod range, a taint; no kwok annotation."""
     return {
@@ -216,9 +220,10 @@ def start(state: dict, state_dir: Path, say: Callable[[str], None], deadline: fl
 
     _spawn(state, state_dir, spec, "relay", C.argv("relay", spec, bins, state["ports"]["apiserver"], sys.executable))
     _spawn(state, state_dir, spec, "containerd", C.argv("containerd", spec, bins, 0, ""), env=env)
-    _wait("containerd's socket", lambda: (_alive(state, "containerd") and spec.containerd_sock.exists(), "no socket yet"), deadline)
+    sock = spec.containerd_sock_from(state["real_node"]["components"]["containerd"]["pid"])
+    _wait("containerd's socket", lambda: (_alive(state, "containerd") and sock.exists(), "no socket yet"), deadline)
     for name, (ref, tarball) in layouts.items():
-        host.run([str(bins.containerd / "ctr"), f"--address={spec.containerd_sock}", "-n", "k8s.io",
+        host.run([str(bins.containerd / "ctr"), f"--address={_containerd_sock(state, spec)}", "-n", "k8s.io",
                   "images", "import", "--local", str(tarball)])
     extra = _import_ray_image(spec, bins, state, say)
     say(f"  real node: containerd up, images imported{extra} ({time.monotonic() - t0:.1f} s)")
@@ -275,7 +280,7 @@ def _import_ray_image(spec: S.NodeSpec, bins: C.Binaries, state: dict, say: Call
             raise NodeError("building the playground's Ray image failed (bash hack/tools.sh ray-image)")
     built = ray_image.layout(entry)
     ref, tarball = built
-    host.run([str(bins.containerd / "ctr"), f"--address={spec.containerd_sock}", "-n", "k8s.io",
+    host.run([str(bins.containerd / "ctr"), f"--address={_containerd_sock(state, spec)}", "-n", "k8s.io",
               "images", "import", "--local", str(tarball)])
     state["real_node"]["images"]["ray"] = ref
     return f" (+ {ref})"

@@ -86,7 +86,13 @@ class NodeSpec:
 
     @property
     def containerd_sock(self) -> Path:
-        return self.containerd_dir / "containerd.sock"
+        """Inside the node's mount namespace (its private /run): a unix socket path must stay under
+        104 bytes, which a state folder's path need not. From the host: `containerd_sock_from`."""
+        return Path("/run/dockyard-node/containerd.sock")
+
+    def containerd_sock_from(self, containerd_pid: int) -> Path:
+        """The socket as the host reaches it: through the containerd process's root."""
+        return Path(f"/proc/{containerd_pid}/root") / self.containerd_sock.relative_to("/")
 
     @property
     def kubelet_dir(self) -> Path:
