@@ -109,6 +109,12 @@ def impact(kube: Kube, namespace: str, current: str | None, target: str) -> Impa
     for (kind, name), spec in cur.items():
         live = kube.get_ray(RAY_PLURALS[kind], namespace, name)
         if not _running(kind, live):
+            if kind == "RayJob" and live is not None and (kind, name) in tgt \
+                    and not (live.get("metadata") or {}).get("deletionTimestamp"):
+                # an ended RayJob is never run again by KubeRay, whatever its spec becomes: recreate it
+                out.replace.append((RAY_PLURALS[kind], name))
+                out.notes.append(f"note: RayJob {name} has ended ({_state(kind, live)}); KubeRay does not run it "
+                                 "again: --replace recreates it, so the job runs anew")
             continue
         assert live is not None
         what = f"{kind} {name} ({_state(kind, live)})"

@@ -71,6 +71,18 @@ def test_finished_jobs_are_not_running_training(status):
     assert hit.lost == [] and hit.replace == []
 
 
+@pytest.mark.parametrize("status", ["Complete", "Failed"])
+def test_an_ended_rayjob_is_recreated_with_replace_and_nothing_is_lost(status):
+    # KubeRay never runs an ended RayJob again, even with a new spec (seen on the real node: `run
+    # --replace` of a new entrypoint over a SUCCEEDED job followed the old one)
+    live = {"status": {"jobDeploymentStatus": status, "jobStatus": "SUCCEEDED"}}
+    for target in (rayjob(4), rayjob(8)):
+        hit = impact(RayObjects(**{"rayjobs/small": live}), "ns", manifest(rayjob(8)), manifest(target))
+        assert hit.lost == [] and hit.replace == [("rayjobs", "small")]
+        assert any("RayJob small has ended" in n and "--replace recreates it" in n for n in hit.notes), hit.notes
+        hit.refuse_unless(False, "run")  # not refused: no running training
+
+
 def test_objects_not_live_or_being_deleted_lose_nothing():
     deleting = {"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}, "status": {}}
     assert impact(RayObjects(), "ns", manifest(rayjob()), manifest()).lost == []

@@ -1,0 +1,177 @@
+"""Real Ray on the playground's real node: the chart's RayJob runs for real (issue 14).
+
+One playground with a real node that advertises 2 fake GPUs (the device plugin) and holds the
+project's Ray image, for the module; real-node sessions take turns through the same lock as
+test_real_node.py. The test shape: 1 trainer + 1 inference worker, 1 GPU each, small object store,
+HTTPMode submission (values-examples/grpo_swe_playground.infra.yaml).
+
+Every address dialed is loopback (the apiserver) or inside the node's network namespace (pods and
+Services, reached by the operator and the CLI through the apiserver's service proxy).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from live_helpers import cli
+
+REPO = Path(__file__).resolve().parents[2]
+RECIPE = REPO / "values-examples" / "grpo_swe.yaml"
+INFRA = REPO / "values-examples" / "grpo_swe_playground.infra.yaml"
+SHAPE = ["cluster.trainer.nodes=1", "cluster.trainer.gpusPerNode=1", "cluster.inference.gpusPerNode=1"]
+
+
+@pytest.fixture(scope="module")
+def ray_node():
+    import fcntl
+
+    from session_env import sessions_root
+    from test_real_node import _try_lock, host_snapshot, wait_for
+
+    from generator.playground.cluster import down, load_state, up
+    from generator.playground.nodes import Shape
+    from generator.tools import REPO as TOOLS_REPO
+
+    # the Ray image and the device plugin, cached by version (a cold image build is ~3 min)
+    subprocess.run(["bash", str(TOOLS_REPO / "hack" / "tools.sh"), "ray-image", "device-plugin"], check=True)
+    sessions_root().mkdir(parents=True, exist_ok=True)
+    lock = open(sessions_root() / ".real-node.lock", "w")
+    wait_for(lambda: _try_lock(fcntl, lock), 1800, "another test session's real node to go down", interval=2)
+    before = host_snapshot()
+    state_dir = sessions_root() / f"real-ray-{os.getpid()}"
+    down(state_dir, out=io.StringIO())
+    saved = {k: os.environ.get(k) for k in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME", "DOCKYARD_REAL_NODE_GPUS")}
+    os.environ.update({k: str(state_dir / "helm" / k.split("_")[1].lower()) for k in saved if k.startswith("HELM")})
+    os.environ["DOCKYARD_REAL_NODE_GPUS"] = "2"
+    out = io.StringIO()
+    t0 = time.monotonic()
+    rc = up(state_dir, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), timeout=300, out=out, real_node=True)
+    try:
+        assert rc == 0, f"playground up --real-node failed (exit {rc}):\n{out.getvalue()}"
+        print(f"\nplayground with a real Ray node up in {time.monotonic() - t0:.1f} s\n{out.getvalue()}")
+        state = load_state(state_dir)
+        yield {"state_dir": state_dir, "state": state, "kubeconfig": str(state_dir / "kubeconfig"), "before": before}
+    finally:
+        down(state_dir, out=io.StringIO())
+        after = host_snapshot()
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+        lock.close()
+        assert after == before, "the host differs after `down`"
+
+
+def _ns() -> str:
+    return f"ray-{uuid.uuid4().hex[:6]}"
+
+
+def _infra(tmp_path: Path, name: str, change=None) -> Path:
+    doc = yaml.safe_load(INFRA.read_text())
+    if change:
+        change(doc)
+    path = tmp_path / f"{name}.infra.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def _rows(out: str) -> dict[str, bool]:
+    return {line[2:].split("  ")[0].strip(): line.startswith("✓") for line in out.splitlines() if line[:2] in ("✓ ", "✗ ")}
+
+
+def test_the_real_node_offers_gpus_and_holds_the_ray_image(ray_node):
+    from generator.playground import cluster
+
+    node = cluster.api_for(ray_node["state"]).get("/api/v1/nodes/real-node-0")
+    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "2"  # from the device plugin, through the kubelet
+    assert ray_node["state"]["real_node"]["images"]["ray"].startswith("dockyard.local/playground-ray:")
+    out = io.StringIO()
+    assert cluster.status(ray_node["state_dir"], out=out) == 0, out.getvalue()
+    assert "node/device-plugin" in out.getvalue() and "nvidia.com/gpu allocatable 2 of 2" in out.getvalue()
+
+
+def test_smoke_passes_with_the_playground_infra_and_removes_its_release(ray_node, capsys):
+    ns = _ns()
+    t0 = time.monotonic()
+    rc, out, err = cli(capsys, "smoke", RECIPE, INFRA, *SHAPE, "-n", ns, "--create-namespace",
+                       "--kubeconfig", ray_node["kubeconfig"], "--timeout", "600")
+    print(f"\nsmoke on the real node: {time.monotonic() - t0:.1f} s\n{out}{err}")
+    assert rc == 0, out + err
+    rows = _rows(out)
+    for row in ("fleet resource dockyard_fleet_trainer", "fleet resource dockyard_fleet_inference",
+                "GPUs of the trainer fleet", "GPUs of the inference fleet",
+                "DOCKYARD_FLEET_ROLE in a trainer task", "DOCKYARD_FLEET_ROLE in a inference task",
+                "RAY_ENABLE_UV_RUN_RUNTIME_ENV in a trainer task", "RAY_ENABLE_UV_RUN_RUNTIME_ENV in a inference task",
+                "placement group on the trainer fleet", "placement group on the inference fleet",
+                "recipe at its mount path", "sandbox POST /task/submit"):
+        assert rows.get(row) is True, f"{row}: {rows}"
+    assert "14/14 rows hold" in out
+    # removed afterwards: no release, no RayJob, no pods
+    rc, out, err = cli(capsys, "status", "grpo-swe-smoke", "-n", ns, "--kubeconfig", ray_node["kubeconfig"])
+    assert rc != 0 or "not installed" in out, out + err
+
+
+def test_smoke_names_the_row_a_broken_overlay_breaks(ray_node, capsys, tmp_path):
+    # the trainer group's rayStartParams hold num-gpus 0: the pod still gets its GPU, Ray does not
+    def broken(doc):
+        doc["kuberay"]["spec"]["workerGroupSpecs"][0]["rayStartParams"]["num-gpus"] = "0"
+
+    ns = _ns()
+    rc, out, err = cli(capsys, "smoke", RECIPE, _infra(tmp_path, "broken", broken), *SHAPE, "-n", ns,
+                       "--create-namespace", "--kubeconfig", ray_node["kubeconfig"], "--timeout", "600")
+    print(out + err)
+    assert rc == 1, out + err
+    rows = _rows(out)
+    assert rows["GPUs of the trainer fleet"] is False and rows["placement group on the trainer fleet"] is False, rows
+    assert rows["GPUs of the inference fleet"] is True and rows["fleet resource dockyard_fleet_trainer"] is True, rows
+    assert "✗ smoke" in out and "GPUs of the trainer fleet" in out.splitlines()[-1]
+
+
+def test_smoke_fails_the_sandbox_row_when_the_pool_does_not_answer(ray_node, capsys, tmp_path):
+    def no_pool(doc):
+        doc["sandbox"]["replicas"] = 0  # the Service exists, nothing listens behind it
+
+    ns = _ns()
+    rc, out, err = cli(capsys, "smoke", RECIPE, _infra(tmp_path, "nopool", no_pool), *SHAPE, "-n", ns,
+                       "--create-namespace", "--kubeconfig", ray_node["kubeconfig"], "--timeout", "600")
+    print(out + err)
+    assert rc == 1, out + err
+    rows = _rows(out)
+    assert rows["sandbox POST /task/submit"] is False and rows["GPUs of the trainer fleet"] is True, rows
+
+
+def test_run_follow_exit_codes_status_and_rollback(ray_node, capsys, tmp_path):
+    kc = ray_node["kubeconfig"]
+    ns = _ns()
+    good = 'entrypoint=python3 -c "print(\'dockyard-job-ran\')"'
+    bad = 'entrypoint=python3 -c "import sys; print(\'dockyard-failing-on-purpose\'); sys.exit(1)"'
+    rc, out, err = cli(capsys, "run", RECIPE, INFRA, *SHAPE, good, "-n", ns, "--create-namespace", "--follow",
+                       "--kubeconfig", kc, "--timeout", "600", "-q")
+    assert rc == 0, out + err
+    assert "dockyard-job-ran" in out and "job SUCCEEDED" in out, out + err
+
+    rc, out, err = cli(capsys, "run", RECIPE, INFRA, *SHAPE, bad, "-n", ns, "--replace", "--follow",
+                       "--kubeconfig", kc, "--timeout", "600", "-q")
+    assert rc == 1, out + err
+    assert "dockyard-failing-on-purpose" in out and "job FAILED" in err, out + err
+
+    rc, out, err = cli(capsys, "status", "grpo-swe", "-n", ns, "--kubeconfig", kc)
+    assert rc == 0, out + err
+    assert "job FAILED" in out and "dockyard-failing-on-purpose" in out, out
+
+    rc, out, err = cli(capsys, "rollback", "grpo-swe", "1", "-n", ns, "--replace", "--kubeconfig", kc, "--timeout", "300")
+    assert rc == 0, out + err
+    from generator.live import driver_log
+    from generator.live.kube import Kube
+
+    kube = Kube(kc)
+    ok, job = driver_log.follow(kube, "grpo-swe", ns, time.monotonic() + 400, write=lambda s: None)
+    assert ok is True, driver_log.outcome(job) if job else "no RayJob"
+    rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
+    assert rc == 0, out + err
