@@ -22,6 +22,7 @@ BAD = [
     ("bad group name", {"kuberay": {"spec": {"workerGroupSpecs": [{"groupName": "critic"}]}}}, "groupName"),
     ("bad port", {"sandbox": {"port": 0}}, "port"),
     ("bad profile", {"sandbox": {"security": {"profile": "strict"}}}, "profile"),
+    ("quota enabled without limits", {"infra": {"resourceQuota": {"enabled": True, "hard": {}}}}, "hard"),
 ]
 
 
