@@ -6,10 +6,13 @@ Heavy modules are imported inside the commands so that start-up stays fast.
 
 from __future__ import annotations
 
-import argparse
 import errno
 import sys
 from collections.abc import Callable, Sequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2  # as in generator.errors, without importing pydantic
 OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)  # a write that failed (e.g. stdout on a full disk)
@@ -69,6 +72,8 @@ OWN_VERBS = ("values", "render", "check")  # need none of the subcommand groups 
 
 
 def build_parser(extensions: bool = True) -> argparse.ArgumentParser:
+    import argparse  # here: `render` and `check` start helm before paying for it (`_prestart_helm`)
+
     parser = argparse.ArgumentParser(
         prog="dockyard-k8s",
         description="Recipe + infra spec -> one GPU KubeRay cluster (trainer + inference) and a sandbox executor pool.",
@@ -111,8 +116,35 @@ def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:
     return out
 
 
+def _prestart_helm(argv: list[str]) -> None:
+    """`render R I [KEY=VALUE ...]` and `check R I [...]` without options (stdin aside): helm starts
+    before argparse is imported and the parser built, ~10 ms sooner."""
+    verb, *rest = argv
+    if verb not in ("render", "check") or len(rest) < 2 or "-" in rest[:2] or any(a.startswith("-") for a in rest) \
+            or not all("=" in a for a in rest[2:]):
+        return
+    from generator import helm
+    from generator.reading import release_guess
+
+    guess = release_guess(rest[0], rest[1], rest[2:])
+    if guess:
+        helm.prestart(*guess, tests=verb == "check")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if "generator.reading" in sys.modules:  # inputs are kept per command (a pipe is read once)
+        sys.modules["generator.reading"].forget_inputs()
+    if argv:
+        _prestart_helm(argv)
+    try:
+        return _main(argv)
+    finally:
+        if "generator.helm" in sys.modules:
+            sys.modules["generator.helm"].discard_prestarted()
+
+
+def _main(argv: list[str]) -> int:
     # Importing the live and playground command groups costs ~10 ms that values/render/check never use.
     parser = build_parser(extensions=not (argv and argv[0] in OWN_VERBS))
     args, extra = parser.parse_known_args(argv)
@@ -127,8 +159,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from generator.errors import CheckFailed, InputError
     from generator.tools import ToolMissing
 
-    if "generator.reading" in sys.modules:  # inputs are kept per command (a pipe is read once)
-        sys.modules["generator.reading"].forget_inputs()
     if getattr(args, "recipe", None) == "-" and getattr(args, "infra", None) == "-":
         print("error: only one input can be read from stdin (-)", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -137,10 +137,31 @@ class Template:
         self.proc.communicate()
 
 
+_prestarted: list[Template] = []  # by `prestart`, before the command line was parsed
+
+
+def prestart(release: str, namespace: str, *, tests: bool) -> None:
+    """Start helm for `started` to hand out (the CLI calls this before it builds its parser)."""
+    early = started(release, namespace, tests=tests)
+    if early is not None:
+        _prestarted.append(early)
+
+
+def discard_prestarted() -> None:
+    """Stop a prestarted helm nobody took (the command failed before rendering)."""
+    while _prestarted:
+        _prestarted.pop().cancel()
+
+
 def started(release: str | None, namespace: str | None, *, tests: bool = False) -> Template | None:
     """`helm template` started before the values are known, for the release and namespace the inputs
-    most likely give (`compose.release_guess`); None when there is no guess or helm cannot start
-    (`render` then starts helm and reports why)."""
+    most likely give (`reading.release_guess`); None when there is no guess or helm cannot start
+    (`render` then starts helm and reports why). A prestarted one for the same is handed out."""
+    if _prestarted:
+        early = _prestarted.pop()
+        if (early.release, early.namespace, early.tests) == (release, namespace, tests):
+            return early
+        early.cancel()
     if not release or not namespace:
         return None
     try:

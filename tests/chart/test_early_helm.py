@@ -86,3 +86,20 @@ def test_helm_template_runs_without_go_collector_unless_the_user_set_gogc(monkey
     helm.Template({}, "r", "ns").cancel()
     assert seen[0]["GOGC"] == "off" and seen[0]["GOMEMLIMIT"] == "128MiB"
     assert seen[1] is None  # the user's environment, GOGC=50 included
+
+
+def test_a_helm_started_before_the_parser_is_stopped_when_the_command_fails_first(capsys, monkeypatch):
+    from generator import cli
+    from generator.errors import InputError, Problem
+
+    def failing(args):  # type: ignore[no-untyped-def]
+        raise InputError([Problem("<command line>", None, "", "refused before rendering")])
+
+    monkeypatch.setattr(cli, "cmd_render", failing)
+    started: list[str] = []
+    start, cancel = helm.Template.__init__, helm.Template.cancel
+    monkeypatch.setattr(helm.Template, "__init__", lambda self, *a, **kw: (started.append("start"), start(self, *a, **kw))[1])
+    monkeypatch.setattr(helm.Template, "cancel", lambda self: (started.append("cancel"), cancel(self))[1])
+    assert main(["render", str(RECIPE), str(INFRA_EXAMPLES[0])]) == 2
+    assert started == ["start", "cancel"]  # started before argparse, stopped at exit
+    assert not helm._prestarted
