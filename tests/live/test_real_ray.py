@@ -65,7 +65,18 @@ def ray_node():
         for k, v in saved.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
         lock.close()
-        assert after == before, "the host differs after `down`"
+        added = _added(before, after)
+        assert not added, f"left on the host after `down`: {added}"
+
+
+def _added(before: dict, after: dict) -> list[str]:
+    """What `after` holds that `before` did not (other sessions may remove things meanwhile, never add ours)."""
+    out = [f"sysctl {k}: {before['sysctls'].get(k)!r} -> {v!r}" for k, v in after["sysctls"].items()
+           if before["sysctls"].get(k) != v]
+    out += [f"path {p}" for p, there in after["paths"].items() if there and not before["paths"].get(p)]
+    for key in ("iptables", "ipsets", "netns", "links", "routes", "mounts", "cgroups"):
+        out += [f"{key}: {x}" for x in after[key] if x not in before[key]]
+    return out
 
 
 def _ns() -> str:
@@ -175,3 +186,24 @@ def test_run_follow_exit_codes_status_and_rollback(ray_node, capsys, tmp_path):
     assert ok is True, driver_log.outcome(job) if job else "no RayJob"
     rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
     assert rc == 0, out + err
+
+
+def test_smoke_that_cannot_start_names_the_step_and_leaves_nothing(ray_node, capsys, tmp_path):
+    # an image without Ray (the playground executor): `ray start` is not found, the head never gets ready
+    def no_ray(doc):
+        doc["infra"]["image"] = {"repository": "dockyard.local/playground-executor", "tag": "1", "pullPolicy": "Never"}
+
+    ns = _ns()
+    t0 = time.monotonic()
+    rc, out, err = cli(capsys, "smoke", RECIPE, _infra(tmp_path, "noray", no_ray), *SHAPE, "-n", ns,
+                       "--create-namespace", "--kubeconfig", ray_node["kubeconfig"], "--timeout", "60", "-q")
+    took = time.monotonic() - t0
+    assert rc == 1, out + err
+    line = [x for x in err.splitlines() if x.startswith("error:")]
+    assert len(line) == 1 and "the RayCluster becoming ready did not happen within --timeout" in line[0], err
+    assert "RayJob grpo-swe-smoke" in line[0] and "pods:" in line[0], err
+    assert "Traceback" not in err and took < 60 + 150, took  # the timeout, then the uninstall
+    from generator.live.kube import Kube
+    from generator.live.verbs import leftovers
+
+    assert leftovers(Kube(ray_node["kubeconfig"]), "grpo-swe-smoke", ns) == []
