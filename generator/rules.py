@@ -56,6 +56,10 @@ def kuberay_overlay_problem(groups: list[tuple[str, dict[str, Any]]]) -> str | N
     """Why KubeRay refuses a group of the RayClusterSpec overlay, or None: (name, group spec) pairs,
     the head's first."""
     for name, spec in groups:
+        for key in ("rayStartParams", "resources"):
+            if spec.get(key) is not None and not isinstance(spec[key], dict):
+                return (f"{name}: {key} must be a mapping (ray start flag or resource name: value), "
+                        f"got {spec[key]!r}")
         params = spec.get("rayStartParams") or {}
         if _holds(params, "labels"):
             return f"{name}: rayStartParams.labels is refused by KubeRay; use the group's `labels` field"
