@@ -29,11 +29,12 @@ class Image(Strict):
 
 
 class OptionalImage(Strict):
-    """An image whose unset fields fall back to `infra.image`."""
+    """The sandbox's own image: setting any of repository, tag or digest makes it a reference of its own
+    (repository defaults to `infra.image.repository`, tag to `latest`); setting none runs `infra.image` whole."""
 
     repository: str | None = Field(None, pattern=IMAGE_REPO_RE, description="Image repository; defaults to `infra.image.repository`.")
-    tag: str | None = Field(None, pattern=IMAGE_TAG_RE, description="Image tag; defaults to `infra.image.tag`.")
-    digest: str | None = Field(None, pattern=DIGEST_RE, description="Pin by digest (sha256:…); defaults to `infra.image.digest`.")
+    tag: str | None = Field(None, pattern=IMAGE_TAG_RE, description="Image tag; `latest` when repository or digest is set without it, else `infra.image`'s reference whole.")
+    digest: str | None = Field(None, pattern=DIGEST_RE, description="Pin by digest (sha256:…); wins over the tag. Not inherited from `infra.image` once repository or tag is set.")
     pullPolicy: PullPolicy | None = Field(None, description="imagePullPolicy; defaults to `infra.image.pullPolicy`.")
 
 
