@@ -66,6 +66,16 @@ def helm_binary() -> str:
     return found
 
 
+# Characters Go's YAML reader refuses raw in its input; JSON's \\uXXXX escape is read fine for these.
+_GO_YAML_RAW = re.compile("[\u007f-\u009f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
+def values_json(values: Any) -> str:
+    """Values as JSON for `--values -`: UTF-8 as is (Go's YAML reader refuses the surrogate-pair escapes
+    json.dumps writes for characters beyond the BMP, e.g. an emoji), the few raw characters it refuses escaped."""
+    return _GO_YAML_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(values, ensure_ascii=False))
+
+
 class HelmVersion(namedtuple("HelmVersion", "path version major minor")):
     """path: str, version: str (e.g. v4.3.2), major: int, minor: int."""
 
@@ -121,13 +131,13 @@ class Template:
         # its wall time on two cores shared with this process; a GOGC the user set is kept.
         env = {"GOGC": "off", "GOMEMLIMIT": "128MiB", **os.environ} if "GOGC" not in os.environ else None
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=env)
+                                     encoding="utf-8", env=env)
 
     def result(self, values: dict[str, Any] | None = None) -> str:
         values = self.values if values is None else values
         assert values is not None
         # JSON is YAML that no parser reads differently (Helm's YAML 1.1 reads a bare `y` as true).
-        stdout, stderr = self.proc.communicate(json.dumps(values))
+        stdout, stderr = self.proc.communicate(values_json(values))
         if self.proc.returncode != 0:
             raise CheckFailed(f"helm template refused the values:\n{stderr.strip()}")
         return stdout

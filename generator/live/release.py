@@ -73,6 +73,12 @@ def _exec_command_class() -> Any:
                 argv += ["--kube-context", self._kubecontext]
             if setpriv:
                 argv = [setpriv, "--pdeathsig", "TERM", "--", *argv]
+            if input is not None:  # pyhelm3's values JSON, re-encoded the way helm's YAML reader takes it
+                import json
+
+                from generator.helm import values_json
+
+                input = values_json(json.loads(input)).encode()
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE if input is not None else None,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)

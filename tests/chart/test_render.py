@@ -222,3 +222,21 @@ def test_overlay_container_without_mounts_leaves_no_null_lists(render):
     ov = {"workerGroupSpecs": [{"groupName": "trainer", "template": {"spec": {"containers": [{"name": "ray-worker"}]}}}]}
     c = render(kuberay={"spec": ov}).groups()["trainer"]["template"]["spec"]["containers"][0]
     assert "volumeMounts" not in c
+
+
+def test_characters_beyond_the_bmp_reach_helm(tmp_path):
+    """json.dumps' surrogate-pair escapes (an emoji) are refused by Go's YAML reader: values go as UTF-8."""
+    import yaml as _yaml
+
+    from generator.cli import main
+
+    recipe = tmp_path / "emo.yaml"
+    recipe.write_text("name: emo\nentrypoint: python -m x\ncluster:\n  trainer: {nodes: 1, gpusPerNode: 8}\n"
+                      "  inference: {nodes: 1, gpusPerNode: 8}\n# ship it 🚀\nnotes: \"\\u0085 and 🚀\"\n",
+                      encoding="utf-8")
+    out = tmp_path / "out.yaml"
+    from generator.tools import REPO
+
+    assert main(["render", str(recipe), str(REPO / "values-examples" / "grpo_swe.infra.yaml"), "-o", str(out)]) == 0
+    cm = next(d for d in _yaml.safe_load_all(out.read_text(encoding="utf-8")) if d and d["kind"] == "ConfigMap")
+    assert cm["data"]["recipe.yaml"] == recipe.read_text(encoding="utf-8")
