@@ -64,6 +64,7 @@ def test_layout_is_an_oci_image_named_for_containerd(tmp_path):
     config = json.loads(files[f"blobs/sha256/{manifest['config']['digest'][7:]}"])
     assert config["rootfs"]["diff_ids"] == [manifest["layers"][0]["digest"]]
     assert config["config"]["Labels"]["dev.dockyard.playground.stand-in-for"] == "ubuntu-swe"
+    assert "RAY_USAGE_STATS_ENABLED=0" in config["config"]["Env"]  # nothing reports to a public host
     assert not dest.with_suffix(".layer").exists()
 
 

@@ -51,7 +51,9 @@ def ref(version: str) -> str:
 def config(version: str) -> dict:
     return {
         "Env": ["PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=/home/ray", "LANG=C.UTF-8",
-                "PYTHONDONTWRITEBYTECODE=1", f"DOCKYARD_RAY_VERSION={version}"],
+                "PYTHONDONTWRITEBYTECODE=1", f"DOCKYARD_RAY_VERSION={version}",
+                # the network rule: Ray's usage-stats reporter would look up a public host
+                "RAY_USAGE_STATS_ENABLED=0"],
         "WorkingDir": "/home/ray",
         "Cmd": ["/bin/bash"],
         "Labels": {"dev.dockyard.playground.stand-in-for": "ubuntu-swe"},
