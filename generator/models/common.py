@@ -41,6 +41,13 @@ class OptionalImage(Strict):
 class SecuritySettings(Strict):
     """Container securityContext baseline."""
 
+    # JSON Schema twin of _root_needs_no_nonroot, so Helm refuses the same values.
+    model_config = ConfigDict(json_schema_extra={
+        "if": {"anyOf": [{"properties": {"profile": {"const": "restricted"}}, "required": ["profile"]},
+                         {"properties": {"runAsNonRoot": {"const": True}}, "required": ["runAsNonRoot"]}]},
+        "then": {"properties": {"runAsUser": {"not": {"const": 0}}}},
+    })
+
     enabled: bool = Field(True, description="Render the securityContext at all; `false` drops it.")
     profile: Literal["baseline", "restricted"] = Field(
         "baseline",
@@ -57,6 +64,14 @@ class SecuritySettings(Strict):
     readOnlyRootFilesystem: bool = Field(False, description="Opt-in: read-only root filesystem; a writable emptyDir is mounted at `workDir`.")
     workDir: str = Field("/workspace", pattern=r"^/", description="Writable work dir (emptyDir) mounted when the root filesystem is read-only.")
     workDirSizeLimit: Quantity | None = Field(None, description="sizeLimit of the work-dir emptyDir.")
+
+    @field_validator("runAsUser")
+    @classmethod
+    def _root_needs_no_nonroot(cls, uid: int | None, info: ValidationInfo) -> int | None:
+        if uid == 0 and (info.data.get("profile") == "restricted" or info.data.get("runAsNonRoot")):
+            raise ValueError("runAsUser 0 is root, which profile restricted / runAsNonRoot forbid (the kubelet would "
+                             "refuse to start the pod): unset runAsUser (restricted runs as 10001) or pick a non-zero UID")
+        return uid
 
 
 class GpuSecuritySettings(SecuritySettings):

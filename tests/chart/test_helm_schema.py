@@ -23,6 +23,8 @@ BAD = [
     ("bad port", {"sandbox": {"port": 0}}, "port"),
     ("bad profile", {"sandbox": {"security": {"profile": "strict"}}}, "profile"),
     ("quota enabled without limits", {"infra": {"resourceQuota": {"enabled": True, "hard": {}}}}, "hard"),
+    ("root under restricted", {"sandbox": {"security": {"profile": "restricted", "runAsUser": 0}}}, "runAsUser"),
+    ("root under runAsNonRoot", {"infra": {"security": {"runAsNonRoot": True, "runAsUser": 0}}}, "runAsUser"),
 ]
 
 

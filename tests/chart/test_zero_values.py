@@ -19,13 +19,15 @@ def _contexts(out, role):
 @pytest.mark.parametrize("profile", ["baseline", "restricted"])
 @pytest.mark.parametrize("uid", [0, 1000680000])
 def test_ids_render_as_set_zero_included(profile, uid):
-    ids = {"runAsUser": uid, "runAsGroup": uid, "fsGroup": uid}
+    # root under restricted is refused (tests/chart/test_helm_schema.py): there the UID is non-zero, the GIDs zero
+    user = 1000680000 if profile == "restricted" and uid == 0 else uid
+    ids = {"runAsUser": user, "runAsGroup": uid, "fsGroup": uid}
     sec = {"profile": profile, **ids}
     out = render_values(chart_values(sandbox={"security": sec}, infra={"security": {"enabled": True, **sec}}))
     for role in ROLES:
         pod, container = _contexts(out, role)
         assert {k: pod.get(k) for k in IDS} == ids, role
-        assert {k: container.get(k) for k in ("runAsUser", "runAsGroup")} == {"runAsUser": uid, "runAsGroup": uid}, role
+        assert {k: container.get(k) for k in ("runAsUser", "runAsGroup")} == {"runAsUser": user, "runAsGroup": uid}, role
         assert all(type(pod[k]) is int for k in IDS), role
 
 

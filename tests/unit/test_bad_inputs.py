@@ -61,6 +61,8 @@ CASES = [
      ["kuberay.spec: headGroupSpec: rayStartParams must be a mapping", "got 5"]),
     ("worker resources not a mapping", ("infra", "kuberay.spec", {"workerGroupSpecs": [{"groupName": "trainer", "resources": "x"}]}),
      ["resources must be a mapping", "got 'x'"]),
+    ("root under restricted", ("infra", "sandbox.security", {"profile": "restricted", "runAsUser": 0}),
+     ["sandbox.security.runAsUser: runAsUser 0 is root, which profile restricted / runAsNonRoot forbid"]),
     ("duplicate group names", ("infra", "kuberay.spec", {"workerGroupSpecs": [{"groupName": "trainer"}, {"groupName": "trainer"}]}),
      ["kuberay.spec.workerGroupSpecs: duplicate groupName 'trainer'"]),
     ("unknown group name", ("infra", "kuberay.spec", {"workerGroupSpecs": [{"groupName": "critic"}]}),
