@@ -176,7 +176,8 @@ def lease_name(release: str) -> str:
     return f"{release}.dockyard-run"
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one owned by another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -230,7 +231,7 @@ class RunLock:
         notes = (lease.get("metadata") or {}).get("annotations") or {}
         host, _, pid = (notes.get(HOLDER_PID) or "").rpartition("/")
         if host == socket.gethostname() and pid.isdigit():
-            return f"its process {pid} is still alive (paused?)" if _pid_alive(int(pid)) else None
+            return f"its process {pid} is still alive (paused?)" if pid_alive(int(pid)) else None
         until = notes.get(HOLDER_UNTIL)
         if until and datetime.now(timezone.utc) < _parse_time(until):
             return f"its helm may work until {until} (holder on host {host or '?'})"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from generator.live.release import pid_alive
+
 USER_ENV = {k: os.environ.get(k) for k in ("KUBECONFIG", "DOCKYARD_PLAYGROUND_DIR", "XDG_STATE_HOME")}
 SESSION_PREFIX = "session-"
 
@@ -29,16 +31,6 @@ def sessions_root() -> Path:
     return _state_home() / "dockyard-k8s" / "test-playgrounds"
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def reap_dead_sessions(root: Path) -> None:
     """Stop and remove playgrounds of test sessions that are gone (killed before their teardown)."""
     import io
@@ -47,9 +39,9 @@ def reap_dead_sessions(root: Path) -> None:
 
     for folder in sorted(root.glob(SESSION_PREFIX + "*")) if root.is_dir() else []:
         pid = folder.name[len(SESSION_PREFIX):]
-        if pid.isdigit() and (int(pid) == os.getpid() or not _pid_alive(int(pid))):
+        if pid.isdigit() and (int(pid) == os.getpid() or not pid_alive(int(pid))):
             down(folder, out=io.StringIO())
     for lock in root.glob(f".{SESSION_PREFIX}*.lock") if root.is_dir() else []:
         pid = lock.name[len(SESSION_PREFIX) + 1:-len(".lock")]
-        if pid.isdigit() and not _pid_alive(int(pid)) and not (root / lock.name[1:-len(".lock")]).exists():
+        if pid.isdigit() and not pid_alive(int(pid)) and not (root / lock.name[1:-len(".lock")]).exists():
             lock.unlink(missing_ok=True)
