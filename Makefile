@@ -22,7 +22,7 @@ tools: ## build the pinned helm, kubeconform and playground binaries (cached by 
 	bash hack/tools.sh
 
 schema: venv ## regenerate values.schema.json, values.yaml, schema/*.json and the README values table
-	$(PY) -m generator.schema_export
+	$(PY) -m generator.maint.schema_export
 
 test: venv tools ## every test: unit, chart, validation and live (on the playground)
 	$(PY) -m pytest -q
@@ -31,7 +31,7 @@ unit: venv ## the fast tests only (no playground)
 	$(PY) -m pytest -q -m 'not live'
 
 validate: venv ## kubeconform over every example's rendered output
-	$(PY) -m generator.validate_examples
+	$(PY) -m generator.maint.validate_examples
 
 lint: venv ## helm lint --strict on the chart
 	$$($(PY) -c 'from generator.tools import binary; print(binary("helm"))') lint --strict charts/dockyard

@@ -7,7 +7,6 @@ Usage: python bench/run.py [--repeat N] [--no-live] [--out FILE]
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import re
@@ -17,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -72,7 +70,7 @@ def machine() -> str:
 
 def plain_pipeline(values: Path, release: str, namespace: str) -> tuple[str, str]:
     """The same work without the launcher: helm template | kubeconform -strict, and helm template alone."""
-    from generator import kubeconform
+    from generator.render import kubeconform
 
     core, crds = kubeconform.core_schemas(), kubeconform.crd_schemas()
     helm = (f"{binary('helm')} template {release} {CHART_DIR} -n {namespace} -f {values} "
@@ -86,7 +84,7 @@ def plain_pipeline(values: Path, release: str, namespace: str) -> tuple[str, str
 def plain_with_api_validation(values: Path, release: str, namespace: str) -> str:
     """helm template, then kubeconform -strict and kube-validate side by side on its output: all that
     `check` runs (kube-validate with the environment `check` gives it)."""
-    from generator import apivalidate
+    from generator.render import apivalidate
 
     pipeline, _ = plain_pipeline(values, release, namespace)
     helm, kc = pipeline.split(" | ", 1)
@@ -109,7 +107,7 @@ def import_costs() -> list[tuple[str, str, float]]:
     """Cumulative import time of the heavy dependencies, each in a fresh interpreter (median of 3)."""
     rows = []
     for module, why in (
-        ("generator.models", "pydantic + the input/values models (`run`; `values`, `render`, `check` only to explain a refusal)"),
+        ("generator.inputs.models", "pydantic + the input/values models (`run`; `values`, `render`, `check` only to explain a refusal)"),
         ("kubernetes", "the official client's package import (every live verb)"),
         ("kubernetes.client.api.core_v1_api", "one typed API module and its pydantic models (no longer on the status/run path)"),
         ("pyhelm3", "pyhelm3 (`run`, `rollback`, `uninstall`)"),

@@ -27,8 +27,8 @@ def _inputs_args(p: argparse.ArgumentParser, output: bool = True) -> None:
 
 
 def cmd_values(args: argparse.Namespace) -> int:
-    from generator.compose import composed, values_yaml
-    from generator.output import refuse_inputs, write
+    from generator.inputs.compose import composed, values_yaml
+    from generator.render.output import refuse_inputs, write
 
     refuse_inputs(args.output, (args.recipe, args.infra))
     write(values_yaml(composed(args.recipe, args.infra, args.overrides).values), args.output)
@@ -36,14 +36,14 @@ def cmd_values(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from generator import helm
-    from generator.output import refuse_inputs, write
-    from generator.reading import release_guess
+    from generator.inputs.reading import release_guess
+    from generator.render import helm
+    from generator.render.output import refuse_inputs, write
 
     refuse_inputs(args.output, (args.recipe, args.infra))
     early = helm.started(*(release_guess(args.recipe, args.infra, args.overrides) or (None, None)))
     try:
-        from generator.compose import composed  # YAML and the schema check: while helm starts
+        from generator.inputs.compose import composed  # YAML and the schema check: while helm starts
 
         c = composed(args.recipe, args.infra, args.overrides)
     except BaseException:
@@ -55,10 +55,10 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from generator.kubeconform import Run
+    from generator.render.kubeconform import Run
 
     validator = Run()  # starts now, so kubeconform's start-up overlaps the imports below
-    from generator.check import run_check
+    from generator.render.check import run_check
 
     server = None
     if args.server:
@@ -123,8 +123,8 @@ def _prestart_helm(argv: list[str]) -> None:
     if verb not in ("render", "check") or len(rest) < 2 or "-" in rest[:2] or any(a.startswith("-") for a in rest) \
             or not all("=" in a for a in rest[2:]):
         return
-    from generator import helm
-    from generator.reading import release_guess
+    from generator.inputs.reading import release_guess
+    from generator.render import helm
 
     guess = release_guess(rest[0], rest[1], rest[2:])
     if guess:
@@ -133,15 +133,15 @@ def _prestart_helm(argv: list[str]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if "generator.reading" in sys.modules:  # inputs are kept per command (a pipe is read once)
-        sys.modules["generator.reading"].forget_inputs()
+    if "generator.inputs.reading" in sys.modules:  # inputs are kept per command (a pipe is read once)
+        sys.modules["generator.inputs.reading"].forget_inputs()
     if argv:
         _prestart_helm(argv)
     try:
         return _main(argv)
     finally:
-        if "generator.helm" in sys.modules:
-            sys.modules["generator.helm"].discard_prestarted()
+        if "generator.render.helm" in sys.modules:
+            sys.modules["generator.render.helm"].discard_prestarted()
 
 
 def _main(argv: list[str]) -> int:
@@ -180,7 +180,7 @@ def _main(argv: list[str]) -> int:
     except OSError as exc:
         if exc.errno not in OUTPUT_ERRNOS:
             raise
-        from generator.output import silence_stdout
+        from generator.render.output import silence_stdout
 
         silence_stdout()
         print(f"error: <stdout>: cannot write the output: {exc.strerror}", file=sys.stderr)

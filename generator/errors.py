@@ -6,7 +6,6 @@ import difflib
 import math
 import re
 from collections import namedtuple
-
 from functools import cache
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
@@ -23,7 +22,7 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 @cache
 def pattern_names() -> dict[str, str]:
-    from generator.models import types as t
+    from generator.inputs.models import types as t
 
     return {
         t.QUANTITY_RE: "a Kubernetes quantity such as 1, 500m, 2Gi or 20Gi",
@@ -95,7 +94,7 @@ def _field_model(model: type[BaseModel] | None, key: str) -> type[BaseModel] | N
                 field = f
     if field is None:
         return None
-    from generator.models import types as t
+    from generator.inputs.models import types as t
 
     return t.model_in(field.annotation)
 

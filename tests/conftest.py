@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.models import ChartValues
+from generator.inputs.models import ChartValues
 from generator.tools import REPO
 
 EXAMPLES = REPO / "values-examples"
@@ -81,7 +81,7 @@ class Rendered:
 
 
 def render_values(values: dict[str, Any], release: str = "grpo-swe", namespace: str = "dockyard", tests: bool = True) -> Rendered:
-    from generator.helm import template
+    from generator.render.helm import template
 
     return Rendered(template(values, release, namespace, tests=tests))
 

@@ -6,7 +6,8 @@ Only argparse is imported here; each handler imports its module (kubernetes, pyh
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def _common(timeout: float | None) -> argparse.ArgumentParser:
@@ -50,7 +51,7 @@ def _handler(module: str, name: str, **extra: Any) -> Callable[[argparse.Namespa
         before = {sig: signal.signal(sig, _as_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
             fn = getattr(importlib.import_module(f"generator.live.{module}"), name)
-            from generator.helm import using
+            from generator.render.helm import using
 
             with using(getattr(args, "helm", None), getattr(args, "chart", None), getattr(args, "chart_version", None)):
                 return cluster_errors(fn)(args, **extra)

@@ -145,11 +145,11 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    from generator.helm import template
+    from generator.render.helm import template
 
     rows = [] if rows is None else rows
     from generator.errors import CheckFailed
-    from generator.helm import HELM_ENV, SUPPORTED, helm_binary, helm_version
+    from generator.render.helm import HELM_ENV, SUPPORTED, helm_binary, helm_version
 
     try:  # the helm the live verbs would run: refused (and nothing rendered with it) unless Helm 3 or 4
         hv = helm_version(helm_binary())
@@ -163,7 +163,7 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
         return rows
     try:
         ver = client.VersionApi(kube.api).get_code()
-    except Exception as exc:  # noqa: BLE001 - reported as the first (blocking) row
+    except Exception as exc:
         rows.append(Row(FAIL, "API server", describe_error(exc, kube.server) or str(exc),
                         "check --kubeconfig / --context, or start the playground"))
         return rows
@@ -480,8 +480,8 @@ def _fmt(key: str, value: float | None) -> str:
 
 
 def doctor(args: Any) -> int:
+    from generator.inputs.compose import load_inputs
     from generator.live.run import plan
-    from generator.compose import load_inputs
     from generator.live.verbs import emit
 
     p = plan(args.recipe, args.infra, args.overrides, args.release, args.namespace)
@@ -490,7 +490,7 @@ def doctor(args: Any) -> int:
     rows: list[Row] = []
     try:
         checks(kube, inputs, p.values, p.release, p.namespace, rows)
-    except Exception as exc:  # noqa: BLE001 - a 403 never aborts the table; anything else is raised
+    except Exception as exc:
         if not is_forbidden(exc):
             raise
         rows.append(Row(WARN, "other checks", f"skipped: {describe_error(exc, kube.server)}",

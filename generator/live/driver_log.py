@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
 
 from generator.live.kube import Kube
 
@@ -50,7 +50,7 @@ def follow(kube: Kube, release: str, namespace: str, deadline: float | None,
         st = (job or {}).get("status") or {}
         try:
             text = read(kube, namespace, job) if job else ""
-        except Exception:  # noqa: BLE001 - the dashboard may not answer yet; the next poll retries
+        except Exception:
             text = ""
         if len(text) > printed:
             write(text[printed:])

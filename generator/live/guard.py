@@ -171,7 +171,7 @@ def end_state(kube: Kube, release: str, namespace: str, since: int) -> str:
     """Helm's real end state after a failed operation, from the release records (bounded read)."""
     try:
         records = release_records(kube, release, namespace)
-    except Exception as exc:  # noqa: BLE001 - reported, not raised: the failure itself is the news
+    except Exception as exc:
         from generator.live.kube import describe_error
 
         return (f"end state unknown ({describe_error(exc) or type(exc).__name__}); "

@@ -7,8 +7,9 @@ import functools
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from generator.errors import CheckFailed, InputError, Problem
 
@@ -138,7 +139,7 @@ class Kube:
                         on_event()
                 finally:
                     resp.response.release_conn()
-            except Exception:  # noqa: BLE001 - the caller also re-reads on a timer
+            except Exception:
                 stop.wait(1.0)
 
     # typed API groups (the less frequent verbs) ----------------------------------------------------
@@ -347,7 +348,7 @@ def cluster_errors(handler: Callable[..., int]) -> Callable[..., int]:
             return handler(*a, **kw)
         except (CheckFailed, InputError, KeyboardInterrupt):
             raise
-        except Exception as exc:  # noqa: BLE001 - translated below or re-raised
+        except Exception as exc:
             line = describe_error(exc, LAST_SERVER)
             if line is None:
                 raise

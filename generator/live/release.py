@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import socket
-import os
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from generator.errors import CheckFailed
@@ -61,7 +61,7 @@ def _exec_command_class() -> Any:
                 await asyncio.wait_for(proc.wait(), max(1.0, grace))
             except ProcessLookupError:
                 pass
-            except (asyncio.TimeoutError, asyncio.CancelledError):
+            except (TimeoutError, asyncio.CancelledError):
                 proc.kill()
                 await proc.wait()
 
@@ -76,7 +76,7 @@ def _exec_command_class() -> Any:
             if input is not None:  # pyhelm3's values JSON, re-encoded the way helm's YAML reader takes it
                 import json
 
-                from generator.helm import values_json
+                from generator.render.helm import values_json
 
                 input = values_json(json.loads(input)).encode()
             proc = await asyncio.create_subprocess_exec(
@@ -85,7 +85,7 @@ def _exec_command_class() -> Any:
             left = None if self.deadline is None else self.deadline - time.monotonic()
             try:
                 stdout, stderr = await asyncio.wait_for(proc.communicate(input), left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 await self._stop(proc, 5.0)
                 raise HelmTimedOut() from None
             except asyncio.CancelledError:
@@ -116,7 +116,7 @@ class Helm:
 
     def __init__(self, kube: Kube, deadline: float | None = None):
         """deadline (time.monotonic()): every helm process is stopped then, so the verb ends in time."""
-        from generator.helm import chart_ref, supported_helm
+        from generator.render.helm import chart_ref, supported_helm
 
         self.kube = kube
         self.version = supported_helm()
@@ -209,10 +209,10 @@ class RunLock:
         return f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases" + (f"/{name}" if name else "")
 
     def _body(self, resource_version: str | None = None) -> dict[str, Any]:
-        now = _micro_time(datetime.now(timezone.utc))
+        now = _micro_time(datetime.now(UTC))
         notes = {HOLDER_PID: f"{socket.gethostname()}/{os.getpid()}"}
         if self.until is not None:
-            notes[HOLDER_UNTIL] = _micro_time(datetime.fromtimestamp(self.until, timezone.utc))
+            notes[HOLDER_UNTIL] = _micro_time(datetime.fromtimestamp(self.until, UTC))
         metadata: dict[str, Any] = {"name": lease_name(self.release), "annotations": notes,
                                     "labels": {"app.kubernetes.io/instance": self.release,
                                                "app.kubernetes.io/managed-by": "dockyard-k8s"}}
@@ -233,7 +233,7 @@ class RunLock:
         if host == socket.gethostname() and pid.isdigit():
             return f"its process {pid} is still alive (paused?)" if pid_alive(int(pid)) else None
         until = notes.get(HOLDER_UNTIL)
-        if until and datetime.now(timezone.utc) < _parse_time(until):
+        if until and datetime.now(UTC) < _parse_time(until):
             return f"its helm may work until {until} (holder on host {host or '?'})"
         return None
 
@@ -249,7 +249,7 @@ class RunLock:
             current = self.kube.request("GET", self._path(name))
             spec = current.get("spec") or {}
             renew = spec.get("renewTime") or spec.get("acquireTime")
-            age = (datetime.now(timezone.utc) - _parse_time(renew)).total_seconds() if renew else 1e9
+            age = (datetime.now(UTC) - _parse_time(renew)).total_seconds() if renew else 1e9
             holder = spec.get("holderIdentity") or "?"
             verb = holder.split("/")[2] if holder.count("/") >= 2 else "run"
             if age < (spec.get("leaseDurationSeconds") or LEASE_SECONDS):
@@ -290,9 +290,9 @@ class RunLock:
                 lease = self._mine()
                 if lease is None:
                     return
-                lease["spec"]["renewTime"] = _micro_time(datetime.now(timezone.utc))
+                lease["spec"]["renewTime"] = _micro_time(datetime.now(UTC))
                 self.kube.request("PUT", self._path(lease_name(self.release)), body=lease)
-            except Exception:  # noqa: BLE001 - a missed renewal only makes the lease go stale sooner
+            except Exception:
                 pass
 
     def release_lock(self) -> None:
@@ -304,10 +304,10 @@ class RunLock:
             if lease is not None:  # delete only our own lease, and only the version we read
                 self.kube.request("DELETE", self._path(lease_name(self.release)),
                                   body={"preconditions": {"resourceVersion": lease["metadata"]["resourceVersion"]}})
-        except Exception:  # noqa: BLE001 - cleanup must not hide the real outcome
+        except Exception:
             pass
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         self.acquire()
         return self
 
@@ -317,7 +317,7 @@ class RunLock:
 
 def _micro_time(t: datetime) -> str:
     """A Kubernetes MicroTime (RFC 3339, microseconds, UTC)."""
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _parse_time(text: str) -> datetime:

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
+from generator.live.guard import delete_ray, deployed_manifest, end_state, impact, require_ours
 from generator.live.kube import INSTANCE, RAY_GROUP, RAY_VERSION, Kube
 from generator.live.progress import Progress
-from generator.live.guard import delete_ray, deployed_manifest, end_state, impact, require_ours
 from generator.live.release import PENDING, Helm, RunLock
 from generator.live.snapshot import Snapshot, labels, release_records, take
 
@@ -32,7 +32,7 @@ class Plan:
 def plan(recipe: str, infra: str, overrides: list[str], release: str | None, namespace: str | None,
          mode: str | None = None) -> Plan:
     """Validated values for the live path. ResourceQuota/LimitRange are never installed here."""
-    from generator.compose import compose, load_inputs, values_dict
+    from generator.inputs.compose import compose, load_inputs, values_dict
 
     inputs = load_inputs(recipe, infra, overrides)
     if mode:
@@ -126,7 +126,7 @@ def _watch_during(kube: Kube, p: Plan, progress: Progress, stop: threading.Event
             if snap.not_ready_reasons() or not seen:  # keep the last reasons: a rollback's cleanup has none
                 seen[:] = [snap]
             progress.update(snap, "helm upgrade --install")
-        except Exception:  # noqa: BLE001 - the view is best effort; helm's outcome is what counts
+        except Exception:
             pass
         stop.wait(WATCH_INTERVAL)
 
@@ -161,7 +161,7 @@ def run(args: Any, mode: str | None = None) -> int:
         records = release_records(kube, p.release, p.namespace)
         current = deployed_manifest(records)
         if current is not None:
-            from generator.helm import template
+            from generator.render.helm import template
 
             hit = impact(kube, p.namespace, current, template(p.values, p.release, p.namespace))
             hit.refuse_unless(args.replace, "run")

@@ -13,6 +13,7 @@ import gzip
 import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from datetime import UTC
 from typing import Any
 
 from generator.live.kube import INSTANCE, Kube
@@ -217,9 +218,9 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
 
             snap.updated = datetime.fromisoformat(created.replace("Z", "+00:00")).isoformat(timespec="seconds")
         elif ts and ts.isdigit():
-            from datetime import datetime, timezone
+            from datetime import datetime
 
-            snap.updated = datetime.fromtimestamp(int(ts), timezone.utc).isoformat(timespec="seconds")
+            snap.updated = datetime.fromtimestamp(int(ts), UTC).isoformat(timespec="seconds")
 
 
     jobs = kube.list_ray("rayjobs", namespace, sel)

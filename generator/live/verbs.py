@@ -6,13 +6,14 @@ import json
 import sys
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC
+from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
 from generator.live.kube import INSTANCE, NAME_LABEL, Kube, is_forbidden, usage_error
 from generator.live.release import Helm, RunLock, wait_until
 from generator.live.snapshot import FLEETS, Snapshot, decode_release, labels, release_records, take
-
 
 # Output ------------------------------------------------------------------------------------------
 
@@ -33,13 +34,13 @@ def columns(rows: list[list[str]]) -> str:
 
 
 def age(ts: Any) -> str:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     if not ts:
         return "-"
     if isinstance(ts, str):
         ts = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    s = int((datetime.now(timezone.utc) - ts).total_seconds())
+    s = int((datetime.now(UTC) - ts).total_seconds())
     return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h"
 
 
@@ -53,7 +54,7 @@ def resolve(kube: Kube, release: str | None, namespace: str | None) -> tuple[str
     if release:
         try:
             records = release_records(kube, release, namespace)
-        except Exception as exc:  # noqa: BLE001 - only a 403 is handled
+        except Exception as exc:
             if namespace or not is_forbidden(exc):
                 raise
             own = kube.context_namespace or "default"
@@ -77,7 +78,7 @@ def resolve(kube: Kube, release: str | None, namespace: str | None) -> tuple[str
     narrowed = None  # the namespace searched instead of all of them (listing them is forbidden)
     try:
         secrets = kube.list(f"/api/v1{_scope(namespace)}/secrets", label_selector="owner=helm")
-    except Exception as exc:  # noqa: BLE001 - only a 403 is handled
+    except Exception as exc:
         if namespace or not is_forbidden(exc):
             raise
         narrowed = kube.context_namespace or "default"
@@ -87,7 +88,7 @@ def resolve(kube: Kube, release: str | None, namespace: str | None) -> tuple[str
     if names:
         try:
             workloads = kube.list(f"/apis/apps/v1{_scope(namespace or narrowed)}/deployments", label_selector=NAME_LABEL)
-        except Exception as exc:  # noqa: BLE001 - only a 403 is handled
+        except Exception as exc:
             if not is_forbidden(exc):
                 raise
             workloads = []  # cannot tell ours from others: every release in scope is a candidate
@@ -159,7 +160,7 @@ def _job_end(kube: Kube, release: str, ns: str, snap: Snapshot, lines: int = 15)
     out = "\n\n" + driver_log.outcome(job)
     try:
         log = driver_log.read(kube, ns, job)
-    except Exception as exc:  # noqa: BLE001 - the head may be gone (shutdownAfterJobFinishes)
+    except Exception as exc:
         return out + f"\ndriver log: not readable ({getattr(exc, 'status', '') or type(exc).__name__}; the RayCluster may be gone)"
     tail = log.splitlines()[-lines:]
     return out + f"\ndriver log (last {len(tail)} lines):\n" + "\n".join("  " + t for t in tail)

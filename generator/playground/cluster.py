@@ -25,9 +25,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 
 from generator.playground import processes as procs
 from generator.playground.nodes import POD_CIDR, Shape
@@ -585,7 +586,7 @@ def _fresh_up(state_dir: Path, shape: Shape, bins: dict[str, str], timeout: floa
         _wait("all components healthy and nodes Ready", lambda: _cluster_ready(state, expected), deadline)
         if real_node:
             real.start(state, state_dir, say, time.monotonic() + max(timeout, 240.0))
-    except BaseException as exc:  # noqa: BLE001 - stop what we started on any failure, Ctrl-C too
+    except BaseException as exc:
         component = getattr(exc, "component", None)
         say(f"error: playground start-up failed: {exc}")
         if not isinstance(exc, (UpError, KeyboardInterrupt)):
@@ -614,7 +615,7 @@ def _print_summary(state: dict, say: Callable[[str], None]) -> None:
     try:
         s = node_summary(state)
         say(f"  nodes: {s['total']} ({s['ready']} Ready): {s['gpu_nodes']} GPU with {s['gpus']} nvidia.com/gpu in all, {s['cpu_nodes']} CPU")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         say(f"  nodes: unknown ({exc})")
     say(f"export KUBECONFIG={state['kubeconfig']}")
 

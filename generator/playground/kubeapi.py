@@ -31,7 +31,7 @@ def get_raw(url: str, ca_file: str | None = None, token: str | None = None, time
         raise ValueError(f"refusing a non-loopback address: {url}")
     if parts.scheme == "https":
         conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-            parts.hostname, parts.port, timeout=timeout, context=tls_context(ca_file) if ca_file else ssl._create_unverified_context()  # noqa: S323
+            parts.hostname, parts.port, timeout=timeout, context=tls_context(ca_file) if ca_file else ssl._create_unverified_context()
         )
     else:
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)

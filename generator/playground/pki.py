@@ -36,7 +36,7 @@ def generate(pki: Path, service_ip: str) -> dict[str, str]:
 
     pki.mkdir(parents=True, exist_ok=True)
     pki.chmod(0o700)
-    now = dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=5)
+    now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
     ten_years = now + dt.timedelta(days=3650)
 
     def key_pem(key) -> bytes:

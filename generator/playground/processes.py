@@ -74,7 +74,7 @@ def spawn(name: str, argv: list[str], log: Path, cwd: Path, env: dict[str, str] 
     with open(log, "ab") as out:
         out.write(f"\n==> {time.strftime('%Y-%m-%dT%H:%M:%S%z')} {' '.join(argv)}\n".encode())
         out.flush()
-        proc = subprocess.Popen(  # noqa: S603 - argv is built by us from pinned binaries
+        proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=out,

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from generator import apivalidate
 from generator.cli import main
+from generator.render import apivalidate
 from tests.conftest import EXAMPLES, INFRA_EXAMPLES, RECIPE, chart_values, deep_merge, render_values, write
 
 BASE_INFRA = yaml.safe_load((EXAMPLES / "grpo_swe.infra.yaml").read_text())

@@ -8,9 +8,9 @@ import importlib.metadata
 
 import pytest
 
-from generator import helm, kubeconform
 from generator.cli import main
-from generator.reading import release_guess
+from generator.inputs.reading import release_guess
+from generator.render import helm, kubeconform
 from tests.conftest import INFRA_EXAMPLES, RECIPE, write
 
 

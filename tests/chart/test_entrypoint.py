@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from generator.helm import Template
+from generator.render.helm import Template
 from tests.conftest import Rendered, chart_values
 
 PATHS = [

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from generator.errors import CheckFailed
-from generator.models import ChartValues
+from generator.inputs.models import ChartValues
 from tests.conftest import chart_values, deep_merge, render_values
 
 BAD = [

@@ -3,19 +3,19 @@
 The rule: a sandbox image that sets any of repository, tag or digest is its own reference (an unset
 repository is the GPU image's, an unset tag `latest`); only one that sets none of them runs the GPU
 image's reference, as a whole. A digest wins over a tag. The chart (from generator-composed values
-and from plain values) and generator.compose.image_reference must agree.
+and from plain values) and generator.inputs.compose.image_reference must agree.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import deque
-from typing import Iterator
+from collections.abc import Iterator
 
 import yaml
 
-from generator.compose import image_reference, sandbox_image
-from generator.helm import Template
+from generator.inputs.compose import image_reference, sandbox_image
+from generator.render.helm import Template
 from tests.conftest import Rendered, chart_values
 
 REPO = "ghcr.io/dockyard-rl/ubuntu-swe"  # the chart's default infra.image, tag vllm

@@ -7,9 +7,9 @@ import copy
 import pytest
 import yaml
 
-from generator import kubeconform
 from generator.cli import main
-from generator.validate_examples import check_plain_values, plain_helm_values_files
+from generator.maint.validate_examples import check_plain_values, plain_helm_values_files
+from generator.render import kubeconform
 from tests.conftest import INFRA_EXAMPLES, RECIPE, chart_values, render_values
 
 

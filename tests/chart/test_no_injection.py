@@ -17,17 +17,18 @@ import re
 import shlex
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Callable
+from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-import yaml
 
-from generator.models import ChartValues
-from generator.models.types import CIDR_RE
+from generator.inputs.models import ChartValues
+from generator.inputs.models.types import CIDR_RE
 from generator.tools import CHART_DIR, binary, versions
 from tests.conftest import chart_values, deep_merge
 

@@ -7,8 +7,8 @@ import json
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from generator import kubeconform
-from generator.models import ChartValues
+from generator.inputs.models import ChartValues
+from generator.render import kubeconform
 from tests.conftest import chart_values, render_values
 
 quantity_cpu = st.sampled_from(["250m", "1", "2", 4, "1.5"])

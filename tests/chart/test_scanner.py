@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.scan import checkov
+from generator.render.scan import checkov
 from tests.conftest import chart_values, render_values
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4

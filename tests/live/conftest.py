@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from session_env import SESSION_PREFIX, reap_dead_sessions, sessions_root, user_state_dir
 
 LIVE_DIR = Path(__file__).resolve().parent
@@ -59,7 +58,7 @@ class Playground:
         return {name: int(rec["pid"]) for name, rec in self.state["components"].items()}
 
     def api_client(self):
-        from kubernetes import client, config
+        from kubernetes import config
 
         return config.new_client_from_config(config_file=self.kubeconfig)
 
@@ -108,7 +107,7 @@ def playground():
 def helm(request, monkeypatch):
     """Run the test once per Helm major: the CLI's helm is picked by $DOCKYARD_HELM (the pinned Helm 3,
     or the pinned Helm 4). Yields the major."""
-    from generator.helm import HELM_ENV, supported_helm
+    from generator.render.helm import HELM_ENV, supported_helm
     from generator.tools import tool_dir
 
     monkeypatch.setenv(HELM_ENV, str(tool_dir({"helm3": "helm", "helm4": "helm4"}[request.param]) / "helm"))

@@ -8,12 +8,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
 from live_helpers import INFRA, RECIPE
 from session_env import SESSION_PREFIX, USER_ENV, reap_dead_sessions, sessions_root, user_state_dir
+
 from generator.tools import REPO
 
 pytestmark = pytest.mark.timeout(420)

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 import yaml
 from kubernetes import client
-
 from live_helpers import INFRA, RECIPE, cli, infra_variant
 
 pytestmark = pytest.mark.timeout(300)

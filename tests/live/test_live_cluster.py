@@ -9,8 +9,7 @@ import time
 
 import pytest
 from kubernetes import client
-
-from live_helpers import INFRA, RECIPE, cli, infra_variant, kube, spawn
+from live_helpers import INFRA, RECIPE, cli, infra_variant, spawn
 
 pytestmark = pytest.mark.timeout(240)
 

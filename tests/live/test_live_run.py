@@ -9,7 +9,6 @@ import time
 
 import pytest
 from kubernetes import client
-
 from live_helpers import INFRA, RECIPE, cli, infra_variant, kube, spawn
 
 pytestmark = pytest.mark.timeout(240)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from live_helpers import INFRA, RECIPE, cli, kube
+
 from generator.tools import CHART_DIR, REPO, tool_dir
 
 pytestmark = pytest.mark.timeout(300)

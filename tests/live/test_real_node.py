@@ -181,12 +181,12 @@ class Node:
 
 @pytest.fixture(scope="module")
 def node():
+    import fcntl
+
     from session_env import sessions_root
 
     from generator.playground.cluster import down, load_state, up
     from generator.playground.nodes import Shape
-
-    import fcntl
 
     # one real node per machine (its address ranges are fixed): test sessions take turns
     sessions_root().mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from live_helpers import cli
 
 REPO = Path(__file__).resolve().parents[2]

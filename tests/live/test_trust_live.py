@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
-
 from live_helpers import INFRA, RECIPE, cli, infra_variant, kube, spawn
 
 pytestmark = pytest.mark.timeout(300)

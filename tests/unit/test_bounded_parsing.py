@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from generator.cli import main
-from generator.compose import load_inputs
-from generator.loader import MAX_ALIAS_NODES, MAX_DEPTH, MAX_INPUT_BYTES, MAX_NODES
+from generator.inputs.compose import load_inputs
+from generator.inputs.loader import MAX_ALIAS_NODES, MAX_DEPTH, MAX_INPUT_BYTES, MAX_NODES
 from tests.conftest import EXAMPLES, RECIPE, write
 
 INFRA = EXAMPLES / "grpo_swe.infra.yaml"

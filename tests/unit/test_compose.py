@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 
 from generator.cli import main
-from generator.compose import compose, load_inputs, values_dict
+from generator.inputs.compose import compose, load_inputs, values_dict
 from tests.conftest import EXAMPLES, RECIPE
 
 INFRA = EXAMPLES / "grpo_swe.infra.yaml"
@@ -63,8 +63,8 @@ def test_cli_usage_errors_exit_2(capsys):
 
 
 def test_values_yaml_quotes_what_helm_would_read_as_booleans(tmp_path):
-    from generator.compose import values_yaml
-    from generator.models import ChartValues
+    from generator.inputs.compose import values_yaml
+    from generator.inputs.models import ChartValues
 
     values = ChartValues.model_validate({"infra": {"priorityClassName": "y", "imagePullSecrets": ["n", "on"]}})
     text = values_yaml(values)

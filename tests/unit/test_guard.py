@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC
 
 import pytest
 import yaml
@@ -126,7 +127,7 @@ def test_the_committed_chart_carries_the_marker():
 
 def test_a_stale_lease_is_taken_over_only_when_its_holder_is_gone():
     import socket
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from generator.live.release import HOLDER_PID, HOLDER_UNTIL, RunLock
 
@@ -140,8 +141,8 @@ def test_a_stale_lease_is_taken_over_only_when_its_holder_is_gone():
 
     assert "still alive" in lock._holder_alive(lease(**{HOLDER_PID: f"{here}/{os.getpid()}"}))
     assert lock._holder_alive(lease(**{HOLDER_PID: f"{here}/{dead.pid}"})) is None
-    later = (datetime.now(timezone.utc) + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    earlier = (datetime.now(timezone.utc) - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    later = (datetime.now(UTC) + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    earlier = (datetime.now(UTC) - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     assert "may work until" in lock._holder_alive(lease(**{HOLDER_PID: "elsewhere/1", HOLDER_UNTIL: later}))
     assert lock._holder_alive(lease(**{HOLDER_PID: "elsewhere/1", HOLDER_UNTIL: earlier})) is None
 

@@ -11,7 +11,7 @@ import yaml
 
 from generator.cli import main
 from generator.errors import CheckFailed, InputError
-from generator.helm import HELM_ENV, helm_binary, helm_version, using
+from generator.render.helm import HELM_ENV, helm_binary, helm_version, using
 from generator.tools import REPO, tool_dir
 
 HELM3 = tool_dir("helm") / "helm"

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from generator.cli import main
-from generator.loader import forget_inputs, read_input
+from generator.inputs.loader import forget_inputs, read_input
 from tests.conftest import EXAMPLES, RECIPE
 
 INFRA = EXAMPLES / "grpo_swe.infra.yaml"
@@ -116,7 +116,7 @@ def test_fifo_infra_spec(tmp_path):
 
 CHECK_PATH = """
 import json, sys
-from generator.compose import compose, composed, load_inputs, values_dict
+from generator.inputs.compose import compose, composed, load_inputs, values_dict
 recipe, infra = sys.argv[1:]
 fast = composed(recipe, infra)
 values = values_dict(compose(load_inputs(recipe, infra)))

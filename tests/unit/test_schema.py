@@ -8,8 +8,8 @@ import jsonschema
 import pytest
 import yaml
 
-from generator import schema_export
-from generator.models import ChartValues, InfraSpec
+from generator.inputs.models import ChartValues, InfraSpec
+from generator.maint import schema_export
 from generator.tools import CHART_DIR, REPO
 
 
@@ -69,7 +69,7 @@ def test_values_yaml_equals_model_defaults_and_passes_the_schema():
 
 def test_schema_has_patterns_for_quantities_cidrs_and_names():
     text = (REPO / "schema" / "infra.schema.json").read_text()
-    from generator.models import types as t
+    from generator.inputs.models import types as t
 
     for pattern in (t.QUANTITY_RE, t.CIDR_RE, t.DNS1123_LABEL_RE, t.DNS1123_SUBDOMAIN_RE):
         assert json.dumps(pattern) in text

@@ -1,4 +1,4 @@
-"""The happy path's validator (`generator.schema_check`, no pydantic) and the models accept and refuse
+"""The happy path's validator (`generator.inputs.schema_check`, no pydantic) and the models accept and refuse
 exactly the same inputs, and what it returns is the models' dump, key order included.
 
 Inputs: generated from the committed schemas (most break a cross-field rule the generator does not
@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from generator import schema_check
-from generator.compose import _compose_fast, _json_plain, compose, load_inputs, values_dict
-from generator.loader import forget_inputs
-from generator.models import ChartValues, InfraSpec, Recipe
-from generator.models.types import model_in
+from generator.inputs import schema_check
+from generator.inputs.compose import _compose_fast, _json_plain, compose, load_inputs, values_dict
+from generator.inputs.loader import forget_inputs
+from generator.inputs.models import ChartValues, InfraSpec, Recipe
+from generator.inputs.models.types import model_in
 from tests.conftest import INFRA_EXAMPLES, RECIPE
 
 MODELS: dict[str, type[BaseModel]] = {"recipe": Recipe, "infra": InfraSpec, "values": ChartValues}

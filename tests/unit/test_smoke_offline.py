@@ -26,7 +26,7 @@ def _values():
 
 
 def test_the_probe_ships_in_the_recipe_configmap_and_is_the_entrypoint():
-    from generator.helm import template
+    from generator.render.helm import template
 
     p, values = _values()
     docs = {d["kind"]: d for d in yaml.safe_load_all(template(values, p.release, p.namespace)) if d}

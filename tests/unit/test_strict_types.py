@@ -15,10 +15,10 @@ import yaml
 from pydantic import BaseModel
 
 from generator.cli import main
-from generator.models import InfraSpec, Recipe
-from generator.models.common import Toleration, TopologySpreadConstraint
-from generator.models.infra import WorkerGroupOverlay
-from generator.models.types import model_in
+from generator.inputs.models import InfraSpec, Recipe
+from generator.inputs.models.common import Toleration, TopologySpreadConstraint
+from generator.inputs.models.infra import WorkerGroupOverlay
+from generator.inputs.models.types import model_in
 from tests.conftest import EXAMPLES, RECIPE, write
 
 INFRA = EXAMPLES / "grpo_swe.infra.yaml"

@@ -51,7 +51,7 @@ app.kubernetes.io/component: sandbox
 {{/* dict "img" <image> "fallback" <image>: the reference, repository@digest, else repository:tag.
 An image that sets any of repository, tag or digest is its own reference (its repository defaults to
 the fallback's, its tag to "latest"); only an image that sets none of them takes the fallback's
-reference, and then as a whole. generator/compose.py image_reference states the same rule. */}}
+reference, and then as a whole. generator/inputs/compose.py image_reference states the same rule. */}}
 {{- define "dockyard.image" -}}
 {{- $fb := .fallback | default dict -}}
 {{- $img := .img | default dict -}}

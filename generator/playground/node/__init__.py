@@ -18,8 +18,8 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from generator.playground.node import components as C
 from generator.playground.node import host
@@ -292,7 +292,7 @@ def _gpus_advertised(state: dict, node: dict) -> tuple[bool, str]:
 
     try:
         obj = cluster.api_for(state).get(f"/api/v1/nodes/{node['name']}", timeout=5)
-    except Exception as exc:  # noqa: BLE001 - reported as a detail
+    except Exception as exc:
         return False, str(exc)
     return gpus.advertised(obj, node["gpus"])
 
@@ -302,7 +302,7 @@ def _node_ready(state: dict, name: str) -> tuple[bool, str]:
 
     try:
         node = cluster.api_for(state).get(f"/api/v1/nodes/{name}", timeout=5)
-    except Exception as exc:  # noqa: BLE001 - reported as a detail
+    except Exception as exc:
         return False, str(exc)
     conds = {c["type"]: c for c in (node.get("status") or {}).get("conditions") or []}
     ready = conds.get("Ready", {})

@@ -20,7 +20,7 @@ def _issue(ca_crt: str, ca_key: str, cn: str, org: str | None, server: bool, out
     ca_cert = x509.load_pem_x509_certificate(Path(ca_crt).read_bytes())
     ca_priv = serialization.load_pem_private_key(Path(ca_key).read_bytes(), password=None)
     key = ec.generate_private_key(ec.SECP256R1())
-    now = dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=5)
+    now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
     attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
     if org:
         attrs.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ENV = "DOCKYARD_REAL_NODE_GPUS"  # set by `playground up --real-node-gpus N`
 RESOURCE = "nvidia.com/gpu"

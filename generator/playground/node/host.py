@@ -38,7 +38,7 @@ class NodeError(UpError):
 
 
 def run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run(argv, capture_output=True, text=True)  # noqa: S603 - fixed argv
+    proc = subprocess.run(argv, capture_output=True, text=True)
     if check and proc.returncode != 0:
         raise NodeError(f"`{' '.join(argv)}` failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[:400]}")
     return proc

@@ -65,7 +65,7 @@ def _say(msg: str) -> None:
 
 
 def _run(argv: list[str], **kw) -> None:
-    proc = subprocess.run(argv, **kw)  # noqa: S603 - fixed argv
+    proc = subprocess.run(argv, **kw)
     if proc.returncode != 0:
         raise SystemExit(f"[ray-image] `{' '.join(argv[:6])} …` failed (exit {proc.returncode})")
 

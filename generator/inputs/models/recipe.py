@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from generator.models.types import DNS1035_LABEL_RE, STRICT_TYPES, Strict
-from generator.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
+from generator.inputs.models.types import DNS1035_LABEL_RE, STRICT_TYPES, Strict
+from generator.inputs.rules import MAX_RAYCLUSTER_NAME
 
 
 class GroupShape(Strict):

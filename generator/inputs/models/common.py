@@ -6,11 +6,10 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 
-from generator.models.types import (
+from generator.inputs.models.types import (
     DIGEST_RE,
     IMAGE_REPO_RE,
     IMAGE_TAG_RE,
-    Dns1123Subdomain,
     FreeForm,
     Quantity,
     Strict,

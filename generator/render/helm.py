@@ -17,7 +17,8 @@ from generator.tools import CHART_DIR, binary, versions
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
-    from typing import Any, Iterator
+    from collections.abc import Iterator
+    from typing import Any
 
 HELM_ENV = "DOCKYARD_HELM"
 # Helm 3 from 3.8 (OCI charts without the experimental flag) and Helm 4; both majors are tested.
@@ -176,7 +177,7 @@ def started(release: str | None, namespace: str | None, *, tests: bool = False) 
         return None
     try:
         return Template(None, release, namespace, tests=tests)
-    except Exception:  # noqa: BLE001 - e.g. helm missing: the ordinary path reports it, in order
+    except Exception:
         return None
 
 

@@ -1,6 +1,6 @@
 """Recipe + infra spec -> validated chart values.
 
-`composed` is what `values`, `render` and `check` call: `generator.schema_check` on the happy path,
+`composed` is what `values`, `render` and `check` call: `generator.inputs.schema_check` on the happy path,
 without pydantic; pydantic and the models are imported only when that refuses, to explain why.
 """
 
@@ -13,14 +13,14 @@ from pathlib import Path
 import yaml
 
 from generator.errors import InputError, Problem, from_validation
-from generator.loader import Document, apply_overrides, load
-from generator.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
+from generator.inputs.loader import Document, apply_overrides, load
+from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
     from typing import Any
 
-    from generator.models import ChartValues, InfraSpec, Recipe
+    from generator.inputs.models import ChartValues, Recipe
 
 
 class Inputs(namedtuple("Inputs", "recipe infra recipe_doc infra_doc")):
@@ -40,7 +40,7 @@ def _validate(model: type, doc: Document) -> Any:
 
 def _near_misses(recipe: Recipe, doc: Document) -> list[Problem]:
     """The recipe's extra keys are opaque, but one a letter away from a launcher key is a typo."""
-    from generator.models import Recipe
+    from generator.inputs.models import Recipe
 
     known = list(Recipe.model_fields)
     out = []
@@ -54,7 +54,7 @@ def _near_misses(recipe: Recipe, doc: Document) -> list[Problem]:
 
 def load_inputs(recipe_path: str | Path, infra_path: str | Path, overrides: list[str] | None = None) -> Inputs:
     """Parse and validate both files; every problem of both is reported at once."""
-    from generator.models import InfraSpec, Recipe
+    from generator.inputs.models import InfraSpec, Recipe
 
     problems: list[Problem] = []
     recipe = infra = None
@@ -86,7 +86,7 @@ def _recipe_text(doc: Document) -> str:
 
 
 def compose(inputs: Inputs) -> ChartValues:
-    from generator.models import ChartValues
+    from generator.inputs.models import ChartValues
 
     recipe, infra = inputs.recipe, inputs.infra
     limit = MAX_RAYJOB_NAME if infra.launch.mode == "rayjob" else MAX_RAYCLUSTER_NAME
@@ -163,9 +163,9 @@ def _json_plain(node: Any) -> bool:
 
 
 def _compose_fast(recipe_path: str | Path, infra_path: str | Path, overrides: list[str]) -> Composed | None:
-    """`values_dict(compose(load_inputs(...)))` by `generator.schema_check`, without pydantic; None
+    """`values_dict(compose(load_inputs(...)))` by `generator.inputs.schema_check`, without pydantic; None
     whenever the models would refuse (or might say more), so that they run and explain."""
-    from generator import schema_check
+    from generator.inputs import schema_check
 
     try:
         recipe_doc = load(recipe_path)
@@ -173,7 +173,7 @@ def _compose_fast(recipe_path: str | Path, infra_path: str | Path, overrides: li
         infra_doc = load(infra_path)
         recipe = schema_check.check("recipe", recipe_doc.data)
         infra = schema_check.check("infra", infra_doc.data)
-    except Exception:  # noqa: BLE001 - InputError, Refused or anything else: the models' path reports it
+    except Exception:
         return None
     known = list(schema_check.declared("recipe"))
     for key in recipe_doc.data:

@@ -6,7 +6,7 @@ stale). This module reads those files (~1 ms) and applies them with the models' 
 plain JSON Schema does not have: strict types (a boolean is not an integer, 1.0 is not an integer,
 mapping keys are strings), no .inf/.nan outside the recipe's opaque keys, a field's alias or its
 name, the defaults filled in before the cross-field rules look (pydantic validates defaults), and a
-pattern matched as pydantic matches it. What no keyword can say is in `generator.rules`, which the
+pattern matched as pydantic matches it. What no keyword can say is in `generator.inputs.rules`, which the
 models call too. `tests/unit/test_schema_check.py` proves that this and the models accept and refuse
 exactly the same inputs.
 
@@ -21,11 +21,13 @@ import json
 import math
 import re
 from functools import cache
+
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
-from generator import rules
+from generator.inputs import rules
 from generator.tools import CHART_DIR, REPO
 
 SCHEMAS = {
@@ -235,7 +237,7 @@ def _plain(value: Any) -> Any:
 
 
 def _overlay(spec: dict[str, Any]) -> None:
-    """RayClusterSpecOverlay's validators (`generator.rules`): the dumps they see keep None values."""
+    """RayClusterSpecOverlay's validators (`generator.inputs.rules`): the dumps they see keep None values."""
     workers = spec.get("workerGroupSpecs", [])
     if rules.duplicate_group([g["groupName"] for g in workers]) is not None:
         raise Refused

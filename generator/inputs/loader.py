@@ -1,6 +1,6 @@
 """Read YAML input files, keeping the line of every key, and apply KEY=VALUE overrides.
 
-Every input is read once and its bytes kept (`generator.reading`, a FIFO, `/dev/stdin`, `<(…)` or `-`
+Every input is read once and its bytes kept (`generator.inputs.reading`, a FIFO, `/dev/stdin`, `<(…)` or `-`
 can be read only once), within a size cap; parsing is bounded in nesting depth and in what aliases
 expand to.
 """
@@ -8,6 +8,7 @@ expand to.
 from __future__ import annotations
 
 from pathlib import Path
+
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
     from typing import Any
@@ -16,7 +17,7 @@ import yaml
 from yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
 
 from generator.errors import InputError, Problem
-from generator.reading import MAX_INPUT_BYTES, STDIN, display_name, forget_inputs, read_input  # noqa: F401 - re-exported
+from generator.inputs.reading import MAX_INPUT_BYTES, STDIN, display_name, forget_inputs, read_input  # noqa: F401 - re-exported
 
 MAX_DEPTH = 100  # nested mappings/lists; Kubernetes overlays need about 15
 MAX_ALIAS_NODES = 20_000  # values that aliases may add by repeating their anchors
@@ -160,7 +161,7 @@ class _Builder:
             return self.loader.construct_object(node, deep=True)
         except yaml.MarkedYAMLError as exc:
             raise self.problem(node, path, f"cannot read the value: {exc.problem or exc}", "a plain YAML value") from None
-        except Exception as exc:  # noqa: BLE001 - e.g. `!!int abc`: the constructor's own ValueError
+        except Exception as exc:
             raise self.problem(node, path, f"cannot read the value {node.value!r} as {node.tag}: {exc}", "a plain YAML value") from None
 
     def plain(self, node: yaml.Node, path: tuple[Any, ...], tag: str) -> None:

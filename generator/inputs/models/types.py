@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-from generator.rules import CIDR_RE, QUANTITY_RE, cidr_problem, quantity_string_ok
+from generator.inputs.rules import CIDR_RE, QUANTITY_RE, cidr_problem, quantity_string_ok
 
 DNS1123_LABEL_RE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS1035_LABEL_RE = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"

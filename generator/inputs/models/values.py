@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from generator.models.common import Image
-from generator.models.infra import InfraBase, KubeRaySettings, LaunchSettings, Sandbox
-from generator.models.recipe import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME, ClusterShape
-from generator.models.types import DNS1035_LABEL_RE, Strict
+from generator.inputs.models.common import Image
+from generator.inputs.models.infra import InfraBase, KubeRaySettings, LaunchSettings, Sandbox
+from generator.inputs.models.recipe import ClusterShape
+from generator.inputs.models.types import DNS1035_LABEL_RE, Strict
+from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 
 DEFAULT_IMAGE = Image(repository="ghcr.io/dockyard-rl/ubuntu-swe", tag="vllm")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from generator import apivalidate, helm, kubeconform
 from generator.errors import EXIT_FAILED, EXIT_OK
+from generator.render import apivalidate, helm, kubeconform
 from generator.tools import versions
 
 
@@ -18,7 +18,7 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
     helm starts as soon as the inputs are read (`helm.started`), for the release and namespace they
     most likely give, and gets the values once validated (without pydantic on the happy path,
     `compose.composed`); a wrong guess only means a second helm (`helm.render`)."""
-    from generator.reading import release_guess
+    from generator.inputs.reading import release_guess
 
     out = out or sys.stdout
     validator = validator or kubeconform.Run()
@@ -30,7 +30,7 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
         raise
     try:
         early = helm.started(*(release_guess(recipe, infra, overrides) or (None, None)), tests=True)
-        from generator.compose import composed  # YAML and the schema check: while helm starts
+        from generator.inputs.compose import composed  # YAML and the schema check: while helm starts
 
         c = composed(recipe, infra, overrides)
         vals = c.values
@@ -82,7 +82,7 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
          f"{'~' if exact else '≤ '}{size // 1024} KiB of 1024 KiB (Helm's release Secret, gzip + base64)"),
     ]
     if server is not None:
-        from generator.server_check import dry_run
+        from generator.live.server_check import dry_run
 
         namespace = c.namespace
         dry = dry_run(server, manifests, namespace)
@@ -99,7 +99,7 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
     for mark, step, detail in rows:
         print(f"{mark} {step:<14} {detail}", file=out)
     if security:
-        from generator.security import table
+        from generator.render.security import table
 
         print(f"\nhardening controls per pod template (rendered; see docs/validation-ledger.md)\n{table(manifests)}", end="", file=out)
     return EXIT_OK if not bad and not api_report.findings and not too_big else EXIT_FAILED

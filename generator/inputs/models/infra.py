@@ -6,10 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from generator.models.common import (
+from generator.inputs.models.common import (
     GpuSecuritySettings,
     Image,
-    backend_image_problem,
     LimitRangeSettings,
     OptionalImage,
     PodResources,
@@ -17,20 +16,20 @@ from generator.models.common import (
     SecuritySettings,
     Toleration,
     TopologySpreadConstraint,
+    backend_image_problem,
 )
-from generator.models.types import (
+from generator.inputs.models.types import (
     DNS1035_LABEL_RE,
+    STRICT_TYPES,
     Cidr,
     Dns1123Label,
     Dns1123Subdomain,
-    STRICT_TYPES,
     FreeForm,
     Quantity,
     Strict,
     refuse_non_finite,
 )
-
-from generator.rules import duplicate_group, kuberay_overlay_problem
+from generator.inputs.rules import duplicate_group, kuberay_overlay_problem
 
 GROUPS = ("trainer", "inference")
 

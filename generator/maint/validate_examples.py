@@ -5,9 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-
-from generator import kubeconform
-from generator.check import run_check
+from generator.render import kubeconform
+from generator.render.check import run_check
 from generator.tools import CHART_DIR, REPO, binary, versions
 
 EXAMPLES = REPO / "values-examples"

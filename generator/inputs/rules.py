@@ -1,11 +1,12 @@
 """Rules the models enforce that a JSON Schema keyword cannot say, as plain functions without pydantic:
-the models call them, and so does `generator.schema_check` (the validator of the happy path), so the
+the models call them, and so does `generator.inputs.schema_check` (the validator of the happy path), so the
 two cannot drift apart."""
 
 from __future__ import annotations
 
 import ipaddress
 import re
+
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
     from typing import Any

@@ -9,6 +9,7 @@ import re
 import stat
 import sys
 from pathlib import Path
+
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
     from typing import Any

@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from generator.models import ChartValues, InfraSpec, Recipe
-from generator.models.types import model_in
+from generator.inputs.models import ChartValues, InfraSpec, Recipe
+from generator.inputs.models.types import model_in
 from generator.tools import CHART_DIR, REPO
 
 DRAFT07 = "http://json-schema.org/draft-07/schema#"
