@@ -65,19 +65,10 @@ class Rendered:
         return out
 
     def pod_specs(self) -> dict[str, dict[str, Any]]:
-        """Every pod template by role: sandbox, head, trainer, inference, submitter, test."""
-        out: dict[str, dict[str, Any]] = {}
-        for d in self.docs:
-            if d["kind"] == "Deployment":
-                out["sandbox"] = d["spec"]["template"]["spec"]
-            if d["kind"] == "Pod":
-                out["test"] = d["spec"]
-            if d["kind"] == "RayJob" and "submitterPodTemplate" in d["spec"]:
-                out["submitter"] = d["spec"]["submitterPodTemplate"]["spec"]
-        if self.all("RayJob") or self.all("RayCluster"):
-            for role, group in self.groups().items():
-                out[role] = group["template"]["spec"]
-        return out
+        """Every pod spec by role: sandbox, head, trainer, inference, submitter, test."""
+        from generator.render.pod_templates import pod_specs
+
+        return pod_specs(self.docs)
 
 
 def render_values(values: dict[str, Any], release: str = "grpo-swe", namespace: str = "dockyard", tests: bool = True) -> Rendered:

@@ -8,6 +8,7 @@ from typing import Any
 
 from generator.errors import EXIT_FAILED, EXIT_OK
 from generator.live.kube import RAY_GROUP, RAY_VERSION, Kube, describe_error, is_forbidden
+from generator.render.pod_templates import pod_templates
 
 OK, FAIL, WARN = "✓", "✗", "!"
 GPU = "nvidia.com/gpu"
@@ -82,26 +83,6 @@ def _qty(value: Any) -> float:
         if s.endswith(suffix):
             return float(s[: -len(suffix)]) * units[suffix]
     return float(s)
-
-
-def _pod_templates(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Rendered pod templates by role (sandbox, head, trainer, inference, submitter)."""
-    out: dict[str, dict[str, Any]] = {}
-    for d in docs:
-        if d.get("kind") == "Deployment":
-            out["sandbox"] = d["spec"]["template"]
-        spec = None
-        if d.get("kind") == "RayJob":
-            spec = d["spec"].get("rayClusterSpec")
-            if d["spec"].get("submitterPodTemplate"):
-                out["submitter"] = d["spec"]["submitterPodTemplate"]
-        if d.get("kind") == "RayCluster":
-            spec = d["spec"]
-        if spec:
-            out["head"] = spec["headGroupSpec"]["template"]
-            for g in spec.get("workerGroupSpecs") or []:
-                out[g["groupName"]] = g["template"]
-    return out
 
 
 def _requests(template: dict[str, Any]) -> dict[str, float]:
@@ -296,7 +277,7 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
 
     # capacity: rendered pods against nodes
     docs = [d for d in __import__("yaml").safe_load_all(template(values, release, namespace)) if isinstance(d, dict)]
-    templates = _pod_templates(docs)
+    templates = pod_templates(docs)
     nodes_denied = pods_denied = False  # RBAC: nodes / pods of every namespace cannot be listed
     try:
         nodes = [n for n in kube.core.list_node().items if not n.spec.unschedulable]

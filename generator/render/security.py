@@ -7,30 +7,13 @@ from typing import Any
 
 import yaml
 
+from generator.render.pod_templates import pod_specs
+
 SET, NOT_SET, NA = "set", "not set", "n/a"
 ROLES = ("sandbox", "head", "trainer", "inference", "submitter", "test")
 SANDBOX_ONLY = {"sandbox", "test"}
 
 Pod = dict[str, Any]
-
-
-def pod_templates(docs: list[dict[str, Any]]) -> dict[str, Pod]:
-    """Pod specs by role, read from the rendered objects."""
-    out: dict[str, Pod] = {}
-    for d in docs:
-        kind, spec = d.get("kind"), d.get("spec") or {}
-        if kind == "Deployment":
-            out["sandbox"] = spec["template"]["spec"]
-        elif kind == "Pod":
-            out["test"] = spec
-        elif kind in ("RayJob", "RayCluster"):
-            cluster = spec.get("rayClusterSpec", spec) if kind == "RayJob" else spec
-            out["head"] = cluster["headGroupSpec"]["template"]["spec"]
-            for g in cluster.get("workerGroupSpecs", []):
-                out[g["groupName"]] = g["template"]["spec"]
-            if "submitterPodTemplate" in spec:
-                out["submitter"] = spec["submitterPodTemplate"]["spec"]
-    return out
 
 
 def _all(pod: Pod, test: Callable[[dict[str, Any]], bool]) -> str:
@@ -53,7 +36,7 @@ def _egress_blocks_metadata(np: dict[str, Any]) -> bool:
 
 
 def controls(docs: list[dict[str, Any]]) -> list[tuple[str, dict[str, str]]]:
-    pods = pod_templates(docs)
+    pods = pod_specs(docs)
     nps = [d for d in docs if d.get("kind") == "NetworkPolicy"]
     pdbs = [d for d in docs if d.get("kind") == "PodDisruptionBudget"]
     bringup = any(d.get("kind") == "RayCluster" for d in docs)
@@ -96,7 +79,7 @@ def controls(docs: list[dict[str, Any]]) -> list[tuple[str, dict[str, str]]]:
 def table(manifests: str) -> str:
     docs = [d for d in yaml.safe_load_all(manifests) if isinstance(d, dict)]
     rows = controls(docs)
-    roles = [r for r in ROLES if r in pod_templates(docs)]
+    roles = [r for r in ROLES if r in pod_specs(docs)]
     width = max(len(name) for name, _ in rows)
     lines = [f"{'control':<{width}}  " + "  ".join(f"{r:<9}" for r in roles)]
     for name, cells in rows:
