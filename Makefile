@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv tools schema test unit validate demo playground playground-down bench lint package clean
+.PHONY: help venv tools schema test unit validate demo playground playground-down bench lint package clean record
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -24,7 +24,7 @@ tools: ## build the pinned helm, kubeconform and playground binaries (cached by 
 schema: venv ## regenerate values.schema.json, values.yaml, schema/*.json and the README values table
 	$(PY) -m generator.maint.schema_export
 
-test: venv tools ## every test: unit, chart, validation and live (on the playground)
+test: venv tools lint ## the lint gate, then every test: unit, chart, validation and live (on the playground)
 	$(PY) -m pytest -q
 
 unit: venv ## the fast tests only (no playground)
@@ -33,7 +33,10 @@ unit: venv ## the fast tests only (no playground)
 validate: venv ## kubeconform over every example's rendered output
 	$(PY) -m generator.maint.validate_examples
 
-lint: venv ## helm lint --strict on the chart
+lint: venv ## ruff (generator, tests, bench), mypy on the package, helm lint --strict on the chart
+	$(PY) -m ruff check --no-fix generator tests bench
+	$(PY) -m mypy
+	bash hack/tools.sh helm
 	$$($(PY) -c 'from generator.tools import binary; print(binary("helm"))') lint --strict charts/dockyard
 
 package: venv ## the chart archive dist/dockyard-<version>.tgz (version: charts/dockyard/Chart.yaml; docs/chart-release.md)
@@ -50,8 +53,11 @@ demo: venv tools ## tools, playground, run the example job, status
 	$(PY) -m generator run values-examples/grpo_swe.yaml values-examples/grpo_swe.infra.yaml --wait --create-namespace
 	$(PY) -m generator status grpo-swe
 
+record: venv tools ## re-record tests/unit/recorded/*.json on a playground of its own (the offline live-code tests replay them)
+	$(PY) -m generator.maint.record_cluster
+
 bench: venv ## benchmarks (not part of make test) -> docs/benchmarks.md
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache
