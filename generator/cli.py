@@ -10,11 +10,12 @@ import errno
 import sys
 from collections.abc import Callable, Sequence
 
+from generator import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2  # as in generator.errors, without importing pydantic
 OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)  # a write that failed (e.g. stdout on a full disk)
 
 
@@ -65,7 +66,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         from generator.live.kube import Kube
 
         server = Kube(args.kubeconfig, args.context)
-    return run_check(args.recipe, args.infra, args.overrides, validator=validator, security=args.security, server=server)
+    return run_check(args.recipe, args.infra, args.overrides, validator=validator, security=args.security,
+                     server=server)
 
 
 OWN_VERBS = ("values", "render", "check")  # need none of the subcommand groups in other packages
@@ -89,11 +91,14 @@ def build_parser(extensions: bool = True) -> argparse.ArgumentParser:
     _inputs_args(p)
     p.set_defaults(func=cmd_render)
 
-    p = sub.add_parser("check", help="validate: models, schema, helm template, kubeconform -strict (no cluster contact)")
+    p = sub.add_parser("check",
+                       help="validate: models, schema, helm template, kubeconform -strict (no cluster contact)")
     _inputs_args(p, output=False)
-    p.add_argument("--security", action="store_true", help="also print each hardening control per rendered pod template")
+    p.add_argument("--security", action="store_true",
+                   help="also print each hardening control per rendered pod template")
     p.add_argument("--server", action="store_true", help="also send every object to the apiserver with dryRun=All")
-    p.add_argument("--kubeconfig", help="with --server: the kubeconfig (default $KUBECONFIG, ~/.kube/config, the playground's)")
+    p.add_argument("--kubeconfig",
+                   help="with --server: the kubeconfig (default $KUBECONFIG, ~/.kube/config, the playground's)")
     p.add_argument("--context", help="with --server: the kubeconfig context")
     p.set_defaults(func=cmd_check)
 

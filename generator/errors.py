@@ -8,16 +8,19 @@ import re
 from collections import namedtuple
 from functools import cache
 
+from generator import EXIT_BAD_INPUT as EXIT_BAD_INPUT  # re-exported: the verbs import them from here
+from generator import EXIT_FAILED as EXIT_FAILED
+from generator import EXIT_OK as EXIT_OK
+
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
     from typing import Any
 
     from pydantic import BaseModel, ValidationError
+    from pydantic_core import ErrorDetails
 
 # pydantic and the models are imported only where a validation error is explained: the live verbs
 # and the CLI's error handling import this module and must not pay for them.
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 @cache
@@ -132,7 +135,7 @@ def _model_at(root: type[BaseModel], path: tuple[Any, ...]) -> type[BaseModel] |
     return model
 
 
-def _describe(err: dict[str, Any], root: type[BaseModel], path: tuple[Any, ...]) -> tuple[str, str, str]:
+def _describe(err: ErrorDetails, root: type[BaseModel], path: tuple[Any, ...]) -> tuple[str, str, str]:
     kind = err["type"]
     ctx = err.get("ctx") or {}
     given = err.get("input")
@@ -155,7 +158,8 @@ def _describe(err: dict[str, Any], root: type[BaseModel], path: tuple[Any, ...])
         return f"{given!r} is not allowed", "one of: " + ", ".join(options), close[0] if close else ""
     if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than", "too_long", "too_short",
                 "string_too_long", "string_too_short"):
-        return f"{given!r} is out of range", err["msg"].replace("Input should be ", "").replace("String should ", "").replace("List should ", ""), ""
+        bound = err["msg"].replace("Input should be ", "").replace("String should ", "").replace("List should ", "")
+        return f"{given!r} is out of range", bound, ""
     if kind == "value_error":
         msg = err["msg"].removeprefix("Value error, ")
         return msg, "", ""
