@@ -1,0 +1,75 @@
+"""snapshot.take and `status` on answers recorded from the playground (tests/unit/recorded, `make record`):
+release small in namespace rec, head, sandbox and the trainer running, the inference worker Pending because
+the one GPU node's 8 GPUs are taken."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fake_cluster import install
+
+from generator.cli import main
+from generator.live.kube import Kube
+from generator.live.snapshot import pod_reason, release_records, take
+
+RELEASE, NS = "small", "rec"
+UNSCHEDULABLE = "Unschedulable: 0/2 nodes are available: 1 Insufficient nvidia.com/gpu"
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    return install(monkeypatch, tmp_path, "status_pending")
+
+
+def test_snapshot_fleets_and_reasons(fake):
+    kube = Kube()
+    snap = take(kube, RELEASE, NS)
+    assert snap.calls == 7 == kube.calls  # the fixed cost the module promises, whatever the pod count
+    assert (snap.revision, snap.release_status, snap.mode) == (1, "deployed", "rayjob")
+    assert snap.rayjob["deploymentStatus"] == "Initializing" and snap.rayjob["cluster"] == snap.raycluster["name"]
+    fleets = {f.fleet: (f.ready, f.desired, f.gpus_requested, f.gpus_allocated) for f in snap.fleets.values()}
+    assert fleets == {"head": (1, 1, 0, 0), "trainer": (1, 1, 8, 8), "inference": (0, 1, 8, 0),
+                      "sandbox": (2, 2, 0, 0), "submitter": (0, 0, 0, 0)}
+    assert snap.fleets["trainer"].nodes == ["gpu-node-0"] and snap.fleets["inference"].nodes == []
+    assert snap.fleets["inference"].reason.startswith(UNSCHEDULABLE)
+    assert "preemption" not in snap.fleets["inference"].reason  # the scheduler's preemption tail is cut
+    assert not snap.ready() and snap.failure() is None
+    assert snap.not_ready_reasons() == [f"inference 0/1: {snap.fleets['inference'].reason}"]
+    assert f"inference 0/1 ({UNSCHEDULABLE}" in snap.summary_line()
+
+
+def test_pod_reason_of_each_recorded_pod(fake):
+    pods = Kube().list(f"/api/v1/namespaces/{NS}/pods", label_selector=f"app.kubernetes.io/instance={RELEASE}")
+    reasons = {p["metadata"]["labels"]["dockyard.dev/fleet"]: pod_reason(p) for p in pods}
+    assert reasons["inference"].startswith(UNSCHEDULABLE)
+    assert reasons["trainer"] == reasons["head"] == reasons["sandbox"] == "Running"
+
+
+def test_release_records_read_the_helm_secret(fake):
+    from generator.live.guard import foreign_chart
+
+    records = release_records(Kube(), RELEASE, NS)
+    assert [r["metadata"]["labels"]["version"] for r in records] == ["1"]
+    assert foreign_chart(records[-1]) is None  # made by this chart (the trimmed record keeps chart.metadata)
+
+
+def test_status_finds_the_only_release_and_prints_the_reason(fake, capsys):
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith(f"release    {RELEASE}  namespace {NS}  revision 1  deployed")
+    assert "mode       rayjob  ready: no" in lines
+    row = next(line for line in lines if line.startswith("inference"))
+    assert row.split()[1:3] == ["0/1", "8/0"] and UNSCHEDULABLE in row
+    assert next(line for line in lines if line.startswith("trainer")).split()[1:4] == ["1/1", "8/8", "gpu-node-0"]
+    assert ("GET", "/api/v1/secrets", {"labelSelector": "owner=helm"}) in fake.requests  # looked everywhere
+
+
+def test_status_json(fake, capsys):
+    assert main(["status", RELEASE, "-n", NS, "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ready"] is False and doc["namespace_deleting"] is None
+    inference = next(f for f in doc["fleets"] if f["fleet"] == "inference")
+    assert inference["ready_all"] is False and inference["reason"].startswith(UNSCHEDULABLE)
+    assert not fake.unmatched
