@@ -20,6 +20,8 @@ TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type check
 if TYPE_CHECKING:
     from typing import Any
 
+    from pydantic import BaseModel
+
     from generator.inputs.models import ChartValues, Recipe
 
 
@@ -29,7 +31,7 @@ class Inputs(namedtuple("Inputs", "recipe infra recipe_doc infra_doc")):
     __slots__ = ()
 
 
-def _validate(model: type, doc: Document) -> Any:
+def _validate(model: type[BaseModel], doc: Document) -> Any:
     from pydantic import ValidationError
 
     try:
@@ -47,8 +49,10 @@ def _near_misses(recipe: Recipe, doc: Document) -> list[Problem]:
     for key in recipe.model_extra or {}:
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
         if close and close[0] not in doc.data:
-            out.append(Problem(doc.path, doc.line_of((key,)), key, f"unknown key {key!r} (the launcher reads {close[0]!r})",
-                               "one of the launcher keys: " + ", ".join(known) + ", or a dockyard_rl section", close[0]))
+            out.append(Problem(doc.path, doc.line_of((key,)), key,
+                               f"unknown key {key!r} (the launcher reads {close[0]!r})",
+                               "one of the launcher keys: " + ", ".join(known) + ", or a dockyard_rl section",
+                               close[0]))
     return out
 
 
@@ -224,4 +228,5 @@ _HelmSafeDumper.add_representer(str, _str)
 
 
 def values_yaml(values: ChartValues | dict[str, Any]) -> str:
-    return yaml.dump(values if isinstance(values, dict) else values_dict(values), Dumper=_HelmSafeDumper, sort_keys=False, allow_unicode=True, width=120)
+    plain = values if isinstance(values, dict) else values_dict(values)
+    return yaml.dump(plain, Dumper=_HelmSafeDumper, sort_keys=False, allow_unicode=True, width=120)

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
-if TYPE_CHECKING:
-    from typing import Any
-
 import yaml
 from yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
 
 from generator.errors import InputError, Problem
-from generator.inputs.reading import MAX_INPUT_BYTES, STDIN, display_name, forget_inputs, read_input  # noqa: F401 - re-exported
+from generator.inputs.reading import display_name, read_input
+
+TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEPTH = 100  # nested mappings/lists; Kubernetes overlays need about 15
 MAX_ALIAS_NODES = 20_000  # values that aliases may add by repeating their anchors
@@ -47,8 +47,8 @@ def _decode(data: bytes, file: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise InputError([Problem(file, line, "", f"the file is not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded",
-                                  "a YAML file saved as UTF-8")]) from None
+        message = f"the file is not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded"
+        raise InputError([Problem(file, line, "", message, "a YAML file saved as UTF-8")]) from None
 
 
 # Parsing ------------------------------------------------------------------------------------------
@@ -160,9 +160,11 @@ class _Builder:
         try:
             return self.loader.construct_object(node, deep=True)
         except yaml.MarkedYAMLError as exc:
-            raise self.problem(node, path, f"cannot read the value: {exc.problem or exc}", "a plain YAML value") from None
+            raise self.problem(node, path, f"cannot read the value: {exc.problem or exc}",
+                               "a plain YAML value") from None
         except Exception as exc:
-            raise self.problem(node, path, f"cannot read the value {node.value!r} as {node.tag}: {exc}", "a plain YAML value") from None
+            raise self.problem(node, path, f"cannot read the value {node.value!r} as {node.tag}: {exc}",
+                               "a plain YAML value") from None
 
     def plain(self, node: yaml.Node, path: tuple[Any, ...], tag: str) -> None:
         """Collections carry no tag but their own: `!!python/…`, `!!set`, `!!omap` and custom tags are refused."""
@@ -172,7 +174,8 @@ class _Builder:
 
     def key(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
         if not isinstance(node, yaml.ScalarNode):
-            raise self.problem(node, path, "a mapping key must be a plain value, not a list or mapping", "a key such as name:")
+            raise self.problem(node, path, "a mapping key must be a plain value, not a list or mapping",
+                               "a key such as name:")
         return self.scalar(node, path)
 
     def mapping(self, node: yaml.MappingNode, path: tuple[Any, ...]) -> dict[Any, Any]:
@@ -185,7 +188,8 @@ class _Builder:
             if key_node.tag == MERGE_TAG:
                 merges += 1
                 if merges > 1:
-                    raise self.problem(key_node, path + ("<<",), "duplicate key '<<'", "one merge key; list several mappings: <<: [*a, *b]")
+                    raise self.problem(key_node, path + ("<<",), "duplicate key '<<'",
+                                       "one merge key; list several mappings: <<: [*a, *b]")
                 merged = self.merge(value_node, path, merged_lines, clashes)
                 continue
             key = self.key(key_node, path)
@@ -197,8 +201,9 @@ class _Builder:
             return out
         for key, source in clashes.items():
             if key not in out:
-                raise self.problem(source, path + (key,), f"{key!r} is set differently by two merged mappings, and YAML "
-                                   "readers disagree on which wins (the spec: the first; PyYAML: not always)",
+                raise self.problem(source, path + (key,),
+                                   f"{key!r} is set differently by two merged mappings, and YAML readers "
+                                   "disagree on which wins (the spec: the first; PyYAML: not always)",
                                    f"set {key} explicitly next to the '<<' key")
         for loc, line in merged_lines.items():
             if loc[len(path)] not in out:
@@ -244,7 +249,8 @@ def parse(text: str, file: str, max_depth: int = MAX_DEPTH) -> tuple[Any, dict[t
     except yaml.YAMLError as exc:
         raise InputError([_yaml_problem(exc, text, file)]) from None
     except RecursionError:  # the bounds above keep well clear of it; a last resort
-        raise InputError([Problem(file, None, "", "the document is nested too deeply to read", "a flatter document")]) from None
+        raise InputError([Problem(file, None, "", "the document is nested too deeply to read",
+                                  "a flatter document")]) from None
     finally:
         if loader is not None:
             loader.dispose()
@@ -258,7 +264,8 @@ def load(path: str | Path) -> Document:
     data, lines = parse(text, file)
     data = {} if data is None else data
     if not isinstance(data, dict):
-        raise InputError([Problem(file, 1, "", f"the file holds a {type(data).__name__}, not a mapping", "a YAML mapping of keys")])
+        raise InputError([Problem(file, 1, "", f"the file holds a {type(data).__name__}, not a mapping",
+                                  "a YAML mapping of keys")])
     return Document(file, data, lines, text=text)
 
 
@@ -285,8 +292,9 @@ def apply_overrides(doc: Document, overrides: list[str]) -> None:
             if child is None:
                 child = node[part] = {}
             if not isinstance(child, dict):
-                raise InputError([Problem("<command line>", None, ".".join(parts[: i + 1]),
-                                          f"cannot set {key}: {'.'.join(parts[: i + 1])} is a {type(child).__name__}, not a mapping",
+                where = ".".join(parts[: i + 1])
+                raise InputError([Problem("<command line>", None, where,
+                                          f"cannot set {key}: {where} is a {type(child).__name__}, not a mapping",
                                           "a key path through mappings")])
             node = child
         node[parts[-1]] = value

@@ -10,11 +10,11 @@ import stat
 import sys
 from pathlib import Path
 
+from generator.errors import InputError, Problem
+
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
     from typing import Any
-
-from generator.errors import InputError, Problem
 
 STDIN = "-"
 MAX_INPUT_BYTES = 4 * 1024 * 1024  # a recipe must fit a 1 MiB ConfigMap; 4 MiB leaves room and a bound
@@ -65,7 +65,7 @@ def read_input(path: str | Path) -> bytes:
     ident = None
     try:
         if key == STDIN:
-            result: bytes | InputError = _capped(sys.stdin.buffer, file)
+            result = _capped(sys.stdin.buffer, file)
         else:
             with open(key, "rb") as stream:
                 ident = _identity(os.fstat(stream.fileno()))

@@ -22,13 +22,13 @@ import math
 import re
 from functools import cache
 
+from generator.inputs import rules
+from generator.tools import CHART_DIR, REPO
+
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
-
-from generator.inputs import rules
-from generator.tools import CHART_DIR, REPO
 
 SCHEMAS = {
     "recipe": REPO / "schema" / "recipe.schema.json",
@@ -48,7 +48,7 @@ class Refused(Exception):
     """The models refuse this input (they say why)."""
 
 
-class _Model(dict):  # type: ignore[type-arg]
+class _Model(dict):
     """A mapping validated by a model (its None values are dropped from the output, as exclude_none does)."""
 
 
@@ -143,7 +143,9 @@ class _Checker:
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             if isinstance(value, float) and not math.isfinite(value):
                 raise Refused  # strict models: allow_inf_nan=False
-            if ("minimum" in schema and value < schema["minimum"]) or ("maximum" in schema and value > schema["maximum"]):
+            if "minimum" in schema and value < schema["minimum"]:
+                raise Refused
+            if "maximum" in schema and value > schema["maximum"]:
                 raise Refused
         elif isinstance(value, list):
             value = self._array(value, schema)

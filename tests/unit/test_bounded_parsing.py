@@ -14,7 +14,8 @@ import yaml
 
 from generator.cli import main
 from generator.inputs.compose import load_inputs
-from generator.inputs.loader import MAX_ALIAS_NODES, MAX_DEPTH, MAX_INPUT_BYTES, MAX_NODES
+from generator.inputs.loader import MAX_ALIAS_NODES, MAX_DEPTH, MAX_NODES
+from generator.inputs.reading import MAX_INPUT_BYTES
 from tests.conftest import EXAMPLES, RECIPE, write
 
 INFRA = EXAMPLES / "grpo_swe.infra.yaml"

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from generator.cli import main
-from generator.inputs.loader import forget_inputs, read_input
+from generator.inputs.reading import forget_inputs, read_input
 from tests.conftest import EXAMPLES, RECIPE
 
 INFRA = EXAMPLES / "grpo_swe.infra.yaml"

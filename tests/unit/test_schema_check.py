@@ -23,9 +23,9 @@ from pydantic import BaseModel, ValidationError
 
 from generator.inputs import schema_check
 from generator.inputs.compose import _compose_fast, _json_plain, compose, load_inputs, values_dict
-from generator.inputs.loader import forget_inputs
 from generator.inputs.models import ChartValues, InfraSpec, Recipe
 from generator.inputs.models.types import model_in
+from generator.inputs.reading import forget_inputs
 from tests.conftest import INFRA_EXAMPLES, RECIPE
 
 MODELS: dict[str, type[BaseModel]] = {"recipe": Recipe, "infra": InfraSpec, "values": ChartValues}

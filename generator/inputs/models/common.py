@@ -23,7 +23,8 @@ class Image(Strict):
 
     repository: str = Field(pattern=IMAGE_REPO_RE, description="Image repository, e.g. ghcr.io/org/ubuntu-swe.")
     tag: str = Field("latest", pattern=IMAGE_TAG_RE, description="Image tag; ignored when `digest` is set.")
-    digest: str | None = Field(None, pattern=DIGEST_RE, description="Pin the image by digest (sha256:…); wins over `tag`.")
+    digest: str | None = Field(None, pattern=DIGEST_RE,
+                               description="Pin the image by digest (sha256:…); wins over `tag`.")
     pullPolicy: PullPolicy = Field("IfNotPresent", description="Kubernetes imagePullPolicy.")
 
 
@@ -31,9 +32,18 @@ class OptionalImage(Strict):
     """The sandbox's own image: setting any of repository, tag or digest makes it a reference of its own
     (repository defaults to `infra.image.repository`, tag to `latest`); setting none runs `infra.image` whole."""
 
-    repository: str | None = Field(None, pattern=IMAGE_REPO_RE, description="Image repository; defaults to `infra.image.repository`.")
-    tag: str | None = Field(None, pattern=IMAGE_TAG_RE, description="Image tag; `latest` when repository or digest is set without it, else `infra.image`'s reference whole.")
-    digest: str | None = Field(None, pattern=DIGEST_RE, description="Pin by digest (sha256:…); wins over the tag. Not inherited from `infra.image` once repository or tag is set.")
+    repository: str | None = Field(None, pattern=IMAGE_REPO_RE,
+                                   description="Image repository; defaults to `infra.image.repository`.")
+    tag: str | None = Field(
+        None, pattern=IMAGE_TAG_RE,
+        description="Image tag; `latest` when repository or digest is set without it, else `infra.image`'s reference "
+                    "whole."
+    )
+    digest: str | None = Field(
+        None, pattern=DIGEST_RE,
+        description="Pin by digest (sha256:…); wins over the tag. Not inherited from `infra.image` once repository or "
+                    "tag is set."
+    )
     pullPolicy: PullPolicy | None = Field(None, description="imagePullPolicy; defaults to `infra.image.pullPolicy`.")
 
 
@@ -55,28 +65,38 @@ class SecuritySettings(Strict):
     )
     allowPrivilegeEscalation: bool = Field(False, description="securityContext.allowPrivilegeEscalation.")
     dropCapabilities: list[str] = Field(["ALL"], description="Linux capabilities to drop.")
-    seccompProfile: Literal["RuntimeDefault", "Unconfined"] = Field("RuntimeDefault", description="Pod seccomp profile type.")
-    runAsNonRoot: bool = Field(False, description="Opt-in: refuse to start as root (the executor image runs as root by default).")
+    seccompProfile: Literal["RuntimeDefault", "Unconfined"] = Field(
+        "RuntimeDefault", description="Pod seccomp profile type."
+    )
+    runAsNonRoot: bool = Field(
+        False, description="Opt-in: refuse to start as root (the executor image runs as root by default)."
+    )
     runAsUser: int | None = Field(None, ge=0, description="UID to run as; `restricted` defaults it to 10001.")
     runAsGroup: int | None = Field(None, ge=0, description="GID to run as.")
     fsGroup: int | None = Field(None, ge=0, description="Pod fsGroup for mounted volumes.")
-    readOnlyRootFilesystem: bool = Field(False, description="Opt-in: read-only root filesystem; a writable emptyDir is mounted at `workDir`.")
-    workDir: str = Field("/workspace", pattern=r"^/", description="Writable work dir (emptyDir) mounted when the root filesystem is read-only.")
+    readOnlyRootFilesystem: bool = Field(
+        False, description="Opt-in: read-only root filesystem; a writable emptyDir is mounted at `workDir`."
+    )
+    workDir: str = Field("/workspace", pattern=r"^/",
+                         description="Writable work dir (emptyDir) mounted when the root filesystem is read-only.")
     workDirSizeLimit: Quantity | None = Field(None, description="sizeLimit of the work-dir emptyDir.")
 
     @field_validator("runAsUser")
     @classmethod
     def _root_needs_no_nonroot(cls, uid: int | None, info: ValidationInfo) -> int | None:
         if uid == 0 and (info.data.get("profile") == "restricted" or info.data.get("runAsNonRoot")):
-            raise ValueError("runAsUser 0 is root, which profile restricted / runAsNonRoot forbid (the kubelet would "
-                             "refuse to start the pod): unset runAsUser (restricted runs as 10001) or pick a non-zero UID")
+            raise ValueError("runAsUser 0 is root, which profile restricted / runAsNonRoot forbid (the kubelet "
+                             "would refuse to start the pod): unset runAsUser (restricted runs as 10001) or pick a "
+                             "non-zero UID")
         return uid
 
 
 class GpuSecuritySettings(SecuritySettings):
     """The same baseline for GPU pods; off by default (unverified on the CUDA/NCCL stack)."""
 
-    enabled: bool = Field(False, description="Apply the securityContext baseline to the Ray head and worker containers (opt-in).")
+    enabled: bool = Field(
+        False, description="Apply the securityContext baseline to the Ray head and worker containers (opt-in)."
+    )
 
 
 class Toleration(Strict):
@@ -85,7 +105,9 @@ class Toleration(Strict):
     key: str | None = Field(None, description="Taint key; empty with operator Exists matches all taints.")
     operator: Literal["Exists", "Equal"] = Field("Equal", description="Exists or Equal.")
     value: str | None = Field(None, description="Taint value for operator Equal.")
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(None, description="Taint effect; empty matches all.")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
+        None, description="Taint effect; empty matches all."
+    )
     tolerationSeconds: int | None = Field(None, ge=0, description="For NoExecute: how long the pod stays bound.")
 
 
@@ -94,7 +116,9 @@ class TopologySpreadConstraint(Strict):
 
     maxSkew: int = Field(1, ge=1, description="Maximum permitted skew between topology domains.")
     topologyKey: str = Field(description="Node label key, e.g. kubernetes.io/hostname or topology.kubernetes.io/zone.")
-    whenUnsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"] = Field("ScheduleAnyway", description="What to do when the skew cannot be met.")
+    whenUnsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"] = Field(
+        "ScheduleAnyway", description="What to do when the skew cannot be met."
+    )
     labelSelector: FreeForm | None = Field(None, description="Pods to count; defaults to this release's sandbox pods.")
     minDomains: int | None = Field(None, ge=1, description="Minimum number of eligible domains.")
 
@@ -118,7 +142,9 @@ class ResourceQuotaSettings(Strict):
 
     enabled: bool = Field(False, description="Render a ResourceQuota for the namespace.")
     hard: dict[str, Quantity] = Field(
-        {}, description="spec.hard: resource name to quantity, e.g. requests.cpu: 64, requests.nvidia.com/gpu: 32, pods: 200.",
+        {},
+        description="spec.hard: resource name to quantity, e.g. requests.cpu: 64, requests.nvidia.com/gpu: 32, "
+                    "pods: 200.",
     )
 
     @field_validator("hard")
@@ -133,8 +159,10 @@ class LimitRangeSettings(Strict):
     """Opt-in namespace LimitRange for containers."""
 
     enabled: bool = Field(False, description="Render a LimitRange for the namespace.")
-    default: ContainerQuantities = Field(ContainerQuantities(), description="Default limits for containers that set none.")
-    defaultRequest: ContainerQuantities = Field(ContainerQuantities(), description="Default requests for containers that set none.")
+    default: ContainerQuantities = Field(ContainerQuantities(),
+                                         description="Default limits for containers that set none.")
+    defaultRequest: ContainerQuantities = Field(ContainerQuantities(),
+                                                description="Default requests for containers that set none.")
     max: ContainerQuantities = Field(ContainerQuantities(), description="Maximum per container.")
     min: ContainerQuantities = Field(ContainerQuantities(), description="Minimum per container.")
 

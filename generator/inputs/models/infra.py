@@ -43,7 +43,7 @@ def _mentions(field: str, word: str) -> dict[str, Any]:
 
 # JSON Schema twin of ImageOwner's check, so Helm refuses the same values: with backend B,
 # the image must not name the other backend unless it also names B.
-BACKEND_IMAGE_RULE = {
+BACKEND_IMAGE_RULE: dict[str, Any] = {
     "allOf": [
         {
             "if": {"required": ["backend"], "properties": {"backend": {"const": b}}},
@@ -71,8 +71,10 @@ class InfraBase(Strict):
     image: Image = Field(description="The ubuntu-swe image of the GPU pods (and, by default, the sandbox).")
     backend: Literal["vllm", "sglang"] = Field("vllm", description="Inference backend; must match the image build.")
     imagePullSecrets: list[Dns1123Subdomain] = Field([], description="Names of pull secrets for every managed pod.")
-    priorityClassName: Dns1123Subdomain | None = Field(None, description="PriorityClass of every managed pod (must exist).")
-    security: GpuSecuritySettings = Field(GpuSecuritySettings(), description="Opt-in securityContext for the GPU fleets.")
+    priorityClassName: Dns1123Subdomain | None = Field(None,
+                                                       description="PriorityClass of every managed pod (must exist).")
+    security: GpuSecuritySettings = Field(GpuSecuritySettings(),
+                                          description="Opt-in securityContext for the GPU fleets.")
     resourceQuota: ResourceQuotaSettings = Field(ResourceQuotaSettings(), description="Opt-in namespace ResourceQuota.")
     limitRange: LimitRangeSettings = Field(LimitRangeSettings(), description="Opt-in namespace LimitRange.")
 
@@ -103,15 +105,19 @@ class LaunchSettings(Strict):
     )
 
     mode: Literal["rayjob", "bringup", "attach"] = Field(
-        "rayjob", description="`rayjob`: a RayJob with its own cluster; `bringup`: a bare RayCluster; `attach`: an existing cluster, only the sandbox pool is rendered."
+        "rayjob",
+        description="`rayjob`: a RayJob with its own cluster; `bringup`: a bare RayCluster; `attach`: an existing "
+                    "cluster, only the sandbox pool is rendered.",
     )
-    clusterName: str | None = Field(None, pattern=DNS1035_LABEL_RE, max_length=53, description="attach mode: name of the existing RayCluster.")
+    clusterName: str | None = Field(None, pattern=DNS1035_LABEL_RE, max_length=53,
+                                    description="attach mode: name of the existing RayCluster.")
     submissionMode: Literal["K8sJobMode", "HTTPMode"] = Field("K8sJobMode", description="How KubeRay submits the job.")
     shutdownAfterJobFinishes: bool = Field(True, description="Delete the RayJob's cluster when the job ends.")
     ttlSecondsAfterFinished: int = Field(3600, ge=0, description="Seconds to keep the cluster after the job ends.")
     activeDeadlineSeconds: int | None = Field(None, ge=1, description="Fail the RayJob after this many seconds.")
     backoffLimit: int = Field(0, ge=0, le=10, description="Retries of a failed RayJob.")
-    configMountPath: str = Field("/etc/dockyard", pattern=r"^/", description="Where the recipe ConfigMap is mounted on the head.")
+    configMountPath: str = Field("/etc/dockyard", pattern=r"^/",
+                                 description="Where the recipe ConfigMap is mounted on the head.")
 
     @field_validator("clusterName")
     @classmethod
@@ -129,7 +135,7 @@ class WorkerGroupOverlay(BaseModel):
     groupName: Literal["trainer", "inference"] = Field(description="Which worker group this overlay applies to.")
 
     @model_validator(mode="after")
-    def _finite(self):  # type: ignore[no-untyped-def]
+    def _finite(self) -> WorkerGroupOverlay:
         refuse_non_finite(self.model_extra)
         return self
 
@@ -140,7 +146,9 @@ class RayClusterSpecOverlay(BaseModel):
     model_config = ConfigDict(extra="allow", **STRICT_TYPES)
 
     headGroupSpec: FreeForm = Field({}, description="Merged into the head group spec.")
-    workerGroupSpecs: list[WorkerGroupOverlay] = Field([], description="Merged into the worker group with the same groupName.")
+    workerGroupSpecs: list[WorkerGroupOverlay] = Field(
+        [], description="Merged into the worker group with the same groupName."
+    )
 
     @field_validator("workerGroupSpecs")
     @classmethod
@@ -151,7 +159,7 @@ class RayClusterSpecOverlay(BaseModel):
         return groups
 
     @model_validator(mode="after")
-    def _kuberay_rules(self):  # type: ignore[no-untyped-def]
+    def _kuberay_rules(self) -> RayClusterSpecOverlay:
         refuse_non_finite(self.model_extra)
         groups: list[tuple[str, dict[str, Any]]] = [("headGroupSpec", dict(self.headGroupSpec))]
         groups += [(g.groupName, g.model_dump()) for g in self.workerGroupSpecs]
@@ -166,7 +174,8 @@ class GpuPdbSettings(Strict):
 
     enabled: bool = Field(False, description="Render a PDB for the RayCluster (bringup mode only).")
     minAvailable: int | None = Field(
-        None, ge=0, description="Integer minAvailable (RayCluster has no scale subresource); defaults to all head and worker pods."
+        None, ge=0,
+        description="Integer minAvailable (RayCluster has no scale subresource); defaults to all head and worker pods.",
     )
 
 
@@ -176,7 +185,8 @@ class KubeRaySettings(Strict):
     rayVersion: str = Field("2.52.0", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$", description="Ray version in the image.")
     head: PodResources = Field(PodResources(cpu="2", memory="8Gi"), description="Head pod cpu/memory.")
     worker: PodResources = Field(PodResources(cpu="8", memory="32Gi"), description="cpu/memory of each worker pod.")
-    spec: RayClusterSpecOverlay = Field(RayClusterSpecOverlay(), description="Free-form RayClusterSpec overlay, merged before the invariants.")
+    spec: RayClusterSpecOverlay = Field(RayClusterSpecOverlay(),
+                                        description="Free-form RayClusterSpec overlay, merged before the invariants.")
     pdb: GpuPdbSettings = Field(GpuPdbSettings(), description="Opt-in GPU PodDisruptionBudget (bringup).")
 
 
@@ -185,10 +195,12 @@ class SandboxResources(Strict):
 
     cpu: Quantity = Field("1", description="CPU request per replica.")
     memory: Quantity = Field("2Gi", description="Memory request per replica.")
-    ephemeralStorage: Quantity = Field("10Gi", description="ephemeral-storage request (guards against disk-pressure eviction).")
+    ephemeralStorage: Quantity = Field("10Gi",
+                                       description="ephemeral-storage request (guards against disk-pressure eviction).")
     cpuLimit: Quantity | None = Field(None, description="CPU limit; defaults to the request.")
     memoryLimit: Quantity | None = Field(None, description="Memory limit; defaults to the request.")
-    ephemeralStorageLimit: Quantity | None = Field(None, description="ephemeral-storage limit; defaults to the request.")
+    ephemeralStorageLimit: Quantity | None = Field(None,
+                                                   description="ephemeral-storage limit; defaults to the request.")
 
 
 class NetworkPolicySettings(Strict):
@@ -202,10 +214,15 @@ class NetworkPolicySettings(Strict):
     )
 
     enabled: bool = Field(True, description="Render the sandbox NetworkPolicy.")
-    allowEgress: bool = Field(True, description="Leave egress open (the executor clones repos); `false` allows only DNS and allowedEgressCidrs.")
+    allowEgress: bool = Field(
+        True,
+        description="Leave egress open (the executor clones repos); `false` allows only DNS and allowedEgressCidrs."
+    )
     allowedEgressCidrs: list[Cidr] = Field([], description="With allowEgress false: CIDR blocks egress may reach.")
     blockCloudMetadata: bool = Field(
-        True, description="With allowEgress: block the cloud metadata endpoint (169.254.169.254/32, fd00:ec2::254/128); `false` allows it."
+        True,
+        description="With allowEgress: block the cloud metadata endpoint (169.254.169.254/32, fd00:ec2::254/128); "
+                    "`false` allows it.",
     )
 
     @field_validator("allowedEgressCidrs")
@@ -227,18 +244,27 @@ class Sandbox(Strict):
     """The GPU-free pool of executors that run untrusted agent code."""
 
     replicas: int = Field(2, ge=0, le=10000, description="Executor replicas.")
-    image: OptionalImage = Field(OptionalImage(), description="Executor image; defaults to the infra image (the same ubuntu-swe build).")
+    image: OptionalImage = Field(OptionalImage(),
+                                 description="Executor image; defaults to the infra image (the same ubuntu-swe build).")
     port: int = Field(9090, ge=1, le=65535, description="Executor port (POST /task/submit).")
     injectUrls: bool = Field(True, description="Inject DOCKYARD_SANDBOX_URLS (the Service DNS) into every GPU pod.")
     resources: SandboxResources = Field(SandboxResources(), description="Requests and limits per replica.")
     security: SecuritySettings = Field(SecuritySettings(), description="securityContext baseline (on by default).")
     networkPolicy: NetworkPolicySettings = Field(NetworkPolicySettings(), description="The sandbox NetworkPolicy.")
     pdb: SandboxPdbSettings = Field(SandboxPdbSettings(), description="The sandbox PodDisruptionBudget.")
-    topologySpreadConstraints: list[TopologySpreadConstraint] = Field([], description="Spread the replicas over nodes or zones.")
+    topologySpreadConstraints: list[TopologySpreadConstraint] = Field(
+        [], description="Spread the replicas over nodes or zones."
+    )
     nodeSelector: dict[str, str] = Field({}, description="Node labels the executors must run on.")
     tolerations: list[Toleration] = Field([], description="Tolerations of the executors.")
-    affinity: FreeForm = Field({}, description="Pod affinity / anti-affinity (Kubernetes Affinity); empty prefers nodes without `nvidia.com/gpu.present`.")
-    runtimeClassName: Dns1123Subdomain | None = Field(None, description="RuntimeClass, e.g. gvisor or kata, where the cluster has one.")
+    affinity: FreeForm = Field(
+        {},
+        description="Pod affinity / anti-affinity (Kubernetes Affinity); empty prefers nodes without "
+                    "`nvidia.com/gpu.present`."
+    )
+    runtimeClassName: Dns1123Subdomain | None = Field(
+        None, description="RuntimeClass, e.g. gvisor or kata, where the cluster has one."
+    )
 
 
 class InfraSpec(Strict):

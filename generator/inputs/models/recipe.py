@@ -36,4 +36,8 @@ class Recipe(BaseModel):
     )
     entrypoint: str = Field(min_length=1, description="Command the Ray job runs, e.g. `python -m dockyard_rl.train`.")
     cluster: ClusterShape = Field(ClusterShape(), description="GPU worker group sizes.")
-    env: dict[str, Any] = Field({}, description="Runtime environment config; `env.code.sandbox_urls` is overridden when the sandbox URLs are injected.")
+    env: dict[str, Any] = Field(
+        {},
+        description="Runtime environment config; `env.code.sandbox_urls` is overridden when the sandbox URLs are "
+                    "injected."
+    )

@@ -23,13 +23,16 @@ class RecipeValues(Strict):
     entrypoint: str = Field("python -m dockyard_rl.train", min_length=1, description="Command the Ray job runs.")
     cluster: ClusterShape = Field(ClusterShape(), description="Worker group sizes.")
     config: str = Field("", description="The whole recipe YAML, shipped in a ConfigMap mounted on the Ray head.")
-    probe: str = Field("", description="`dockyard-k8s smoke`'s probe (Python), shipped beside the recipe as probe.py when set.")
+    probe: str = Field(
+        "", description="`dockyard-k8s smoke`'s probe (Python), shipped beside the recipe as probe.py when set."
+    )
 
 
 class InfraValues(InfraBase):
     """The chart's `infra` block."""
 
-    image: Image = Field(DEFAULT_IMAGE, description="The ubuntu-swe image of the GPU pods (and, by default, the sandbox).")
+    image: Image = Field(DEFAULT_IMAGE,
+                         description="The ubuntu-swe image of the GPU pods (and, by default, the sandbox).")
 
 
 class ChartValues(Strict):
@@ -49,7 +52,7 @@ class ChartValues(Strict):
     sandbox: Sandbox = Field(Sandbox(), description="The sandbox executor pool.")
 
     @model_validator(mode="after")
-    def _name_fits_kuberay(self):  # type: ignore[no-untyped-def]
+    def _name_fits_kuberay(self) -> ChartValues:
         if self.launch.mode == "rayjob" and len(self.recipe.name) > MAX_RAYJOB_NAME:
             raise ValueError(
                 f"recipe name {self.recipe.name!r} has {len(self.recipe.name)} characters; "
