@@ -95,7 +95,7 @@ class FakeCluster:
         ex = answers[min(n, len(answers) - 1)]
         if "error" in ex:
             where, _, message = ex["error"]["reason"].partition(": ")
-            raise MaxRetryError(None, url, NewConnectionError(_Named(where), message))  # type: ignore[arg-type]
+            raise MaxRetryError(None, url, NewConnectionError(_Named(where), message))
         if "text" in ex:
             return self._response(ex["status"], ex["reason"], ex["text"].encode(), "text/plain; charset=utf-8")
         return self._response(ex["status"], ex["reason"], json.dumps(ex["body"]).encode())
