@@ -9,15 +9,19 @@ from generator.render import kubeconform
 from generator.render.check import run_check
 from generator.tools import CHART_DIR, REPO, binary, versions
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
 EXAMPLES = REPO / "values-examples"
 
 
-def plain_helm_values_files() -> list:
+def plain_helm_values_files() -> list[Path]:
     """Hand-written values files meant for plain `helm install -f`."""
     return sorted(EXAMPLES.glob("*.values.yaml"))
 
 
-def check_plain_values(path) -> list[kubeconform.Result]:  # type: ignore[no-untyped-def]
+def check_plain_values(path: Path) -> list[kubeconform.Result]:
     proc = subprocess.run(
         [binary("helm"), "template", "dockyard", str(CHART_DIR), "-f", str(path),
          "--kube-version", versions()["KUBERNETES_VERSION"]],

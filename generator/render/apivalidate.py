@@ -46,7 +46,8 @@ class Report(namedtuple("Report", "kubernetes objects pod_templates findings war
 
 
 def _finding(f: dict[str, Any]) -> Finding:
-    return Finding(f.get("kind", "?"), f.get("name", "?"), f.get("field", ""), f.get("message", ""), f.get("template", ""))
+    return Finding(f.get("kind", "?"), f.get("name", "?"), f.get("field", ""), f.get("message", ""),
+                   f.get("template", ""))
 
 
 # The CRDs of the kinds the chart renders, at the version it renders (kube-validate loads <Kind>.json
@@ -136,7 +137,8 @@ class Run:
         try:
             data = json.loads(stdout)
         except json.JSONDecodeError:
-            raise CheckFailed(f"kube-validate failed (exit {self.proc.returncode}): {stderr.strip() or stdout.strip()}") from None
+            said = stderr.strip() or stdout.strip()
+            raise CheckFailed(f"kube-validate failed (exit {self.proc.returncode}): {said}") from None
         return Report(data["kubernetes"], data["objects"], data["podTemplates"],
                       [_finding(f) for f in data["findings"]], [_finding(f) for f in data["warnings"]])
 

@@ -10,8 +10,16 @@ from generator.errors import EXIT_FAILED, EXIT_OK
 from generator.render import apivalidate, helm, kubeconform
 from generator.tools import versions
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TextIO
 
-def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator=None, security: bool = False, server=None) -> int:  # type: ignore[no-untyped-def]
+    from generator.live.kube import Kube
+    from generator.live.server_check import DryRun
+
+
+def run_check(recipe: str, infra: str, overrides: list[str], out: TextIO | None = None,
+              validator: kubeconform.Run | None = None, security: bool = False, server: Kube | None = None) -> int:
     """`validator` is a kubeconform.Run started by the caller, so its start-up overlaps ours (the
     kube-validate process starts here, before the inputs are read, for the same reason);
     `server` is a live.kube.Kube for a dry run of every object on the apiserver (`check --server`).
@@ -52,7 +60,8 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
     width = max((len(r.kind) for r in results), default=4)
     print(f"check {recipe} + {infra}: release {c.release}, namespace {c.namespace}, mode {c.mode}", file=out)
     for r in results:
-        line = f"  {'✓' if r.status == 'valid' and (r.kind, r.name) not in refusals else '✗'} {r.kind:<{width}}  {r.name}"
+        mark = "✓" if r.status == "valid" and (r.kind, r.name) not in refusals else "✗"
+        line = f"  {mark} {r.kind:<{width}}  {r.name}"
         if r.status != "valid":
             line += f"  — {r.status}: {r.message}"
         print(line, file=out)
@@ -67,8 +76,9 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
     too_big = size > apivalidate.SECRET_LIMIT
     if too_big:
         print(f"  ✗ the Helm release Secret would hold ~{size} bytes (base64 of the gzipped release: chart files, "
-              f"values, rendered manifest); the apiserver refuses a Secret over {apivalidate.SECRET_LIMIT} bytes (1 MiB), "
-              f"so `helm install` fails — keep large data out of the recipe (in the image or a volume)", file=out)
+              f"values, rendered manifest); the apiserver refuses a Secret over {apivalidate.SECRET_LIMIT} bytes "
+              f"(1 MiB), so `helm install` fails — keep large data out of the recipe (in the image or a volume)",
+              file=out)
     rows = [
         ("✓", "models", "recipe and infra spec are valid"),
         ("✓", "values schema", "charts/dockyard/values.schema.json accepts the values (enforced by helm)"),
@@ -76,33 +86,38 @@ def run_check(recipe: str, infra: str, overrides: list[str], out=None, validator
         ("✗" if bad else "✓", "kubeconform", f"{len(results) - len(bad)} valid, {len(bad)} not "
          f"(-strict; Kubernetes {kubeconform.kube_minor()}, KubeRay {versions()['KUBERAY_VERSION']} CRDs)"),
         ("✗" if api_report.findings else "✓", "api validation",
-         (f"{_count(len(api_report.findings), 'refusal')} in {_count(refused, 'object')}; " if api_report.findings else "")
-         + f"{api_report.objects} objects, {api_report.pod_templates} pod templates (Kubernetes {api_report.kubernetes} validation)"),
+         (f"{_count(len(api_report.findings), 'refusal')} in {_count(refused, 'object')}; "
+          if api_report.findings else "")
+         + f"{api_report.objects} objects, {api_report.pod_templates} pod templates "
+         f"(Kubernetes {api_report.kubernetes} validation)"),
         ("✗" if too_big else "✓", "release size",
          f"{'~' if exact else '≤ '}{size // 1024} KiB of 1024 KiB (Helm's release Secret, gzip + base64)"),
     ]
+    server_refused: list[DryRun] = []
     if server is not None:
         from generator.live.server_check import dry_run
 
         namespace = c.namespace
         dry = dry_run(server, manifests, namespace)
-        refused = [d for d in dry if not d.accepted]
+        server_refused = [d for d in dry if not d.accepted]
         for d in dry:
             if not d.accepted:
                 print(f"  ✗ server refused {d.kind} {d.name}: {d.message}", file=out)
             for w in d.warnings:
                 print(f"  ! server warns on {d.kind} {d.name}: {w}", file=out)
-        rows.append(("✗" if refused else "✓", "server dry-run",
-                     f"{len(dry) - len(refused)} accepted, {len(refused)} refused (dryRun=All, namespace {namespace}, {server.server})"))
-        bad = bad + refused  # type: ignore[operator]
+        rows.append(("✗" if server_refused else "✓", "server dry-run",
+                     f"{len(dry) - len(server_refused)} accepted, {len(server_refused)} refused "
+                     f"(dryRun=All, namespace {namespace}, {server.server})"))
     print(file=out)
     for mark, step, detail in rows:
         print(f"{mark} {step:<14} {detail}", file=out)
     if security:
         from generator.render.security import table
 
-        print(f"\nhardening controls per pod template (rendered; see docs/validation-ledger.md)\n{table(manifests)}", end="", file=out)
-    return EXIT_OK if not bad and not api_report.findings and not too_big else EXIT_FAILED
+        print(f"\nhardening controls per pod template (rendered; see docs/validation-ledger.md)\n{table(manifests)}",
+              end="", file=out)
+    failed = bad or server_refused or api_report.findings or too_big
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 def _count(n: int, noun: str) -> str:

@@ -58,7 +58,10 @@ def helm_binary() -> str:
         return binary("helm")
     import shutil
 
-    found = shutil.which(chosen) if "/" not in chosen else (chosen if os.access(chosen, os.X_OK) and os.path.isfile(chosen) else None)
+    if "/" not in chosen:
+        found = shutil.which(chosen)
+    else:
+        found = chosen if os.access(chosen, os.X_OK) and os.path.isfile(chosen) else None
     if not found:
         flag = f"--helm {chosen}" if source == "--helm" else f"{HELM_ENV}={chosen}"
         raise InputError([Problem("<command line>" if source == "--helm" else "<environment>", None, "",
@@ -91,13 +94,15 @@ class HelmVersion(namedtuple("HelmVersion", "path version major minor")):
 def helm_version(path: str) -> HelmVersion:
     """`helm version` of the binary at `path`; CheckFailed when it does not answer like helm."""
     try:
-        proc = subprocess.run([path, "version", "--template", "{{.Version}}"], capture_output=True, text=True, timeout=30)
+        proc = subprocess.run([path, "version", "--template", "{{.Version}}"], capture_output=True, text=True,
+                              timeout=30)
     except OSError as exc:
         raise CheckFailed(f"helm {path}: cannot run it: {exc.strerror or exc}") from None
     m = re.match(r"^v?(\d+)\.(\d+)\.\d+\S*$", proc.stdout.strip())
     if proc.returncode != 0 or not m:
         said = (proc.stdout + proc.stderr).strip().splitlines()[:1]
-        raise CheckFailed(f"helm {path}: `helm version` did not answer with a version ({said[0] if said else 'no output'})")
+        raise CheckFailed(f"helm {path}: `helm version` did not answer with a version "
+                          f"({said[0] if said else 'no output'})")
     version = proc.stdout.strip()
     return HelmVersion(path, version if version.startswith("v") else "v" + version, int(m.group(1)), int(m.group(2)))
 
@@ -131,8 +136,8 @@ class Template:
         # A render lives ~50 ms: Go's collector off below 128 MiB (as for kube-validate) takes ~20% off
         # its wall time on two cores shared with this process; a GOGC the user set is kept.
         env = {"GOGC": "off", "GOMEMLIMIT": "128MiB", **os.environ} if "GOGC" not in os.environ else None
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     encoding="utf-8", env=env)
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, encoding="utf-8", env=env)
 
     def result(self, values: dict[str, Any] | None = None) -> str:
         values = self.values if values is None else values

@@ -19,6 +19,7 @@ from generator.tools import binary, cache_dir, tool_dir, versions
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -28,7 +29,7 @@ def kube_minor() -> str:
     return f"v{major}.{minor}.0"
 
 
-def _atomic_dir(dest: Path, build) -> Path:  # type: ignore[no-untyped-def]
+def _atomic_dir(dest: Path, build: Callable[[Path], object]) -> Path:
     if (dest / ".complete").exists():
         return dest
     import shutil
@@ -163,7 +164,8 @@ class Run:
             "-schema-location", f"{crds}/{{{{ .ResourceKind }}}}-{{{{ .Group }}}}-{{{{ .ResourceAPIVersion }}}}.json",
             "-",
         ]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
 
     _output: tuple[str, str] | None = None
 
@@ -200,7 +202,8 @@ def validate(manifests: str) -> list[Result]:
 
 def _short(message: str) -> str:
     """Drop kubeconform's boilerplate and the schema file URL; keep where and what."""
-    return re.sub(r"^problem validating schema\. Check JSON formatting: jsonschema validation failed with '[^']*' - ", "", message)
+    boilerplate = r"^problem validating schema\. Check JSON formatting: jsonschema validation failed with '[^']*' - "
+    return re.sub(boilerplate, "", message)
 
 
 _KIND = re.compile(r"^kind: *(\S+)", re.M)
