@@ -53,7 +53,8 @@ demo: venv tools ## tools, playground, run the example job, status
 	$(PY) -m generator run values-examples/grpo_swe.yaml values-examples/grpo_swe.infra.yaml --wait --create-namespace
 	$(PY) -m generator status grpo-swe
 
-record: venv tools ## re-record tests/unit/recorded/*.json on a playground of its own (the offline live-code tests replay them)
+record: venv ## re-record tests/unit/recorded/*.json (the offline live tests' cluster answers) on a playground of its own
+	bash hack/tools.sh helm kuberay-crds kubernetes etcd kwok kuberay
 	$(PY) -m generator.maint.record_cluster
 
 bench: venv ## benchmarks (not part of make test) -> docs/benchmarks.md
