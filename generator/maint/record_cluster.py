@@ -236,6 +236,7 @@ def namespace_user(kube: Any, kubeconfig: str, folder: Path) -> str:
 
 
 def record_all(kubeconfig: str, folder: Path, own: bool) -> None:
+    from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
     from generator.live.kube import Kube
@@ -301,8 +302,11 @@ def record_all(kubeconfig: str, folder: Path, own: bool) -> None:
         admin.namespace_exists("absent")
         closed = folder / "closed.kubeconfig"
         closed.write_text(Path(kubeconfig).read_text().replace(admin.server, f"https://127.0.0.1:{_closed_port()}"))
+        unreachable = Kube(str(closed))
         with contextlib.suppress(Exception):
-            Kube(str(closed)).request("GET", "/version")
+            unreachable.request("GET", "/version")
+        with contextlib.suppress(Exception):  # doctor's API server row asks through the typed client
+            client.VersionApi(unreachable.api).get_code()
 
     for who, kc in (("admin", kubeconfig), ("alice", user)):
         with scenario(f"doctor_{who}", f"`doctor` of small.yaml in {NAMESPACE} as {who}"):
