@@ -1,0 +1,158 @@
+{{/*
+Checks of the values that values.schema.json cannot express. Each dockyard.validate.* define prints
+its refusals, one a line, or nothing; dockyard.validateValues (called once, by checks.yaml) fails
+once with all of them. The checks that need the merged kuberay.spec overlay stay where it is merged
+(ray/_group.tpl). The models refuse the same values first (generator/inputs), with the same words.
+*/}}
+
+{{/* Every refusal, or nothing: fails the render once, one refusal a line.
+$ -> "" (valid), else fail "release name \"1abc\" must be a DNS-1035 label …\nsandbox.nodeSelector: …" */}}
+{{- define "dockyard.validateValues" -}}
+{{- $messages := list -}}
+{{- $messages = append $messages (include "dockyard.validate.releaseName" .) -}}
+{{- $messages = append $messages (include "dockyard.validate.workerGroupNames" .) -}}
+{{- $messages = append $messages (include "dockyard.validate.kuberayGroups" .) -}}
+{{- $messages = append $messages (include "dockyard.validate.resourceQuota" .) -}}
+{{- $messages = append $messages (include "dockyard.validate.sandboxHooks" .) -}}
+{{- $messages = append $messages (include "dockyard.validate.toYamlSafe" .) -}}
+{{- with without $messages "" -}}
+{{- fail (join "\n" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The release name against KubeRay's limits: a RayJob name <= 47 characters (its cluster gets a
+5-character suffix), a RayCluster <= 53, both DNS-1035 labels.
+release "1abc" -> release name "1abc" must be a DNS-1035 label (lower case, starting with a letter) */}}
+{{- define "dockyard.validate.releaseName" -}}
+{{- $name := .Release.Name -}}
+{{- $max := ternary 47 53 (eq .Values.launch.mode "rayjob") -}}
+{{- if not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" $name) -}}
+{{- printf "release name %q must be a DNS-1035 label (lower case, starting with a letter)" $name -}}
+{{- else if gt (len $name) $max -}}
+{{- printf "release name %q has %d characters; KubeRay allows at most %d in %s mode" $name (len $name) $max .Values.launch.mode -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The worker group overlays name a group of the chart, each once.
+kuberay.spec.workerGroupSpecs [{groupName: trainer}, {groupName: trainer}]
+-> kuberay.spec.workerGroupSpecs: duplicate groupName "trainer" */}}
+{{- define "dockyard.validate.workerGroupNames" -}}
+{{- $seen := list -}}
+{{- $messages := list -}}
+{{- range (.Values.kuberay.spec.workerGroupSpecs | default list) -}}
+{{- if not (has .groupName (list "trainer" "inference")) -}}
+{{- $messages = append $messages (printf "kuberay.spec.workerGroupSpecs: unknown groupName %q (expected trainer or inference)" (toString .groupName)) -}}
+{{- else if has .groupName $seen -}}
+{{- $messages = append $messages (printf "kuberay.spec.workerGroupSpecs: duplicate groupName %q" .groupName) -}}
+{{- end -}}
+{{- $seen = append $seen .groupName -}}
+{{- end -}}
+{{- join "\n" $messages -}}
+{{- end -}}
+
+{{/* KubeRay's own rules for a group overlay (its validation.go), checked for plain `helm install` too.
+kuberay.spec.headGroupSpec {rayStartParams: {labels: "a=b"}}
+-> kuberay.spec head: rayStartParams.labels is refused by KubeRay; use the group's labels field */}}
+{{- define "dockyard.validate.kuberayGroups" -}}
+{{- $overlays := list (list "head" .Values.kuberay.spec.headGroupSpec) -}}
+{{- range $role := list "trainer" "inference" -}}
+{{- range ($.Values.kuberay.spec.workerGroupSpecs | default list) -}}
+{{- if eq (toString .groupName) $role -}}{{- $overlays = append $overlays (list $role .) -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $messages := list -}}
+{{- range $overlays -}}
+{{- $role := index . 0 -}}
+{{- $ov := index . 1 | default dict -}}
+{{- $params := $ov.rayStartParams | default dict -}}
+{{- if kindIs "map" $params -}}
+{{- if hasKey $params "labels" -}}
+{{- $messages = append $messages (printf "kuberay.spec %s: rayStartParams.labels is refused by KubeRay; use the group's labels field" $role) -}}
+{{- end -}}
+{{- if and $ov.resources (or (hasKey $params "num-cpus") (hasKey $params "num-gpus") (hasKey $params "memory") (hasKey $params "resources")) -}}
+{{- $messages = append $messages (printf "kuberay.spec %s: Ray resources set both in group-level resources and rayStartParams; KubeRay refuses this" $role) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- join "\n" $messages -}}
+{{- end -}}
+
+{{/* An enabled ResourceQuota needs its limits.
+infra.resourceQuota {enabled: true, hard: {}} -> infra.resourceQuota is enabled but infra.resourceQuota.hard is empty */}}
+{{- define "dockyard.validate.resourceQuota" -}}
+{{- with .Values.infra.resourceQuota -}}
+{{- if and .enabled (not .hard) -}}
+infra.resourceQuota is enabled but infra.resourceQuota.hard is empty
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The sandbox hooks leave alone what the chart sets itself: the executor's env
+(dockyard.sandbox.chartEnv) and the pod labels its Service, selector and tools match on.
+sandbox.extraEnv [{name: DOCKYARD_WORK_DIR, value: /tmp}]
+-> sandbox.extraEnv[0].name: DOCKYARD_WORK_DIR is set by the chart itself (…); choose another name */}}
+{{- define "dockyard.validate.sandboxHooks" -}}
+{{- $messages := list -}}
+{{- $env := list -}}
+{{- range include "dockyard.sandbox.chartEnv" . | fromYamlArray -}}{{- $env = append $env .name -}}{{- end -}}
+{{- range $i, $e := .Values.sandbox.extraEnv -}}
+{{- if has $e.name $env -}}
+{{- $messages = append $messages (printf "sandbox.extraEnv[%d].name: %s is set by the chart itself (it sets %s from sandbox.port and sandbox.security.workDir); choose another name" $i $e.name (join ", " $env)) -}}
+{{- end -}}
+{{- end -}}
+{{- $labels := include "dockyard.sandbox.chartPodLabels" . | fromYaml | keys | sortAlpha -}}
+{{- range $key := keys (.Values.sandbox.podLabels | default dict) | sortAlpha -}}
+{{- if has $key $labels -}}
+{{- $messages = append $messages (printf "sandbox.podLabels: %q is a label the chart sets itself on the executor pods (%s); choose another key" $key (join ", " $labels)) -}}
+{{- end -}}
+{{- end -}}
+{{- join "\n" $messages -}}
+{{- end -}}
+
+{{/* Helm's toYaml silently drops a whole structure holding U+007F-U+009F (but U+0085), U+FFFE or
+U+FFFF, turns U+0085 into a space and writes U+2028/U+2029 raw, which breaks the manifest or changes
+the string; and it writes a key "<<" unquoted, YAML's merge key. Refuse such a string, by path,
+rather than lose or alter the object it is in. The recipe is not walked: its strings are only ever
+quoted. A quick look at all the values first: the walk runs only when one may hold such a string.
+sandbox.nodeSelector {"<<": "x"} -> sandbox.nodeSelector: the key "<<" is YAML's merge key, … */}}
+{{- define "dockyard.validate.toYamlSafe" -}}
+{{- $values := omit .Values "recipe" -}}
+{{- if regexMatch (printf "%s|<<" (include "dockyard.validate.badChars" .)) (printf "%v" $values) -}}
+{{- $messages := list -}}
+{{- range $key, $v := $values -}}
+{{- $messages = append $messages (include "dockyard.validate.chars" (dict "v" $v "path" $key)) -}}
+{{- end -}}
+{{- join "\n" (without $messages "") -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The characters Helm's toYaml drops or mangles, as a regular expression's class. */}}
+{{- define "dockyard.validate.badChars" -}}
+{{- `[\x{7f}-\x{9f}\x{2028}\x{2029}\x{fffe}\x{ffff}]` -}}
+{{- end -}}
+
+{{/* The refusals of dockyard.validate.toYamlSafe inside one value, walked recursively.
+dict "v" {"disk": "ssd\u0085"} "path" "sandbox.nodeSelector"
+-> sandbox.nodeSelector.disk: "ssd\u0085" holds a character Helm's toYaml drops or mangles (…); remove it */}}
+{{- define "dockyard.validate.chars" -}}
+{{- $bad := include "dockyard.validate.badChars" . -}}
+{{- $messages := list -}}
+{{- if kindIs "map" .v -}}
+{{- range $k, $x := .v -}}
+{{- if eq $k "<<" -}}
+{{- $messages = append $messages (printf "%s: the key \"<<\" is YAML's merge key, which Helm's toYaml writes unquoted: it would merge into or break the object; rename it" $.path) -}}
+{{- end -}}
+{{- if regexMatch $bad $k -}}
+{{- $messages = append $messages (printf "%s: the key %q holds a character Helm's toYaml drops or mangles (U+007F to U+009F, U+2028, U+2029, U+FFFE, U+FFFF); remove it" $.path $k) -}}
+{{- end -}}
+{{- $messages = append $messages (include "dockyard.validate.chars" (dict "v" $x "path" (printf "%s.%s" $.path $k))) -}}
+{{- end -}}
+{{- else if kindIs "slice" .v -}}
+{{- range $i, $x := .v -}}
+{{- $messages = append $messages (include "dockyard.validate.chars" (dict "v" $x "path" (printf "%s[%d]" $.path $i))) -}}
+{{- end -}}
+{{- else if and (kindIs "string" .v) (regexMatch $bad .v) -}}
+{{- $messages = append $messages (printf "%s: %q holds a character Helm's toYaml drops or mangles (U+007F to U+009F, U+2028, U+2029, U+FFFE, U+FFFF); remove it" .path .v) -}}
+{{- end -}}
+{{- join "\n" (without $messages "") -}}
+{{- end -}}

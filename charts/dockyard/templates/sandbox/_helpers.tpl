@@ -1,0 +1,94 @@
+{{/* Helpers of the sandbox executor pool (the templates beside this file, and the GPU pods' URL). */}}
+
+{{/* The name of the pool's objects: grpo-swe -> grpo-swe-sandbox */}}
+{{- define "dockyard.sandbox.name" -}}{{ include "dockyard.fullname" . }}-sandbox{{- end -}}
+
+{{/* The labels the Deployment selector, the Service, the NetworkPolicy and the PDB match on.
+$ -> app.kubernetes.io/name: "dockyard"
+     app.kubernetes.io/instance: "grpo-swe"
+     app.kubernetes.io/component: sandbox */}}
+{{- define "dockyard.sandbox.selectorLabels" -}}
+{{ include "dockyard.selectorLabels" . }}
+app.kubernetes.io/component: sandbox
+{{- end -}}
+
+{{/* The labels the chart puts on every object of the pool, the executor pods included
+(sandbox.podLabels may not set these keys). */}}
+{{- define "dockyard.sandbox.chartPodLabels" -}}
+{{- include "dockyard.componentLabels" (dict "ctx" . "component" "sandbox" "fleet" "sandbox") -}}
+{{- end -}}
+
+{{/* The executor pods' labels: the chart's, then sandbox.podLabels.
+sandbox.podLabels {"team": "rl"} -> <dockyard.sandbox.chartPodLabels>
+                                    team: rl */}}
+{{- define "dockyard.sandbox.podLabels" -}}
+{{- include "dockyard.sandbox.chartPodLabels" . -}}
+{{- with .Values.sandbox.podLabels }}
+{{ toYaml . }}
+{{- end -}}
+{{- end -}}
+
+{{/* The executor image: sandbox.image, else infra.image (dockyard.image's rule).
+sandbox.image {} with infra.image {"repository": "ghcr.io/x/swe", "tag": "vllm"} -> ghcr.io/x/swe:vllm */}}
+{{- define "dockyard.sandbox.image" -}}
+{{- include "dockyard.image" (dict "img" .Values.sandbox.image "fallback" .Values.infra.image) -}}
+{{- end -}}
+
+{{/* The pool's Service URL, injected into the GPU pods as DOCKYARD_SANDBOX_URLS.
+$ -> http://grpo-swe-sandbox.dockyard.svc.cluster.local:9090 */}}
+{{- define "dockyard.sandbox.url" -}}
+http://{{ include "dockyard.sandbox.name" . }}.{{ .Release.Namespace }}.svc.cluster.local:{{ int64 .Values.sandbox.port }}
+{{- end -}}
+
+{{/* The executor's env the chart sets itself (sandbox.extraEnv may not set these names).
+$ -> - name: DOCKYARD_EXECUTOR_PORT
+       value: "9090"
+     - name: DOCKYARD_WORK_DIR
+       value: "/workspace" */}}
+{{- define "dockyard.sandbox.chartEnv" -}}
+- name: DOCKYARD_EXECUTOR_PORT
+  value: {{ int64 .Values.sandbox.port | quote }}
+- name: DOCKYARD_WORK_DIR
+  value: {{ .Values.sandbox.security.workDir | quote }}
+{{- end -}}
+
+{{/* The executor's env: the chart's, then sandbox.extraEnv (Kubernetes EnvVar objects, as given).
+sandbox.extraEnv [{"name": "HF_HOME", "value": "/cache"}] -> <dockyard.sandbox.chartEnv>
+                                                             - name: HF_HOME
+                                                               value: /cache */}}
+{{- define "dockyard.sandbox.env" -}}
+{{- include "dockyard.sandbox.chartEnv" . -}}
+{{- with .Values.sandbox.extraEnv }}
+{{ toYaml . }}
+{{- end -}}
+{{- end -}}
+
+{{/* The Deployment's checkov skips, each rendered only while its control is actually off, with the reason.
+$ (defaults) -> checkov.io/skip1: "CKV_K8S_43=Image pinned by tag, not digest: …"
+                checkov.io/skip2: "CKV_K8S_15=…" … */}}
+{{- define "dockyard.sandbox.scannerSkips" -}}
+{{- $sb := .Values.sandbox -}}
+{{- $sec := $sb.security -}}
+{{- $restricted := and $sec.enabled (eq $sec.profile "restricted") -}}
+{{- $digest := contains "@" (include "dockyard.sandbox.image" .) -}}
+{{- $policy := $sb.image.pullPolicy | default .Values.infra.image.pullPolicy -}}
+{{- $skips := list -}}
+{{- if not $digest -}}
+{{- $skips = append $skips "CKV_K8S_43=Image pinned by tag, not digest: set image.digest (sandbox.image.digest or infra.image.digest) to pin it" -}}
+{{- end -}}
+{{- if and (ne $policy "Always") (not $digest) -}}
+{{- $skips = append $skips "CKV_K8S_15=imagePullPolicy IfNotPresent avoids re-pulling the multi-GB executor image on every start; pinning by digest makes the cached image immutable" -}}
+{{- end -}}
+{{- if not (and $sec.enabled (or $sec.runAsNonRoot $restricted)) -}}
+{{- $skips = append $skips "CKV_K8S_23=The ubuntu-swe executor image runs as root; runAsNonRoot is opt-in (sandbox.security.profile restricted) once the image has a non-root user" -}}
+{{- end -}}
+{{- if not (and $sec.enabled (or $restricted (ge (int ($sec.runAsUser | default 0)) 10000))) -}}
+{{- $skips = append $skips "CKV_K8S_40=Runs as the image's user (root by default); profile restricted runs as UID 10001" -}}
+{{- end -}}
+{{- if not (and $sec.enabled (or $sec.readOnlyRootFilesystem $restricted)) -}}
+{{- $skips = append $skips "CKV_K8S_22=The executor writes repository checkouts across the filesystem; readOnlyRootFilesystem is opt-in, with an emptyDir work dir" -}}
+{{- end -}}
+{{- range $i, $s := $skips }}
+checkov.io/skip{{ add1 $i }}: {{ $s | quote }}
+{{- end }}
+{{- end -}}
