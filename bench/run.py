@@ -93,7 +93,8 @@ def plain_with_api_validation(values: Path, release: str, namespace: str) -> str
 
 
 def import_profile() -> list[tuple[str, float]]:
-    proc = subprocess.run([PY, "-X", "importtime", *(CLI[1:] if CLI[0] == PY else CLI), "values", str(RECIPE), str(INFRA)],
+    proc = subprocess.run([PY, "-X", "importtime", *(CLI[1:] if CLI[0] == PY else CLI), "values", str(RECIPE),
+                           str(INFRA)],
                           env=ENV, capture_output=True, text=True, check=True)
     rows = []
     for line in proc.stderr.splitlines():
@@ -107,14 +108,17 @@ def import_costs() -> list[tuple[str, str, float]]:
     """Cumulative import time of the heavy dependencies, each in a fresh interpreter (median of 3)."""
     rows = []
     for module, why in (
-        ("generator.inputs.models", "pydantic + the input/values models (`run`; `values`, `render`, `check` only to explain a refusal)"),
+        ("generator.inputs.models",
+         "pydantic + the input/values models (`run`; `values`, `render`, `check` only to explain a refusal)"),
         ("kubernetes", "the official client's package import (every live verb)"),
-        ("kubernetes.client.api.core_v1_api", "one typed API module and its pydantic models (no longer on the status/run path)"),
+        ("kubernetes.client.api.core_v1_api",
+         "one typed API module and its pydantic models (no longer on the status/run path)"),
         ("pyhelm3", "pyhelm3 (`run`, `rollback`, `uninstall`)"),
     ):
         samples = []
         for _ in range(3):
-            proc = subprocess.run([PY, "-X", "importtime", "-c", f"import {module}"], env=ENV, capture_output=True, text=True)
+            proc = subprocess.run([PY, "-X", "importtime", "-c", f"import {module}"], env=ENV, capture_output=True,
+                                  text=True)
             last = [ln for ln in proc.stderr.splitlines() if ln.rstrip().endswith(f"| {module}")]
             if last:
                 samples.append(int(last[-1].split("|")[1]) / 1e6)
@@ -195,7 +199,8 @@ def offline(repeat: int, report: list[str], tmp: Path, figures: dict[str, float]
         "check": ([*CLI, "check", *args], False, ENV),
         "plain helm template": (template_cmd, True, ENV),
         "plain helm template | kubeconform": (check_cmd, True, ENV),
-        "plain helm template | kubeconform + kube-validate": (plain_with_api_validation(vfile, "grpo-swe", "dockyard"), True, ENV),
+        "plain helm template | kubeconform + kube-validate": (plain_with_api_validation(vfile, "grpo-swe", "dockyard"),
+                                                              True, ENV),
     }
     if baseline:
         old = baseline_tree(baseline, tmp)
@@ -227,16 +232,19 @@ def offline(repeat: int, report: list[str], tmp: Path, figures: dict[str, float]
                         ("plain helm template | kubeconform + kube-validate",
                          "plain `helm template`, then `kubeconform -strict` and `kube-validate` side by side")):
         report.append(f"| {label} | {row(got[name])} |")
-    pairs = [(r, p) for r, p in zip(got["render"].wall, got["plain helm template"].wall)]
-    cpairs = [(c, p) for c, p in zip(got["check"].wall, got["plain helm template | kubeconform"].wall)]
-    apairs = [(c, p) for c, p in zip(got["check"].wall, got["plain helm template | kubeconform + kube-validate"].wall)]
-    figures["check ratio with api"] = med_ms(got["check"].wall) / med_ms(got["plain helm template | kubeconform + kube-validate"].wall)
+    # every command runs once per round: the per-round pairs line up
+    with_api = got["plain helm template | kubeconform + kube-validate"].wall
+    pairs = list(zip(got["render"].wall, got["plain helm template"].wall, strict=True))
+    cpairs = list(zip(got["check"].wall, got["plain helm template | kubeconform"].wall, strict=True))
+    apairs = list(zip(got["check"].wall, with_api, strict=True))
+    figures["check ratio with api"] = med_ms(got["check"].wall) / med_ms(with_api)
     report += ["",
                "| ratio | of medians | median of the per-round ratios | target |", "| --- | --- | --- | --- |",
                f"| `check` / plain `helm template \\| kubeconform -strict` | {figures['check ratio']:.2f}× | "
                f"{statistics.median(c / p for c, p in cpairs):.2f}× | ≤ 1.3× |",
-               f"| `check` / plain `helm template`, then `kubeconform -strict` and `kube-validate` (all `check` runs) | "
-               f"{figures['check ratio with api']:.2f}× | {statistics.median(c / p for c, p in apairs):.2f}× | — |",
+               "| `check` / plain `helm template`, then `kubeconform -strict` and `kube-validate` "
+               f"(all `check` runs) | {figures['check ratio with api']:.2f}× | "
+               f"{statistics.median(c / p for c, p in apairs):.2f}× | — |",
                f"| `render` / plain `helm template` | {figures['render ratio']:.2f}× | "
                f"{statistics.median(r / p for r, p in pairs):.2f}× | ≤ 1.5× |", "",
                "`check` also runs `kube-validate` (the apiserver's validation) beside kubeconform, which the plain "
@@ -246,8 +254,8 @@ def offline(repeat: int, report: list[str], tmp: Path, figures: dict[str, float]
                "Go's collector off below 128 MiB.", ""]
     if baseline:
         report += [f"### Before and now, side by side (before: `{baseline}`, the tree as it was, run from a copy)", "",
-                   "Both launched as `python -P -c 'from generator.cli import main; main()'` (the same launch for both; "
-                   "the console script above saves runpy and nothing else).", "",
+                   "Both launched as `python -P -c 'from generator.cli import main; main()'` (the same launch for "
+                   "both; the console script above saves runpy and nothing else).", "",
                    "| command | before: wall | CPU | peak RSS | now: wall | CPU | peak RSS | now / before (wall) |",
                    "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for verb in ("--help", "values", "render", "check"):
@@ -264,7 +272,8 @@ def offline(repeat: int, report: list[str], tmp: Path, figures: dict[str, float]
                "measured as GPU worker pods per group; sandbox replicas on the other axis.", "",
                "| shape | render | check |", "| --- | --- | --- |"]
     for label, overrides, infra_over in (
-        *[(f"{n} worker pods per group", [f"cluster.trainer.nodes={n}", f"cluster.inference.nodes={n}"], None) for n in (2, 8, 32, 64)],
+        *[(f"{n} worker pods per group", [f"cluster.trainer.nodes={n}", f"cluster.inference.nodes={n}"], None)
+          for n in (2, 8, 32, 64)],
         *[(f"{r} sandbox replicas", [], r) for r in (1, 100, 1000)],
     ):
         infra = INFRA
@@ -312,8 +321,9 @@ def live_infra(tmp: Path, name: str, namespace: str, replicas: int) -> Path:
 def plain_live(pg: BenchPlayground, values: Path, release: str, namespace: str, timeout: int) -> None:
     kc = ["--kubeconfig", pg.kubeconfig]
     kubectl = binary("kubectl", "kubernetes")
-    subprocess.run([binary("helm"), "upgrade", "--install", release, str(CHART_DIR), "-n", namespace, "--create-namespace",
-                    "-f", str(values), "--wait", "--timeout", f"{timeout}s", *kc], check=True, capture_output=True, env=ENV)
+    subprocess.run([binary("helm"), "upgrade", "--install", release, str(CHART_DIR), "-n", namespace,
+                    "--create-namespace", "-f", str(values), "--wait", "--timeout", f"{timeout}s", *kc],
+                   check=True, capture_output=True, env=ENV)
     deadline = time.monotonic() + timeout
     name = ""
     while not name and time.monotonic() < deadline:  # the RayJob names its cluster a moment after it exists
@@ -355,7 +365,8 @@ def live(repeat: int, report: list[str], tmp: Path, figures: dict[str, float]) -
                         ours.append(time.perf_counter() - t0)
                     else:
                         values = tmp / f"{ns}.values.yaml"
-                        subprocess.run([*CLI, "values", str(RECIPE), str(infra), *overrides, "-o", str(values)], env=ENV, check=True)
+                        subprocess.run([*CLI, "values", str(RECIPE), str(infra), *overrides, "-o", str(values)],
+                                       env=ENV, check=True)
                         t0 = time.perf_counter()
                         plain_live(pg, values, "grpo-swe", ns, 600)
                         plain.append(time.perf_counter() - t0)
@@ -436,7 +447,8 @@ def main() -> int:
         if not args.no_live:
             live(args.live_repeat, report, Path(tmp), figures)
     report += targets(figures)
-    report += ["## Where the time goes", "", "Import cost of the heavy dependencies (cumulative, `python -X importtime`, "
+    report += ["## Where the time goes", "",
+               "Import cost of the heavy dependencies (cumulative, `python -X importtime`, "
                "fresh interpreter each):", "", "| import | what needs it | time |", "| --- | --- | --- |"]
     report += [f"| `{m}` | {why} | {secs * 1000:.0f} ms |" for m, why, secs in import_costs()]
     notes = REPO / "bench" / "where-the-time-goes.md"

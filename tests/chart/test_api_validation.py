@@ -21,7 +21,8 @@ from tests.conftest import EXAMPLES, INFRA_EXAMPLES, RECIPE, chart_values, deep_
 BASE_INFRA = yaml.safe_load((EXAMPLES / "grpo_swe.infra.yaml").read_text())
 
 
-def _check(tmp_path: Path, capsys, infra_over: dict[str, Any] | None = None, recipe: str | None = None) -> tuple[int, str]:
+def _check(tmp_path: Path, capsys, infra_over: dict[str, Any] | None = None,
+           recipe: str | None = None) -> tuple[int, str]:
     infra = deep_merge(BASE_INFRA, infra_over or {})
     recipe_path = write(tmp_path, "recipe.yaml", recipe) if recipe is not None else RECIPE
     code = main(["check", str(recipe_path), str(write(tmp_path, "infra.yaml", infra))])
@@ -49,7 +50,8 @@ def _overlay_container(group: str, container: dict[str, Any], **pod: Any) -> dic
     if group == "head":
         return {"kuberay": {"spec": {"headGroupSpec": {"template": template}}}}
     return {"kuberay": {"spec": {"workerGroupSpecs": [
-        {"groupName": g, "template": template if g == group else {"spec": {"nodeSelector": {"nvidia.com/gpu.present": "true"}}}}
+        {"groupName": g,
+         "template": template if g == group else {"spec": {"nodeSelector": {"nvidia.com/gpu.present": "true"}}}}
         for g in ("trainer", "inference")
     ]}}}
 
@@ -58,7 +60,8 @@ def test_configmap_over_one_mebibyte(tmp_path, capsys):
     recipe = RECIPE.read_text() + "notes: " + "x" * (1024 * 1024) + "\n"
     code, out = _check(tmp_path, capsys, recipe=recipe)
     assert code == 1, out
-    _refusal(out, "ConfigMap", "grpo-swe-recipe", "the object", "Too long: may not be more than 1048576 bytes (data and binaryData together")
+    _refusal(out, "ConfigMap", "grpo-swe-recipe", "the object",
+             "Too long: may not be more than 1048576 bytes (data and binaryData together")
 
 
 def test_release_secret_over_one_mebibyte(tmp_path, capsys):
@@ -97,15 +100,18 @@ def test_invalid_env_var_name_in_the_overlay(tmp_path, capsys):
     over = _overlay_container("trainer", {"name": "ray-worker", "env": [{"name": "BAD=NAME", "value": "1"}]})
     code, out = _check(tmp_path, capsys, over)
     assert code == 1, out
-    _refusal(out, "RayJob", "grpo-swe", r"spec\.rayClusterSpec\.workerGroupSpecs\[0\]\.template\.spec\.containers\[0\]\.env\[\d+\]\.name",
-             "Invalid value: \"BAD=NAME\": a valid environment variable name must consist only of printable ASCII characters other than '='")
+    _refusal(out, "RayJob", "grpo-swe",
+             r"spec\.rayClusterSpec\.workerGroupSpecs\[0\]\.template\.spec\.containers\[0\]\.env\[\d+\]\.name",
+             "Invalid value: \"BAD=NAME\": a valid environment variable name must consist only of printable ASCII "
+             "characters other than '='")
 
 
 def test_invalid_port_in_the_overlay(tmp_path, capsys):
     over = _overlay_container("inference", {"name": "metrics", "image": "busybox", "ports": [{"containerPort": 70000}]})
     code, out = _check(tmp_path, capsys, over)
     assert code == 1, out
-    _refusal(out, "RayJob", "grpo-swe", r"spec\.rayClusterSpec\.workerGroupSpecs\[1\]\.template\.spec\.containers\[\d+\]\.ports\[0\]\.containerPort",
+    _refusal(out, "RayJob", "grpo-swe",
+             r"spec\.rayClusterSpec\.workerGroupSpecs\[1\]\.template\.spec\.containers\[\d+\]\.ports\[0\]\.containerPort",
              "Invalid value: 70000: must be between 1 and 65535, inclusive")
 
 
@@ -122,7 +128,8 @@ def test_min_domains_with_schedule_anyway(tmp_path, capsys):
         {"topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "minDomains": 2}]}}
     code, out = _check(tmp_path, capsys, over)
     assert code == 1, out
-    _refusal(out, "Deployment", "grpo-swe-sandbox", re.escape("spec.template.spec.topologySpreadConstraints[0].minDomains"),
+    _refusal(out, "Deployment", "grpo-swe-sandbox",
+             re.escape("spec.template.spec.topologySpreadConstraints[0].minDomains"),
              "can only use minDomains if whenUnsatisfiable=DoNotSchedule")
 
 
@@ -130,15 +137,18 @@ def test_limitrange_default_above_max(tmp_path, capsys):
     over = {"infra": {"limitRange": {"enabled": True, "default": {"cpu": "4"}, "max": {"cpu": "2"}}}}
     code, out = _check(tmp_path, capsys, over)
     assert code == 1, out
-    _refusal(out, "LimitRange", "grpo-swe", re.escape("spec.limits[0].default[cpu]"), "default value 4 is greater than max value 2")
+    _refusal(out, "LimitRange", "grpo-swe", re.escape("spec.limits[0].default[cpu]"),
+             "default value 4 is greater than max value 2")
 
 
 def test_duplicate_mount_path_in_the_overlay(tmp_path, capsys):
-    over = _overlay_container("head", {"name": "ray-head", "volumeMounts": [{"name": "scratch", "mountPath": "/etc/dockyard"}]},
+    over = _overlay_container("head",
+                              {"name": "ray-head", "volumeMounts": [{"name": "scratch", "mountPath": "/etc/dockyard"}]},
                               volumes=[{"name": "scratch", "emptyDir": {}}])
     code, out = _check(tmp_path, capsys, over)
     assert code == 1, out
-    _refusal(out, "RayJob", "grpo-swe", r"spec\.rayClusterSpec\.headGroupSpec\.template\.spec\.containers\[0\]\.volumeMounts\[\d+\]\.mountPath",
+    _refusal(out, "RayJob", "grpo-swe",
+             r"spec\.rayClusterSpec\.headGroupSpec\.template\.spec\.containers\[0\]\.volumeMounts\[\d+\]\.mountPath",
              'Invalid value: "/etc/dockyard": must be unique')
 
 
@@ -147,7 +157,8 @@ def test_crd_cel_rule_in_the_overlay(tmp_path, capsys):
     code, out = _check(tmp_path, capsys, {"kuberay": {"spec": {"managedBy": "my-controller"}}})
     assert code == 1, out
     _refusal(out, "RayJob", "grpo-swe", re.escape("spec.rayClusterSpec.managedBy"),
-             "Invalid value: \"my-controller\": the managedBy field value must be either 'ray.io/kuberay-operator' or 'kueue.x-k8s.io/multikueue'")
+             "Invalid value: \"my-controller\": the managedBy field value must be either "
+             "'ray.io/kuberay-operator' or 'kueue.x-k8s.io/multikueue'")
 
 
 @pytest.mark.parametrize("infra", INFRA_EXAMPLES, ids=lambda p: p.name)
@@ -159,7 +170,8 @@ def test_examples_pass_api_validation(infra, capsys):
     templates = {"rayjob": 4, "bringup": 3, "attach": 0}[mode]  # head + 2 workers (+ the submitter)
     if launch.get("submissionMode") == "HTTPMode":  # the operator submits over HTTP: no submitter pod
         templates -= 1
-    assert re.search(rf"^✓ api validation +\d+ objects, {templates} pod templates \(Kubernetes v1\.\d+\.\d+ validation\)$", out, re.M), out
+    summary = rf"^✓ api validation +\d+ objects, {templates} pod templates \(Kubernetes v1\.\d+\.\d+ validation\)$"
+    assert re.search(summary, out, re.M), out
     assert re.search(r"^✓ release size +≤ \d+ KiB of 1024 KiB", out, re.M), out
 
 
@@ -186,8 +198,9 @@ def test_apiserver_warnings_are_shown_and_do_not_fail(tmp_path, capsys):
     code, out = _check(tmp_path, capsys, over)
     assert code == 0, out
     deprecated = ': deprecated since v1.14; use "kubernetes.io/arch" instead'
-    assert f"  ! apiserver warns on RayJob grpo-swe: spec.rayClusterSpec.headGroupSpec.template.spec.nodeSelector[beta.kubernetes.io/arch]{deprecated}" in out
-    assert f"  ! apiserver warns on Deployment grpo-swe-sandbox: spec.template.spec.nodeSelector[beta.kubernetes.io/arch]{deprecated}" in out
+    arch = "nodeSelector[beta.kubernetes.io/arch]" + deprecated
+    assert f"  ! apiserver warns on RayJob grpo-swe: spec.rayClusterSpec.headGroupSpec.template.spec.{arch}" in out
+    assert f"  ! apiserver warns on Deployment grpo-swe-sandbox: spec.template.spec.{arch}" in out
     assert "✓ api validation" in out
 
 

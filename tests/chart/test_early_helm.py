@@ -98,7 +98,8 @@ def test_a_helm_started_before_the_parser_is_stopped_when_the_command_fails_firs
     monkeypatch.setattr(cli, "cmd_render", failing)
     started: list[str] = []
     start, cancel = helm.Template.__init__, helm.Template.cancel
-    monkeypatch.setattr(helm.Template, "__init__", lambda self, *a, **kw: (started.append("start"), start(self, *a, **kw))[1])
+    monkeypatch.setattr(helm.Template, "__init__",
+                        lambda self, *a, **kw: (started.append("start"), start(self, *a, **kw))[1])
     monkeypatch.setattr(helm.Template, "cancel", lambda self: (started.append("cancel"), cancel(self))[1])
     assert main(["render", str(RECIPE), str(INFRA_EXAMPLES[0])]) == 2
     assert started == ["start", "cancel"]  # started before argparse, stopped at exit

@@ -64,7 +64,8 @@ def test_requests_are_small_and_limits_default_to_them(render):
     res = sandbox_pod(render())["containers"][0]["resources"]
     assert res["requests"] == {"cpu": "1", "memory": "2Gi", "ephemeral-storage": "10Gi"}
     assert res["limits"] == res["requests"]
-    res = sandbox_pod(render(sandbox={"resources": {"cpuLimit": "4", "memoryLimit": "8Gi", "ephemeralStorageLimit": "40Gi"}}))["containers"][0]["resources"]
+    res = sandbox_pod(render(sandbox={"resources": {"cpuLimit": "4", "memoryLimit": "8Gi",
+                                                    "ephemeralStorageLimit": "40Gi"}}))["containers"][0]["resources"]
     assert res["requests"] == {"cpu": "1", "memory": "2Gi", "ephemeral-storage": "10Gi"}
     assert res["limits"] == {"cpu": "4", "memory": "8Gi", "ephemeral-storage": "40Gi"}
 
@@ -89,7 +90,8 @@ def test_network_policy_metadata_block_can_be_lifted(render):
 
 
 def test_network_policy_locked_down_egress(render):
-    np = render(sandbox={"port": 8080, "networkPolicy": {"allowEgress": False, "allowedEgressCidrs": ["10.20.0.0/16", "192.0.2.10/32"]}}).one("NetworkPolicy")["spec"]
+    locked = {"allowEgress": False, "allowedEgressCidrs": ["10.20.0.0/16", "192.0.2.10/32"]}
+    np = render(sandbox={"port": 8080, "networkPolicy": locked}).one("NetworkPolicy")["spec"]
     assert np["ingress"][0]["ports"] == [{"protocol": "TCP", "port": 8080}]
     assert np["egress"][0]["ports"][0]["port"] == 53
     assert np["egress"][1] == {"to": [{"ipBlock": {"cidr": "10.20.0.0/16"}}, {"ipBlock": {"cidr": "192.0.2.10/32"}}]}
@@ -152,7 +154,8 @@ def test_sandbox_image_defaults_to_infra_image_and_can_pin_a_digest(render):
     assert sandbox_pod(out)["containers"][0]["image"] == f"ghcr.io/dockyard-rl/ubuntu-swe@{digest}"
     out = render(infra={"image": {"digest": digest}})
     assert sandbox_pod(out)["containers"][0]["image"] == f"ghcr.io/dockyard-rl/ubuntu-swe@{digest}"
-    assert out.groups()["trainer"]["template"]["spec"]["containers"][0]["image"] == f"ghcr.io/dockyard-rl/ubuntu-swe@{digest}"
+    trainer = out.groups()["trainer"]["template"]["spec"]["containers"][0]
+    assert trainer["image"] == f"ghcr.io/dockyard-rl/ubuntu-swe@{digest}"
     own = render(sandbox={"image": {"repository": "ghcr.io/org/executor", "tag": "2"}})
     assert sandbox_pod(own)["containers"][0]["image"] == "ghcr.io/org/executor:2"
 
@@ -177,7 +180,8 @@ def test_gpu_pdb_in_bringup_only(render):
     pdbs = render(launch={"mode": "bringup"}, kuberay=on, recipe={"cluster": cluster}).all("PodDisruptionBudget")
     gpu = [p for p in pdbs if p["metadata"]["name"] == "grpo-swe-gpu"]
     assert gpu and gpu[0]["spec"] == {"minAvailable": 6, "selector": {"matchLabels": {"ray.io/cluster": "grpo-swe"}}}
-    custom = render(launch={"mode": "bringup"}, kuberay={"pdb": {"enabled": True, "minAvailable": 2}}).all("PodDisruptionBudget")
+    custom = render(launch={"mode": "bringup"},
+                    kuberay={"pdb": {"enabled": True, "minAvailable": 2}}).all("PodDisruptionBudget")
     assert [p["spec"]["minAvailable"] for p in custom if p["metadata"]["name"].endswith("-gpu")] == [2]
     assert len(render(launch={"mode": "bringup"}).all("PodDisruptionBudget")) == 1
     assert len(render(kuberay=on).all("PodDisruptionBudget")) == 1  # rayjob: the RayJob owns its cluster

@@ -85,7 +85,8 @@ def _composed_values(infra: Path, tmp_path: Path) -> Path:
 def test_helm3_and_helm4_render_the_same_manifests(values, tmp_path):
     path = values if values == PLAIN_VALUES else _composed_values(values, tmp_path)
     kube = versions()["KUBERNETES_VERSION"]  # one Kubernetes version for both (their defaults differ)
-    h3, h4 = (run_helm(name, "template", "dockyard", CHART_DIR, "-f", path, "-n", "dockyard", "--kube-version", kube).stdout
+    h3, h4 = (run_helm(name, "template", "dockyard", CHART_DIR, "-f", path, "-n", "dockyard", "--kube-version",
+                       kube).stdout
               for name in HELMS)
     assert docs(h3) == docs(h4)
     assert len(docs(h3)) >= 4

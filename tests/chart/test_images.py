@@ -53,8 +53,10 @@ def images(out: Rendered) -> dict[str, str]:
 
 def test_issue_9_example_keeps_the_sandbox_tag(render):
     """GPU image pinned by digest, sandbox with its own repository and tag: that tag, not the GPU digest."""
-    got = images(render(infra={"image": {"digest": GPU_DIGEST}}, sandbox={"image": {"repository": EXECUTOR, "tag": "exec-2"}}))
-    assert (got["sandbox"], got["test"], got["trainer"]) == (f"{EXECUTOR}:exec-2", f"{EXECUTOR}:exec-2", f"{REPO}@{GPU_DIGEST}")
+    got = images(render(infra={"image": {"digest": GPU_DIGEST}},
+                        sandbox={"image": {"repository": EXECUTOR, "tag": "exec-2"}}))
+    assert (got["sandbox"], got["test"], got["trainer"]) == (f"{EXECUTOR}:exec-2", f"{EXECUTOR}:exec-2",
+                                                             f"{REPO}@{GPU_DIGEST}")
 
 
 def _rendered(all_values: list[dict], window: int = 4) -> Iterator[Rendered]:
@@ -74,7 +76,8 @@ def test_every_combination_agrees_across_chart_plain_values_and_composer():
     all_values = []
     for (_, gpu), (_, sandbox) in cases:
         all_values.append(chart_values(infra={"image": gpu}, sandbox={"image": sandbox}))  # as the generator composes
-        all_values.append({"infra": {"image": gpu}, "sandbox": {"image": sandbox}})  # plain: chart defaults for the rest
+        all_values.append({"infra": {"image": gpu},
+                           "sandbox": {"image": sandbox}})  # plain: chart defaults for the rest
     renders = _rendered(all_values)
     for n, ((gname, gpu), (sname, sandbox)) in enumerate(cases):
         gpu_ref, sandbox_ref = expected(gpu, sandbox)

@@ -40,9 +40,11 @@ def _mutated(text: str, kind: str, mutate) -> str:
 
 
 @pytest.mark.parametrize("kind, mutate, fragment", [
-    ("RayJob", lambda d: d["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0].update(imagePolicy="x"), "imagePolicy"),
+    ("RayJob", lambda d: d["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]
+     .update(imagePolicy="x"), "imagePolicy"),
     ("RayJob", lambda d: d["spec"].update(entrypoint=5), "entrypoint"),
-    ("RayJob", lambda d: d["spec"]["rayClusterSpec"]["headGroupSpec"].update(rayStartParams={"num-cpus": 1}), "num-cpus"),
+    ("RayJob", lambda d: d["spec"]["rayClusterSpec"]["headGroupSpec"].update(rayStartParams={"num-cpus": 1}),
+     "num-cpus"),
     ("Deployment", lambda d: d["spec"]["template"]["spec"].update(hostNetworking=True), "hostNetworking"),
     ("NetworkPolicy", lambda d: d["spec"]["ingress"][0]["ports"][0].update(endPort="high"), "endPort"),
     ("PodDisruptionBudget", lambda d: d["spec"].update(maxUnavailable=[1]), "maxUnavailable"),
@@ -65,7 +67,8 @@ def test_raycluster_strictness_from_the_crd():
 def test_hand_written_values_work_with_plain_helm(path):
     results = check_plain_values(path)
     assert results and all(r.status == "valid" for r in results), results
-    assert {r.kind for r in results} >= {"Deployment", "Service", "NetworkPolicy", "PodDisruptionBudget", "ServiceAccount"}
+    assert {r.kind for r in results} >= {"Deployment", "Service", "NetworkPolicy", "PodDisruptionBudget",
+                                         "ServiceAccount"}
     assert not {"RayJob", "RayCluster"} & {r.kind for r in results}
 
 

@@ -116,7 +116,7 @@ def values_for(fill: Callable[[Slot], str], mode: str) -> dict[str, Any]:
     doc = deep_merge(build(fill), SWITCHES)
     doc["launch"]["mode"] = mode
     del doc["infra"]["image"]["digest"]
-    for group, name in zip(doc["kuberay"]["spec"]["workerGroupSpecs"], ("trainer", "inference")):
+    for group, name in zip(doc["kuberay"]["spec"]["workerGroupSpecs"], ("trainer", "inference"), strict=True):
         group["groupName"] = name
     return ChartValues.model_validate(doc).model_dump(mode="json", by_alias=True, exclude_none=True)
 
@@ -128,7 +128,8 @@ build(lambda slot: SLOTS.append(slot) or "x")
 # Sentinels: distinct, of equal length (none inside another), each valid for its field.
 def _sentinel(n: int, slot: Slot) -> str:
     token = f"zq{n:03d}x"
-    candidates = [token, "/" + token, "sha256:" + f"e{n:03d}" * 16, f"10.{100 + n}.0.0/16", f"9.{100 + n}.7", f"{1000 + n}7m"]
+    candidates = [token, "/" + token, "sha256:" + f"e{n:03d}" * 16, f"10.{100 + n}.0.0/16", f"9.{100 + n}.7",
+                  f"{1000 + n}7m"]
     return next(c for c in candidates if _valid(c, slot.schema))
 
 
@@ -258,7 +259,8 @@ class _GoLikeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ign
 
 _GoLikeLoader.add_constructor("tag:yaml.org,2002:float", _GoLikeLoader.construct_yaml_float)
 _GoLikeLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag not in ("tag:yaml.org,2002:value", "tag:yaml.org,2002:merge")]
+    first: [(tag, regexp) for tag, regexp in resolvers
+            if tag not in ("tag:yaml.org,2002:value", "tag:yaml.org,2002:merge")]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 
@@ -293,7 +295,8 @@ def _sentinel_objects(mode: str) -> str:
 def test_every_string_field_is_found_and_rendered():
     # The walk finds the fields an injection went through before (issue 9) ...
     paths = {slot.path for slot in SLOTS}
-    assert {"sandbox.topologySpreadConstraints[0].topologyKey", "sandbox.security.workDir", "infra.resourceQuota.hard.<key0>",
+    assert {"sandbox.topologySpreadConstraints[0].topologyKey", "sandbox.security.workDir",
+            "infra.resourceQuota.hard.<key0>",
             "launch.configMountPath", "sandbox.nodeSelector.<key1>", "kuberay.spec.headGroupSpec.<key0>"} <= paths
     # ... and each one's sentinel shows up in the manifests, but for the few the chart does not use.
     for mode in ("rayjob", "bringup"):
@@ -335,7 +338,8 @@ def test_pattern_checked_strings_come_back_verbatim(strings, mode):
 def test_strings_helm_toyaml_cannot_carry_are_refused_by_path(char):
     """Helm's toYaml dropped the whole nodeSelector (or head group) for these, or broke the manifest."""
     for over, where in (({"sandbox": {"nodeSelector": {"disk": f"ssd{char}"}}}, "sandbox.nodeSelector.disk: "),
-                        ({"kuberay": {"spec": {"headGroupSpec": {f"x{char}": "y"}}}}, "kuberay.spec.headGroupSpec: the key")):
+                        ({"kuberay": {"spec": {"headGroupSpec": {f"x{char}": "y"}}}},
+                         "kuberay.spec.headGroupSpec: the key")):
         values = chart_values(**over)
         with pytest.raises(AssertionError, match="helm") as refused:
             _helm_template(values)
@@ -345,7 +349,8 @@ def test_strings_helm_toyaml_cannot_carry_are_refused_by_path(char):
 def test_keys_yaml_would_merge_are_refused_by_path():
     """Helm's toYaml writes a "<<" key unquoted: a map under it was merged into its parent, silently."""
     for over, where in (({"sandbox": {"nodeSelector": {"<<": "x"}}}, "sandbox.nodeSelector: "),
-                        ({"kuberay": {"spec": {"headGroupSpec": {"<<": {"serviceType": "NodePort"}}}}}, "kuberay.spec.headGroupSpec: ")):
+                        ({"kuberay": {"spec": {"headGroupSpec": {"<<": {"serviceType": "NodePort"}}}}},
+                         "kuberay.spec.headGroupSpec: ")):
         with pytest.raises(AssertionError, match="merge key") as refused:
             _helm_template(chart_values(**over))
         assert where + 'the key "<<"' in str(refused.value)

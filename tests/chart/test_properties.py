@@ -42,7 +42,8 @@ infra_over = st.fixed_dictionaries({
                 "groupName": st.sampled_from(["trainer", "inference"]),
                 "template": st.fixed_dictionaries({"spec": st.fixed_dictionaries({
                     "nodeSelector": st.dictionaries(names, names, max_size=2),
-                    "containers": st.just([{"name": "ray-worker", "env": [{"name": "DOCKYARD_FLEET_ROLE", "value": "x"}]}]),
+                    "containers": st.just([{"name": "ray-worker",
+                                            "env": [{"name": "DOCKYARD_FLEET_ROLE", "value": "x"}]}]),
                 })}),
             }), max_size=2, unique_by=lambda g: g["groupName"]),
         }),
@@ -91,5 +92,6 @@ def test_any_valid_values_render_validate_and_keep_invariants(over):
         if role != "head":
             shape = over["recipe"]["cluster"][role]
             assert group["replicas"] == shape["nodes"]
-            assert group["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == shape["gpusPerNode"]
+            limits = group["template"]["spec"]["containers"][0]["resources"]["limits"]
+            assert limits["nvidia.com/gpu"] == shape["gpusPerNode"]
     assert out.one("Deployment")["spec"]["replicas"] == over["sandbox"]["replicas"]

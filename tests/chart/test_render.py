@@ -56,7 +56,8 @@ def test_apply_order_puts_governance_first_and_gpu_fleet_last(render):
 
 
 def test_worker_groups_follow_the_recipe(render):
-    out = render(recipe={"cluster": {"trainer": {"nodes": 3, "gpusPerNode": 4}, "inference": {"nodes": 2, "gpusPerNode": 2}}})
+    out = render(recipe={"cluster": {"trainer": {"nodes": 3, "gpusPerNode": 4},
+                                     "inference": {"nodes": 2, "gpusPerNode": 2}}})
     groups = out.groups()
     assert [g["groupName"] for g in out.ray_spec()["workerGroupSpecs"]] == ["trainer", "inference"]
     for role, nodes, gpus in (("trainer", 3, 4), ("inference", 2, 2)):
@@ -204,7 +205,8 @@ def test_submitter_pod_gets_image_priority_and_secrets(render):
 
 
 def test_rendering_is_deterministic():
-    values = chart_values(kuberay={"spec": {"workerGroupSpecs": [{"groupName": "trainer", "labels": {"a": "1", "b": "2"}}]}})
+    values = chart_values(kuberay={"spec": {"workerGroupSpecs": [{"groupName": "trainer",
+                                                                  "labels": {"a": "1", "b": "2"}}]}})
     assert render_values(values).text == render_values(values).text
 
 
@@ -219,7 +221,8 @@ def test_helm_lint_strict_is_clean():
 
 
 def test_overlay_container_without_mounts_leaves_no_null_lists(render):
-    ov = {"workerGroupSpecs": [{"groupName": "trainer", "template": {"spec": {"containers": [{"name": "ray-worker"}]}}}]}
+    ov = {"workerGroupSpecs": [{"groupName": "trainer",
+                                "template": {"spec": {"containers": [{"name": "ray-worker"}]}}}]}
     c = render(kuberay={"spec": ov}).groups()["trainer"]["template"]["spec"]["containers"][0]
     assert "volumeMounts" not in c
 

@@ -35,7 +35,8 @@ def test_restricted_pool_has_zero_findings():
 
 @pytest.mark.parametrize("over, finding", [
     ({"sandbox": {"security": {"enabled": False}}}, "CKV_K8S_20"),  # allowPrivilegeEscalation
-    ({"sandbox": {"resources": {"cpuLimit": None}, "security": {"dropCapabilities": []}}}, "CKV_K8S_37"),  # capabilities
+    ({"sandbox": {"resources": {"cpuLimit": None}, "security": {"dropCapabilities": []}}},
+     "CKV_K8S_37"),  # capabilities
 ])
 def test_the_gate_fails_on_a_new_finding(over, finding):
     report = checkov(pool(**over))

@@ -27,7 +27,8 @@ def test_defaults_harden_the_sandbox_and_leave_gpu_fleets_opt_in():
 
 def test_switches_show_up_in_the_table():
     t = table(sandbox={"security": {"profile": "restricted"}, "networkPolicy": {"blockCloudMetadata": False}},
-              infra={"security": {"enabled": True}, "priorityClassName": "training", "image": {"digest": "sha256:" + "a" * 64}},
+              infra={"security": {"enabled": True}, "priorityClassName": "training",
+                     "image": {"digest": "sha256:" + "a" * 64}},
               launch={"mode": "bringup"}, kuberay={"pdb": {"enabled": True}})
     assert t["runAsNonRoot"]["sandbox"] == "set" and t["writable work dir (emptyDir)"]["sandbox"] == "set"
     assert t["allowPrivilegeEscalation: false"]["trainer"] == "set"

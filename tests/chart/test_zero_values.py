@@ -27,7 +27,8 @@ def test_ids_render_as_set_zero_included(profile, uid):
     for role in ROLES:
         pod, container = _contexts(out, role)
         assert {k: pod.get(k) for k in IDS} == ids, role
-        assert {k: container.get(k) for k in ("runAsUser", "runAsGroup")} == {"runAsUser": user, "runAsGroup": uid}, role
+        ids_of_container = {k: container.get(k) for k in ("runAsUser", "runAsGroup")}
+        assert ids_of_container == {"runAsUser": user, "runAsGroup": uid}, role
         assert all(type(pod[k]) is int for k in IDS), role
 
 

@@ -22,7 +22,7 @@ INFRA = EXAMPLES / "grpo_swe.infra.yaml"
 HEAD = "name: grpo-swe\nentrypoint: python -m dockyard_rl.train\n"
 
 LAUGHS = HEAD + "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
-    f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")
+    f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
 )
 
 
@@ -47,8 +47,9 @@ def test_alias_bomb_in_the_infra_spec_and_in_an_override(tmp_path, capsys):
     infra = write(tmp_path, "i.yaml", INFRA.read_text() + LAUGHS.replace(HEAD, "x-bomb:\n").replace("\n", "\n  ")[:-2])
     code, _, err = values(capsys, RECIPE, infra)
     assert code == 2 and "aliases expand" in err
-    flow = "{a: &a [1,1,1,1,1,1,1,1,1,1], b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a], c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]," \
-           " d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c], e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d], f: [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]}"
+    flow = ("{a: &a [1,1,1,1,1,1,1,1,1,1], b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a], "
+            "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b], d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c], "
+            "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d], f: [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]}")
     code, _, err = values(capsys, RECIPE, INFRA, f"grpo.bomb={flow}")
     assert code == 2 and "error: <command line>: grpo.bomb: value is not YAML: aliases expand" in err
 
@@ -68,7 +69,8 @@ def test_endless_input_is_capped(capsys, source):
 
 
 def test_endless_stdin_is_capped():
-    done = subprocess.run(f"{sys.executable} -m generator values - {INFRA} < /dev/zero", shell=True, capture_output=True,
+    done = subprocess.run(f"{sys.executable} -m generator values - {INFRA} < /dev/zero", shell=True,
+                          capture_output=True,
                           text=True, timeout=60, cwd=Path(__file__).parents[2])
     assert done.returncode == 2 and "error: <stdin>: input is larger than" in done.stderr
 
@@ -124,7 +126,8 @@ def test_nesting_through_aliases_is_counted(tmp_path, capsys):
 
 
 def test_nesting_up_to_the_cap_works(tmp_path, capsys):
-    code, out, err = values(capsys, write(tmp_path, "r.yaml", HEAD + f"deep: {nested('map', MAX_DEPTH - 1)}\n"), INFRA, "grpo.x=1")
+    code, out, err = values(capsys, write(tmp_path, "r.yaml", HEAD + f"deep: {nested('map', MAX_DEPTH - 1)}\n"), INFRA,
+                            "grpo.x=1")
     assert code == 0, err
 
 
@@ -173,8 +176,10 @@ def test_a_utf8_bom_is_fine(tmp_path, capsys):
     (HEAD + "x: !!omap [a: 1]\n", ":3: x: cannot read the value: the tag 'tag:yaml.org,2002:omap' is not supported"),
     (HEAD + "x: !!timestamp yesterday\n", ":3: x: cannot read the value 'yesterday' as tag:yaml.org,2002:timestamp"),
     (HEAD + "x: *nowhere\n", ":3: malformed YAML: found undefined alias 'nowhere'"),
-    (HEAD + "---\nname: b\n", ":3: malformed YAML: expected a single document in the stream (line 1), but found another document"),
-    (HEAD + "x: &a 1\ny: &a 2\n", ":4: malformed YAML: found duplicate anchor 'a'; first occurrence (line 3), second occurrence"),
+    (HEAD + "---\nname: b\n",
+     ":3: malformed YAML: expected a single document in the stream (line 1), but found another document"),
+    (HEAD + "x: &a 1\ny: &a 2\n",
+     ":4: malformed YAML: found duplicate anchor 'a'; first occurrence (line 3), second occurrence"),
     ("", ":1: the file holds a dict"),  # an empty file is an empty mapping: the models say what is missing
 ])
 def test_odd_yaml_is_one_clear_error(tmp_path, capsys, text, fragment):
@@ -210,7 +215,8 @@ def test_merge_keys_are_supported_and_explicit_keys_win(tmp_path, capsys):
     code, out, err = values(capsys, recipe)
     assert code == 0, err
     values_ = yaml.safe_load(out)
-    assert values_["recipe"]["cluster"] == {"trainer": {"nodes": 2, "gpusPerNode": 4}, "inference": {"nodes": 4, "gpusPerNode": 2}}
+    assert values_["recipe"]["cluster"] == {"trainer": {"nodes": 2, "gpusPerNode": 4},
+                                            "inference": {"nodes": 4, "gpusPerNode": 2}}
     assert values_["recipe"]["config"] == MERGED  # shipped as written
     assert yaml.safe_load(MERGED)["cluster"] == values_["recipe"]["cluster"]  # as PyYAML (the trainer's reader) sees it
 
@@ -220,13 +226,16 @@ def test_a_key_two_merged_mappings_set_differently_must_be_explicit(tmp_path, ca
     on the cluster, does not always agree: refuse rather than size the cluster differently."""
     recipe = write(tmp_path, "r.yaml", MERGED.replace("    gpusPerNode: 2\n", ""))
     code, _, err = values(capsys, recipe)
-    assert code == 2 and f"error: {recipe}:4: cluster.inference.gpusPerNode: 'gpusPerNode' is set differently by two merged mappings" in err
+    assert code == 2
+    assert (f"error: {recipe}:4: cluster.inference.gpusPerNode: 'gpusPerNode' is set differently by two merged "
+            "mappings") in err
     same = write(tmp_path, "s.yaml", HEAD + "a: &a {x: 1, y: 2}\nb: &b {x: 1, z: 3}\nc: {<<: [*a, *b]}\n")
     assert load_inputs(same, INFRA).recipe_doc.data["c"] == {"x": 1, "y": 2, "z": 3}
 
 
 def test_merge_keys_in_the_infra_spec_with_lines_of_merged_keys(tmp_path, capsys):
-    infra = write(tmp_path, "i.yaml", INFRA.read_text().replace("sandbox:\n", "x-res: &res {cpu: lots, memory: 2Gi}\nsandbox:\n")
+    infra = write(tmp_path, "i.yaml",
+                  INFRA.read_text().replace("sandbox:\n", "x-res: &res {cpu: lots, memory: 2Gi}\nsandbox:\n")
                   .replace("  resources:\n", "  resources:\n    <<: *res\n").replace('    cpu: "1"\n', ""))
     line = infra.read_text().splitlines().index("x-res: &res {cpu: lots, memory: 2Gi}") + 1
     code, _, err = values(capsys, RECIPE, infra)

@@ -14,7 +14,8 @@ INFRA = EXAMPLES / "grpo_swe.infra.yaml"
 def test_values_carry_recipe_keys_and_infra_blocks():
     values = values_dict(compose(load_inputs(RECIPE, INFRA)))
     assert values["recipe"]["name"] == "grpo-swe"
-    assert values["recipe"]["cluster"] == {"trainer": {"nodes": 2, "gpusPerNode": 8}, "inference": {"nodes": 1, "gpusPerNode": 8}}
+    assert values["recipe"]["cluster"] == {"trainer": {"nodes": 2, "gpusPerNode": 8},
+                                           "inference": {"nodes": 1, "gpusPerNode": 8}}
     assert values["recipe"]["config"] == RECIPE.read_text()  # shipped unchanged
     assert values["infra"]["image"]["tag"] == "2026.11-vllm"
     assert "namespace" not in values["infra"]  # the release namespace wins in the chart
@@ -23,7 +24,8 @@ def test_values_carry_recipe_keys_and_infra_blocks():
 
 
 def test_overrides_are_yaml_typed_and_reach_the_shipped_recipe():
-    inputs = load_inputs(RECIPE, INFRA, ["cluster.trainer.nodes=4", "grpo.max_num_steps=10", "policy.tags=[a, b]", "new.key=on"])
+    inputs = load_inputs(RECIPE, INFRA,
+                         ["cluster.trainer.nodes=4", "grpo.max_num_steps=10", "policy.tags=[a, b]", "new.key=on"])
     values = values_dict(compose(inputs))
     assert values["recipe"]["cluster"]["trainer"]["nodes"] == 4
     shipped = yaml.safe_load(values["recipe"]["config"])

@@ -67,7 +67,8 @@ def test_missing_helm_is_a_usage_error(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv(HELM_ENV, str(tmp_path / "nope"))
     with pytest.raises(InputError, match=r"DOCKYARD_HELM=.*nope: no such executable"):
         helm_binary()
-    rc = main(["history", "x", "-n", "ns", "--helm", str(tmp_path / "gone"), "--kubeconfig", unreachable_kubeconfig(tmp_path)])
+    rc = main(["history", "x", "-n", "ns", "--helm", str(tmp_path / "gone"), "--kubeconfig",
+               unreachable_kubeconfig(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 2 and "--helm" in err and "gone: no such executable" in err and "Traceback" not in err
 
@@ -77,7 +78,8 @@ def test_live_verbs_refuse_an_unsupported_helm_and_pick_helm4s_flag(tmp_path):
     from generator.live.release import Helm
 
     kube = Kube(unreachable_kubeconfig(tmp_path))
-    with using(fake_helm(tmp_path, "v2.17.0")), pytest.raises(CheckFailed, match=r"is v2\.17\.0: dockyard-k8s supports Helm 3"):
+    refusal = r"is v2\.17\.0: dockyard-k8s supports Helm 3"
+    with using(fake_helm(tmp_path, "v2.17.0")), pytest.raises(CheckFailed, match=refusal):
         Helm(kube)
     with using(str(HELM4), "oci://127.0.0.1:1/charts/dockyard", "1.2.3"):
         h = Helm(kube)

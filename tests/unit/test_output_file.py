@@ -68,7 +68,8 @@ def test_an_output_onto_an_input_is_refused(tmp_path, capsys, monkeypatch, input
         os.link(target, out)
     code, err = cli(capsys, verb, out, recipe, infra)
     assert code == 2
-    assert one_line(err) == f"error: {out}: refusing to write the output over the input {target}; choose another -o path\n"
+    assert one_line(err) == (f"error: {out}: refusing to write the output over the input {target}; "
+                             "choose another -o path\n")
     assert target.read_bytes() == before
 
 
@@ -213,7 +214,8 @@ def test_a_folder_we_cannot_write_is_one_line(tmp_path, capsys, verb):
     finally:
         _mutable(folder)
     assert code == 2
-    assert one_line(err).startswith(f"error: {folder / 'out.yaml'}: cannot write the output: cannot create a file in the folder {folder}: ")
+    assert one_line(err).startswith(f"error: {folder / 'out.yaml'}: cannot write the output: "
+                                    f"cannot create a file in the folder {folder}: ")
     assert names == []
 
 

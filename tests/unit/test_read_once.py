@@ -39,7 +39,8 @@ def through_fifo(fifo: Path, data: bytes, args: list[str]) -> tuple[int, str, st
     os.mkfifo(fifo)
     writer = threading.Thread(target=fifo.write_bytes, args=(data,), daemon=True)
     writer.start()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).parents[2])
     try:
         out, err = proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:

@@ -83,7 +83,8 @@ def _leaves(node: Any) -> list[Any]:
 # Inputs generated from the schemas ----------------------------------------------------------------
 
 _free = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["a", "labels", "1"]),
-                     lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.sampled_from(["a", "b", "resources"]), inner, max_size=2),
+                     lambda inner: st.lists(inner, max_size=2)
+                     | st.dictionaries(st.sampled_from(["a", "b", "resources"]), inner, max_size=2),
                      max_leaves=4)
 
 
@@ -108,7 +109,7 @@ def _strategy(schema: dict[str, Any], defs: dict[str, Any]) -> st.SearchStrategy
     if kind == "null":
         return st.none()
     if kind == "array":
-        return st.lists(_strategy(schema["items"], defs), max_size=2) if "items" in schema else st.lists(_free, max_size=2)
+        return st.lists(_strategy(schema["items"], defs) if "items" in schema else _free, max_size=2)
     if kind == "object":
         props = schema.get("properties", {})
         extra = schema.get("additionalProperties", True)
@@ -160,14 +161,16 @@ def mutated(draw: st.DrawFn, base: st.SearchStrategy[Any]) -> Any:
         elif how == "drop" and isinstance(node, dict):
             del node[last]
         elif how == "unknown key" and isinstance(node, dict):
-            node[draw(st.sampled_from(["replcas", "x", "ephemeralStorage", "ephemeral-storage", True, 1]))] = copy.deepcopy(draw(st.sampled_from(AWKWARD)))
+            value = copy.deepcopy(draw(st.sampled_from(AWKWARD)))  # drawn first, as before the key
+            node[draw(st.sampled_from(["replcas", "x", "ephemeralStorage", "ephemeral-storage", True, 1]))] = value
         elif how == "alias" and isinstance(node, dict) and last == "ephemeral-storage":
             node["ephemeralStorage"] = node[last]
     return data
 
 
 SETTINGS = settings(max_examples=250, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                           HealthCheck.data_too_large])
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -208,7 +211,8 @@ def _infra(path: str, value: Any) -> dict[str, Any]:
 
 
 CASES = [
-    ("sandbox.replicas", True), ("sandbox.replicas", 2.0), ("sandbox.resources.cpu", "1\n"), ("sandbox.resources.cpu", float("inf")),
+    ("sandbox.replicas", True), ("sandbox.replicas", 2.0), ("sandbox.resources.cpu", "1\n"),
+    ("sandbox.resources.cpu", float("inf")),
     ("sandbox.resources.cpu", -1), ("infra.image.tag", "v1\n"), ("infra.backend", "sglang"),
     ("sandbox.networkPolicy", {"allowEgress": False, "allowedEgressCidrs": ["10.1.2.3/16"]}),
     ("sandbox.networkPolicy", {"allowedEgressCidrs": ["10.0.0.0/8"]}),
@@ -275,7 +279,8 @@ def test_composed_values_are_the_models_values(infra, overrides):
     values = compose(inputs)
     assert fast is not None
     assert json.dumps(fast.values) == json.dumps(values_dict(values))
-    assert (fast.release, fast.namespace, fast.mode) == (values.recipe.name, inputs.infra.infra.namespace, values.launch.mode)
+    assert (fast.release, fast.namespace, fast.mode) == (values.recipe.name, inputs.infra.infra.namespace,
+                                                         values.launch.mode)
 
 
 def test_free_form_dates_go_to_the_models(tmp_path):
@@ -300,7 +305,8 @@ import sys
 from generator.cli import main
 code = main(sys.argv[1:])
 sys.stdout.flush()
-heavy = ("pydantic", "importlib.metadata", "dataclasses", "typing", "tempfile", "gzip", "generator.live.cli", "generator.playground.cli")
+heavy = ("pydantic", "importlib.metadata", "dataclasses", "typing", "tempfile", "gzip", "generator.live.cli",
+         "generator.playground.cli")
 print("imported: " + " ".join(m for m in heavy if m in sys.modules), file=sys.stderr)
 sys.exit(code)
 """
@@ -311,14 +317,16 @@ def test_the_happy_path_never_imports_pydantic(verb):
     """Nor what costs milliseconds at start-up for nothing: importlib.metadata (~40 ms, for one
     version string), dataclasses (inspect, ast: ~7 ms), typing (~3 ms), tempfile, gzip, the other
     command groups."""
-    proc = subprocess.run([sys.executable, "-c", NO_PYDANTIC, verb, str(RECIPE), str(INFRA_EXAMPLES[0]), "cluster.trainer.nodes=2"],
+    proc = subprocess.run([sys.executable, "-c", NO_PYDANTIC, verb, str(RECIPE), str(INFRA_EXAMPLES[0]),
+                           "cluster.trainer.nodes=2"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().endswith("imported:")
 
 
 def test_a_refusal_imports_the_models_to_explain(tmp_path):
-    proc = subprocess.run([sys.executable, "-c", NO_PYDANTIC, "values", str(RECIPE), str(INFRA_EXAMPLES[0]), "cluster.trainer.nodes=0"],
+    proc = subprocess.run([sys.executable, "-c", NO_PYDANTIC, "values", str(RECIPE), str(INFRA_EXAMPLES[0]),
+                           "cluster.trainer.nodes=0"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "cluster.trainer.nodes: 0 is out of range" in proc.stderr and "imported: pydantic" in proc.stderr

@@ -66,7 +66,8 @@ def scalar_fields(model: type[BaseModel], path: tuple[Any, ...] = ()) -> list[tu
     return out
 
 
-def with_value(data: dict[str, Any], path: tuple[Any, ...], value: Any, item_models: dict[tuple[Any, ...], type]) -> dict[str, Any]:
+def with_value(data: dict[str, Any], path: tuple[Any, ...], value: Any,
+               item_models: dict[tuple[Any, ...], type]) -> dict[str, Any]:
     data = yaml.safe_load(yaml.safe_dump(data))
     node: Any = data
     for i, part in enumerate(path[:-1]):
@@ -141,7 +142,8 @@ def _show(value: Any) -> str:
 def test_every_typed_field_refuses_the_wrong_type(tmp_path, capsys, target, path, kind, bad):
     recipe, infra = RECIPE, INFRA
     if target == "infra":
-        infra = write(tmp_path, "i.yaml", with_value(yaml.safe_load(INFRA.read_text()), path, bad, _list_models(InfraSpec)))
+        infra = write(tmp_path, "i.yaml",
+                      with_value(yaml.safe_load(INFRA.read_text()), path, bad, _list_models(InfraSpec)))
     else:
         recipe = write(tmp_path, "r.yaml", with_value(yaml.safe_load(RECIPE.read_text()), path, bad, {}))
     code = main(["values", str(recipe), str(infra)])
@@ -170,7 +172,8 @@ def test_yaml_spellings_in_the_recipe(tmp_path, capsys, text, key, line):
 def test_messages_say_what_went_wrong(tmp_path, capsys):
     recipe = write(tmp_path, "r.yaml", RECIPE.read_text().replace("trainer:   {nodes: 2,", "trainer:   {nodes: yes,"))
     main(["values", str(recipe), str(INFRA)])
-    assert "wrong type: True is a boolean (YAML reads yes/no, on/off, true/false as booleans)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "wrong type: True is a boolean (YAML reads yes/no, on/off, true/false as booleans)" in err
     main(["values", str(RECIPE), str(INFRA), "cluster.trainer.nodes=.inf"])
     assert "error: <command line>: cluster.trainer.nodes: .inf is not a finite number" in capsys.readouterr().err
     main(["values", str(RECIPE), str(INFRA), "cluster.trainer.nodes='4'"])
@@ -178,15 +181,18 @@ def test_messages_say_what_went_wrong(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("key, value, where", [
-    ("kuberay.spec", {"headGroupSpec": {"rayStartParams": {"num-cpus": float("inf")}}}, "kuberay.spec.headGroupSpec.rayStartParams.num-cpus"),
+    ("kuberay.spec", {"headGroupSpec": {"rayStartParams": {"num-cpus": float("inf")}}},
+     "kuberay.spec.headGroupSpec.rayStartParams.num-cpus"),
     ("kuberay.spec", {"workerGroupSpecs": [{"groupName": "trainer", "template": {"x": [1, float("nan")]}}]},
      "kuberay.spec.workerGroupSpecs[0].template.x[1]"),
     ("kuberay.spec", {"enableInTreeAutoscaling": float("-inf")}, "kuberay.spec.enableInTreeAutoscaling"),
     ("sandbox.affinity", {"nodeAffinity": {"weight": float("inf")}}, "sandbox.affinity.nodeAffinity.weight"),
-    ("sandbox.topologySpreadConstraints", [{"topologyKey": "zone", "labelSelector": {"matchLabels": {"a": float("nan")}}}],
+    ("sandbox.topologySpreadConstraints",
+     [{"topologyKey": "zone", "labelSelector": {"matchLabels": {"a": float("nan")}}}],
      "sandbox.topologySpreadConstraints[0].labelSelector.matchLabels.a"),
 ])
-def test_non_finite_numbers_in_free_form_blocks_are_refused_with_their_key_and_line(tmp_path, capsys, key, value, where):
+def test_non_finite_numbers_in_free_form_blocks_are_refused_with_their_key_and_line(tmp_path, capsys, key, value,
+                                                                                    where):
     data = yaml.safe_load(INFRA.read_text())
     *parents, last = key.split(".")
     node = data
@@ -198,7 +204,8 @@ def test_non_finite_numbers_in_free_form_blocks_are_refused_with_their_key_and_l
     err = capsys.readouterr().err
     assert code == 2 and f"{where}: " in err and "is not a finite number" in err, err
     line = int(err.split(f"{infra}:")[1].split(":")[0])
-    assert any(n in infra.read_text().splitlines()[line - 1] for n in (".inf", ".nan")), (line, err)  # the line of the number
+    number_line = infra.read_text().splitlines()[line - 1]
+    assert any(n in number_line for n in (".inf", ".nan")), (line, err)  # the line of the number
 
 
 def test_opaque_recipe_keys_keep_their_values(tmp_path, capsys):
