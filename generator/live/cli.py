@@ -50,7 +50,7 @@ def _handler(module: str, name: str, **extra: Any) -> Callable[[argparse.Namespa
 
         before = {sig: signal.signal(sig, _as_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
-            fn = getattr(importlib.import_module(f"generator.live.{module}"), name)
+            fn = getattr(importlib.import_module(f"generator.live.verbs.{module}"), name)
             from generator.render.helm import using
 
             with using(getattr(args, "helm", None), getattr(args, "chart", None), getattr(args, "chart_version", None)):
@@ -118,40 +118,40 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=_handler("run", "run", mode="bringup"), wait=True)
     c = csub.add_parser("down", parents=[wait_common], help="uninstall a release: every object it made, nothing orphaned")
     c.add_argument("release", nargs="?", help="release name (default: the only one)")
-    c.set_defaults(func=_handler("verbs", "uninstall"))
+    c.set_defaults(func=_handler("uninstall", "uninstall"))
     c = csub.add_parser("list", parents=[read_common], help="RayClusters (all namespaces unless -n)")
     _output(c)
-    c.set_defaults(func=_handler("verbs", "cluster_list"))
+    c.set_defaults(func=_handler("cluster", "cluster_list"))
     p.set_defaults(func=_help(p))
 
     p = sub.add_parser("status", parents=[read_common], help="release, RayJob, RayCluster and a row per fleet")
     p.add_argument("release", nargs="?", help="release name (default: the only one)")
     p.add_argument("-w", "--watch", action="store_true", help="keep refreshing (until Ctrl-C or --timeout)")
     _output(p)
-    p.set_defaults(func=_handler("verbs", "status"))
+    p.set_defaults(func=_handler("status", "status"))
 
     p = sub.add_parser("logs", parents=[read_common], help="logs of one fleet's pods")
     p.add_argument("release", nargs="?", help="release name (default: the only one)")
     p.add_argument("--role", required=True, choices=("head", "trainer", "inference", "sandbox", "submitter"))
     p.add_argument("-f", "--follow", action="store_true", help="stream (until Ctrl-C or --timeout)")
     p.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
-    p.set_defaults(func=_handler("verbs", "logs"))
+    p.set_defaults(func=_handler("logs", "logs"))
 
     p = sub.add_parser("history", parents=[read_common], help="the release's revisions")
     p.add_argument("release", nargs="?", help="release name (default: the only one)")
     _output(p)
-    p.set_defaults(func=_handler("verbs", "history"))
+    p.set_defaults(func=_handler("history", "history"))
 
     p = sub.add_parser("rollback", parents=[wait_common], help="roll the release back (default: the previous revision)")
     p.add_argument("release", nargs="?", help="release name (default: the only one)")
     p.add_argument("revision", nargs="?", type=int, help="revision to roll back to")
     p.add_argument("--replace", action="store_true",
                    help="when the RayJob spec differs in that revision, delete the RayJob so the rollback recreates it (KubeRay #1776)")
-    p.set_defaults(func=_handler("verbs", "rollback"))
+    p.set_defaults(func=_handler("rollback", "rollback"))
 
     p = sub.add_parser("uninstall", parents=[wait_common], help="uninstall the release and wait until nothing is left")
     p.add_argument("release", nargs="?", help="release name (default: the only one)")
-    p.set_defaults(func=_handler("verbs", "uninstall"))
+    p.set_defaults(func=_handler("uninstall", "uninstall"))
 
     p = sub.add_parser("job", help="RayJobs on an existing RayCluster (clusterSelector): submit, list, stop")
     jsub = p.add_subparsers(dest="job_command", metavar="{submit,list,stop}")

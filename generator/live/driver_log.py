@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 from generator.live.kube import Kube
 
@@ -41,8 +42,13 @@ def outcome(job: dict) -> str:
            f"{st.get('jobDeploymentStatus') or '-'})" + (f": {why}" if why else "")
 
 
+def _stdout(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
 def follow(kube: Kube, release: str, namespace: str, deadline: float | None,
-           write: Callable[[str], None] = lambda s: (sys.stdout.write(s), sys.stdout.flush())) -> tuple[bool | None, dict | None]:
+           write: Callable[[str], None] = _stdout) -> tuple[bool | None, dict[str, Any] | None]:
     """Stream the driver's log until the job ends: (True succeeded / False failed / None timed out, job)."""
     printed, job = 0, None
     while True:

@@ -15,9 +15,12 @@ from generator.errors import CheckFailed, InputError, Problem
 
 RAY_GROUP = "ray.io"
 RAY_VERSION = "v1"  # the KubeRay API the chart renders
+GPU = "nvidia.com/gpu"  # the extended resource GPU pods request
 INSTANCE = "app.kubernetes.io/instance"
 NAME_LABEL = "app.kubernetes.io/name=dockyard"
 
+
+Objects = list[dict[str, Any]]  # API objects read as plain JSON (Kube.list; `list` is a method name there)
 
 LAST_SERVER: str | None = None
 REQUEST_FLOOR = 2.0  # seconds a request may take past a verb's deadline (reading the end state)
@@ -111,10 +114,11 @@ class Kube:
         resp = self.api.call_api(*params)
         resp.read()
         if not 200 <= resp.status <= 299:
-            raise ApiException.from_response(http_resp=resp, body=resp.data.decode("utf-8", "replace"), data=None)
+            raise ApiException.from_response(http_resp=resp, body=(resp.data or b"").decode("utf-8", "replace"),
+                                             data=None)
         return json.loads(resp.data) if resp.data else {}
 
-    def list(self, path: str, label_selector: str | None = None, field_selector: str | None = None) -> list[dict]:
+    def list(self, path: str, label_selector: str | None = None, field_selector: str | None = None) -> Objects:
         """The items of a list call, as dicts."""
         return self.request("GET", path, {"labelSelector": label_selector, "fieldSelector": field_selector})["items"]
 
@@ -122,11 +126,14 @@ class Kube:
         """Call on_event() for every watch event on a list path until `stop` (a threading.Event) is set;
         the watch is re-opened when the server ends it. Best effort (for waking a wait early): a
         failure backs off for a second and retries."""
-        query = [("watch", "1"), ("timeoutSeconds", "20")] + ([("labelSelector", label_selector)] if label_selector else [])
+        query = [("watch", "1"), ("timeoutSeconds", "20")]
+        if label_selector:
+            query.append(("labelSelector", label_selector))
         while not stop.is_set():
             try:
                 params = self.api.param_serialize(method="GET", resource_path=path, query_params=query,
-                                                  header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
+                                                  header_params={"Accept": "application/json"},
+                                                  auth_settings=["BearerToken"])
                 self.watches += 1
                 resp = self._call_uncounted(*params, _request_timeout=30)
                 try:
@@ -172,17 +179,18 @@ class Kube:
         self.api.close()
 
     # helpers ------------------------------------------------------------------------------------
-    def list_ray(self, plural: str, namespace: str, selector: str | None = None) -> list[dict]:
+    def list_ray(self, plural: str, namespace: str, selector: str | None = None) -> Objects:
         from kubernetes.client.exceptions import ApiException
 
         try:
-            return self.list(f"/apis/{RAY_GROUP}/{RAY_VERSION}/namespaces/{namespace}/{plural}", label_selector=selector)
+            path = f"/apis/{RAY_GROUP}/{RAY_VERSION}/namespaces/{namespace}/{plural}"
+            return self.list(path, label_selector=selector)
         except ApiException as exc:
             if exc.status == 404:
                 raise CheckFailed(crd_missing(plural)) from None
             raise
 
-    def get_ray(self, plural: str, namespace: str, name: str) -> dict | None:
+    def get_ray(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
         from kubernetes.client.exceptions import ApiException
 
         try:
@@ -268,7 +276,8 @@ class Kube:
         if self.namespace_exists(name):
             return False
         try:
-            self.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+            self.request("POST", "/api/v1/namespaces",
+                         body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         except ApiException as exc:
             if exc.status != 409:
                 raise
@@ -322,7 +331,8 @@ def describe_error(exc: BaseException, server: str | None = None) -> str | None:
         text = str(reason)
         m = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text)
         detail = m.group(1).strip() if m else type(reason).__name__
-        return f"cannot reach the Kubernetes API{where}: {detail} (check --kubeconfig / --context, or start the playground)"
+        return (f"cannot reach the Kubernetes API{where}: {detail} "
+                "(check --kubeconfig / --context, or start the playground)")
     if isinstance(exc, Urllib3Error):
         return f"cannot reach the Kubernetes API{where}: {exc}"
     if isinstance(exc, ApiException):

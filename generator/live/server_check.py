@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+if TYPE_CHECKING:
+    from generator.live.kube import Kube
 
 
 @dataclass
@@ -31,7 +34,7 @@ def object_path(obj: dict[str, Any], namespace: str) -> str:
     return f"{base}/namespaces/{namespace}/{_plural(obj['kind'])}/{obj['metadata']['name']}"
 
 
-def dry_run(kube, manifests: str, namespace: str) -> list[DryRun]:  # type: ignore[no-untyped-def]
+def dry_run(kube: Kube, manifests: str, namespace: str) -> list[DryRun]:
     """Server-side apply each object with dryRun=All: admission (PodSecurity, quota, webhooks) and
     validation run, nothing is stored. Warnings (e.g. PodSecurity on a Deployment) are kept."""
     out = []

@@ -78,7 +78,7 @@ def test_run_wait_status_logs_history_uninstall(playground, namespace, release, 
     rc, out, err = cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", kc, "--timeout", 60)
     assert rc == 0, err
     assert "nothing left" in out
-    from generator.live.verbs import leftovers
+    from generator.live.teardown import leftovers
 
     assert leftovers(kube(playground), "small", namespace) == []
 
@@ -106,7 +106,7 @@ def test_failed_first_install_leaves_nothing(playground, namespace, release, cap
     assert "nothing is left installed" in err and "Insufficient cpu" in err
     assert "Traceback" not in err
     from generator.live.snapshot import release_records
-    from generator.live.verbs import leftovers
+    from generator.live.teardown import leftovers
 
     k = kube(playground)
     assert release_records(k, "small", namespace) == []

@@ -53,7 +53,7 @@ def test_rayjob_diff_indexes_groups_and_containers():
 def test_job_submit_quotes_the_config_path_like_the_chart():
     import shlex
 
-    from generator.live.jobs import rayjob_body
+    from generator.live.verbs.jobs import rayjob_body
 
     values = {"recipe": {"name": "small", "entrypoint": "python -m dockyard_rl.train"},
               "launch": {"configMountPath": "/etc/dock yard/$HOME"}, "sandbox": {"injectUrls": True}}

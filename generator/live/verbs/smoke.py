@@ -14,18 +14,25 @@ import json
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from generator.errors import EXIT_OK, CheckFailed
-from generator.live.kube import Kube
+from generator.errors import EXIT_FAILED, EXIT_OK, CheckFailed
+from generator.inputs.rules import MAX_RAYJOB_NAME
+from generator.live import driver_log, smoke_probe
+from generator.live.driver_log import TERMINAL
+from generator.live.kube import INSTANCE, Kube
+from generator.live.plan import plan
 from generator.live.release import Helm, RunLock, wait_until
+from generator.live.smoke_probe import MARK
+from generator.live.snapshot import pod_reason
+from generator.live.teardown import leftovers
 
-MARK = "DOCKYARD-SMOKE"
-TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
-PROBE = Path(__file__).with_name("smoke_probe.py")
+PROBE = Path(smoke_probe.__file__)  # shipped in the recipe ConfigMap as probe.py
+SUFFIX = "-smoke"  # the default release: <recipe name>-smoke, never the user's own release
 
 
 def rendered(values: dict[str, Any], release: str, namespace: str) -> tuple[str, str | None]:
@@ -58,7 +65,8 @@ def probe_values(values: dict[str, Any], release: str, namespace: str, wait: flo
     mount = values["launch"]["configMountPath"]
     out = json.loads(json.dumps(values))
     out["recipe"]["probe"] = PROBE.read_text()
-    out["recipe"]["entrypoint"] = f"python3 {shlex.quote(mount + '/probe.py')} --expect {shlex.quote(json.dumps(expect))}"
+    probe = shlex.quote(mount + "/probe.py")
+    out["recipe"]["entrypoint"] = f"python3 {probe} --expect {shlex.quote(json.dumps(expect))}"
     return out
 
 
@@ -102,22 +110,16 @@ def _job_state(job: dict | None) -> str:
 
 
 def _pods_state(kube: Kube, namespace: str, release: str) -> str:
-    from generator.live.kube import INSTANCE
-    from generator.live.snapshot import pod_reason
-
     pods = kube.list(f"/api/v1/namespaces/{namespace}/pods", label_selector=f"{INSTANCE}={release}")
     return "; ".join(f"{p['metadata']['name']}: {pod_reason(p) or p['status'].get('phase')}" for p in pods) or "no pods"
 
 
 def smoke(args: Any) -> int:
-    from generator.live.run import plan
-    from generator.live.verbs import leftovers
-
     t0 = time.monotonic()
     deadline = t0 + args.timeout
     p = plan(args.recipe, args.infra, args.overrides, args.release, args.namespace, mode="rayjob")
-    if not args.release:  # never the user's own release: <name>-smoke
-        p.release = (p.release[:41].rstrip("-") + "-smoke")
+    if not args.release:
+        p.release = p.release[: MAX_RAYJOB_NAME - len(SUFFIX)].rstrip("-") + SUFFIX
     values = probe_values(p.values, p.release, p.namespace, wait=min(60.0, args.timeout / 4))
     kube = Kube(args.kubeconfig, args.context)
     kube.deadline = deadline
@@ -126,46 +128,78 @@ def smoke(args: Any) -> int:
         if not args.create_namespace:
             raise CheckFailed(f"namespace {p.namespace} does not exist: pass --create-namespace, or create it")
         kube.ensure_namespace(p.namespace)
-    say = (lambda m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+
+    def say(message: str) -> None:
+        if not args.quiet:
+            print(message, file=sys.stderr, flush=True)
+
     helm = Helm(kube, deadline=deadline)
-    steps = Steps(deadline)
-    get = lambda: kube.get_ray("rayjobs", p.namespace, p.release)  # noqa: E731
-    seen = lambda: f"RayJob {p.release}: {_job_state(get())}; pods: {_pods_state(kube, p.namespace, p.release)}"  # noqa: E731
     try:
         with RunLock(kube, p.namespace, p.release, "smoke", until=deadline):
             helm.upgrade(p.release, p.namespace, values, timeout=max(5.0, deadline - time.monotonic()),
                          description="dockyard-k8s smoke")
-        say(f"smoke: release {p.release} installed in {p.namespace} with the probe as entrypoint ({time.monotonic() - t0:.0f}s)")
-        steps.wait("the RayCluster becoming ready",
-                   lambda: ((get() or {}).get("status") or {}).get("rayClusterStatus", {}).get("state") == "ready", seen)
-        say(f"smoke: RayCluster ready ({time.monotonic() - t0:.0f}s)")
-        job = steps.wait("the probe finishing",
-                         lambda: (j := get()) and (j.get("status") or {}).get("jobStatus") in TERMINAL and j, seen)
-        from generator.live import driver_log
-
-        log = driver_log.read(kube, p.namespace, job)
-        rows, end = parse_rows(log)
-        status = job["status"]["jobStatus"]
-        say(f"smoke: probe {status} ({time.monotonic() - t0:.0f}s)")
-        if not rows:
-            tail = "\n  ".join(log.splitlines()[-15:]) or "(empty driver log)"
-            raise CheckFailed(f"smoke: the probe reported nothing (job {status}; {_job_state(job)}); driver log:\n  {tail}")
-        print(table(rows))
-        ok = all(r["ok"] for r in rows) and end is True and status == "SUCCEEDED"
-        failed = [r["row"] for r in rows if not r["ok"]]
-        print(f"{'✓' if ok else '✗'} smoke {p.release}: {len(rows) - len(failed)}/{len(rows)} rows hold"
-              + (f" ({'; '.join(failed)})" if failed else "") + f" in {time.monotonic() - t0:.0f}s")
-        return EXIT_OK if ok else 1
+        say(f"smoke: release {p.release} installed in {p.namespace} with the probe as entrypoint "
+            f"({time.monotonic() - t0:.0f}s)")
+        job = _wait_for_probe(kube, p.release, p.namespace, Steps(deadline), say, t0)
+        return _report(kube, p.release, p.namespace, job, say, t0)
     finally:
         if not args.keep:
-            left = max(30.0, deadline + 60 - time.monotonic())
-            try:
-                kube.deadline = time.monotonic() + left
-                Helm(kube, deadline=time.monotonic() + left).uninstall(p.release, p.namespace, timeout=left)
-                wait_until(lambda: not leftovers(kube, p.release, p.namespace), left)
-                say(f"smoke: release {p.release} removed")
-            except Exception as exc:
-                print(f"smoke: removing release {p.release} failed: {exc}; run `dockyard-k8s uninstall {p.release} "
-                      f"-n {p.namespace}`", file=sys.stderr)
+            _remove(kube, p.release, p.namespace, deadline, say)
         else:
-            say(f"smoke: release {p.release} kept (--keep); `dockyard-k8s uninstall {p.release} -n {p.namespace}` removes it")
+            say(f"smoke: release {p.release} kept (--keep); `dockyard-k8s uninstall {p.release} -n {p.namespace}` "
+                "removes it")
+
+
+def _wait_for_probe(kube: Kube, release: str, namespace: str, steps: Steps, say: Callable[[str], None],
+                    t0: float) -> dict[str, Any]:
+    """Wait for the RayCluster to be ready, then for the probe (the Ray job) to end: the ended RayJob."""
+
+    def get() -> dict[str, Any] | None:
+        return kube.get_ray("rayjobs", namespace, release)
+
+    def seen() -> str:
+        return f"RayJob {release}: {_job_state(get())}; pods: {_pods_state(kube, namespace, release)}"
+
+    def cluster_ready() -> bool:
+        return ((get() or {}).get("status") or {}).get("rayClusterStatus", {}).get("state") == "ready"
+
+    def ended() -> dict[str, Any] | None:
+        job = get()
+        return job if job and (job.get("status") or {}).get("jobStatus") in TERMINAL else None
+
+    steps.wait("the RayCluster becoming ready", cluster_ready, seen)
+    say(f"smoke: RayCluster ready ({time.monotonic() - t0:.0f}s)")
+    job: dict[str, Any] = steps.wait("the probe finishing", ended, seen)
+    return job
+
+
+def _report(kube: Kube, release: str, namespace: str, job: dict[str, Any], say: Callable[[str], None],
+            t0: float) -> int:
+    """The probe's rows from the driver log as a table; 0 when every row holds and the job succeeded."""
+    log = driver_log.read(kube, namespace, job)
+    rows, end = parse_rows(log)
+    status = job["status"]["jobStatus"]
+    say(f"smoke: probe {status} ({time.monotonic() - t0:.0f}s)")
+    if not rows:
+        tail = "\n  ".join(log.splitlines()[-15:]) or "(empty driver log)"
+        raise CheckFailed(f"smoke: the probe reported nothing (job {status}; {_job_state(job)}); "
+                          f"driver log:\n  {tail}")
+    print(table(rows))
+    ok = all(r["ok"] for r in rows) and end is True and status == "SUCCEEDED"
+    failed = [r["row"] for r in rows if not r["ok"]]
+    print(f"{'✓' if ok else '✗'} smoke {release}: {len(rows) - len(failed)}/{len(rows)} rows hold"
+          + (f" ({'; '.join(failed)})" if failed else "") + f" in {time.monotonic() - t0:.0f}s")
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+def _remove(kube: Kube, release: str, namespace: str, deadline: float, say: Callable[[str], None]) -> None:
+    """Uninstall the smoke release and wait until nothing is left; a failure is said, never raised."""
+    left = max(30.0, deadline + 60 - time.monotonic())
+    try:
+        kube.deadline = time.monotonic() + left
+        Helm(kube, deadline=time.monotonic() + left).uninstall(release, namespace, timeout=left)
+        wait_until(lambda: not leftovers(kube, release, namespace), left)
+        say(f"smoke: release {release} removed")
+    except Exception as exc:
+        print(f"smoke: removing release {release} failed: {exc}; run `dockyard-k8s uninstall {release} "
+              f"-n {namespace}`", file=sys.stderr)

@@ -11,11 +11,13 @@ import time
 from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
-from generator.live.kube import RAY_GROUP, RAY_VERSION, Kube
-from generator.live.verbs import age, columns, emit
+from generator.inputs.rules import MAX_RAYJOB_NAME
+from generator.live.kube import RAY_GROUP, RAY_VERSION, Kube, crd_missing
+from generator.live.plan import plan
+from generator.live.release import wait_until
+from generator.live.show import age, columns, emit
 
 MANAGED = "app.kubernetes.io/managed-by=dockyard-k8s,dockyard.dev/kind=job"
-MAX_RAYJOB_NAME = 47
 
 
 def _job_name(recipe: str) -> str:
@@ -49,8 +51,6 @@ def rayjob_body(name: str, cluster: str, values: dict[str, Any]) -> dict[str, An
 
 
 def submit(args: Any) -> int:
-    from generator.live.run import plan
-
     p = plan(args.recipe, args.infra, args.overrides, None, args.namespace)
     launch = p.values.get("launch") or {}
     cluster = args.cluster or (launch.get("clusterName") if p.mode == "attach" else None) or p.values["recipe"]["name"]
@@ -69,7 +69,8 @@ def submit(args: Any) -> int:
                                                     rayjob_body(name, cluster, p.values))
     except ApiException as exc:
         if exc.status == 409:
-            raise CheckFailed(f"RayJob {name} already exists in {p.namespace}: pick another --name, or `job stop {name}`") from None
+            raise CheckFailed(f"RayJob {name} already exists in {p.namespace}: pick another --name, "
+                              f"or `job stop {name}`") from None
         raise
     print(f"RayJob {name} submitted to RayCluster {cluster} in {p.namespace}")
     if not args.wait:
@@ -103,7 +104,6 @@ def _list(kube: Kube, namespace: str | None, cluster: str | None = None) -> list
         return kube.custom.list_cluster_custom_object(RAY_GROUP, RAY_VERSION, "rayjobs", label_selector=sel)["items"]
     except ApiException as exc:
         if exc.status == 404:
-            from generator.live.kube import crd_missing
             raise CheckFailed(crd_missing("rayjobs")) from None
         raise
 
@@ -116,7 +116,8 @@ def list_jobs(args: Any) -> int:
         st = j.get("status") or {}
         data.append({"namespace": j["metadata"]["namespace"], "name": j["metadata"]["name"],
                      "cluster": (j["spec"].get("clusterSelector") or {}).get("ray.io/cluster"),
-                     "deploymentStatus": st.get("jobDeploymentStatus") or "New", "jobStatus": st.get("jobStatus") or "-",
+                     "deploymentStatus": st.get("jobDeploymentStatus") or "New",
+                     "jobStatus": st.get("jobStatus") or "-",
                      "age": age(j["metadata"].get("creationTimestamp"))})
     rows = [["NAMESPACE", "NAME", "CLUSTER", "DEPLOYMENT", "JOB", "AGE"]]
     rows += [[d["namespace"], d["name"], d["cluster"], d["deploymentStatus"], d["jobStatus"], d["age"]] for d in data]
@@ -126,8 +127,6 @@ def list_jobs(args: Any) -> int:
 
 def stop(args: Any) -> int:
     from kubernetes.client.exceptions import ApiException
-
-    from generator.live.release import wait_until
 
     kube = Kube(args.kubeconfig, args.context)
     matches = [j for j in _list(kube, args.namespace) if j["metadata"]["name"] == args.name]

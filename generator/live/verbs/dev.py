@@ -15,8 +15,13 @@ import time
 from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
+from generator.live import teardown
+from generator.live.follow import follow, until_ready
+from generator.live.install import install
 from generator.live.kube import Kube
+from generator.live.plan import plan
 from generator.live.progress import Progress
+from generator.live.snapshot import labels, release_records
 from generator.tools import binary
 
 FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) ->")
@@ -53,7 +58,8 @@ class Forward:
                 return self.local
         err = self.proc.stderr.read() if self.proc.poll() is not None and self.proc.stderr else ""
         self.stop()
-        raise CheckFailed(f"port-forward to {self.what} ({self.target}:{self.remote}) failed: {err.strip() or 'no answer'}")
+        raise CheckFailed(f"port-forward to {self.what} ({self.target}:{self.remote}) failed: "
+                          f"{err.strip() or 'no answer'}")
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -69,17 +75,14 @@ class Forward:
 
 
 def _head_pod(kube: Kube, namespace: str, cluster: str) -> str:
-    pods = kube.core.list_namespaced_pod(namespace, label_selector=f"ray.io/cluster={cluster},ray.io/node-type=head").items
+    sel = f"ray.io/cluster={cluster},ray.io/node-type=head"
+    pods = kube.core.list_namespaced_pod(namespace, label_selector=sel).items
     if not pods:
         raise CheckFailed(f"no head pod for RayCluster {cluster} in {namespace}")
     return pods[0].metadata.name
 
 
 def dev(args: Any) -> int:
-    from generator.live.run import follow, plan, run
-    from generator.live.snapshot import labels, release_records
-    from generator.live.verbs import uninstall
-
     p = plan(args.recipe, args.infra, args.overrides, args.release, args.namespace, mode="bringup")
     kube = Kube(args.kubeconfig, args.context)
     records = release_records(kube, p.release, p.namespace) if kube.namespace_exists(p.namespace) else []
@@ -96,8 +99,9 @@ def dev(args: Any) -> int:
             follow(kube, p.release, p.namespace, time.monotonic() + args.timeout,
                    Progress(quiet=args.quiet, title=f"{p.release} ({p.namespace})"))
         else:
-            args.release, args.namespace = p.release, p.namespace
-            run(args, mode="bringup")
+            done = install(p, kubeconfig=args.kubeconfig, context=args.context, timeout=args.timeout, quiet=args.quiet,
+                           replace=args.replace, create_namespace=args.create_namespace)
+            until_ready(done.kube, p.release, p.namespace, p.mode, done.deadline, done.progress, done.t0)
         head = _head_pod(kube, p.namespace, p.release)
         forwards = [Forward(kube, p.namespace, f"pod/{head}", args.dashboard_port, 8265, "the Ray dashboard"),
                     Forward(kube, p.namespace, f"svc/{p.release}-sandbox", args.sandbox_port, 9090, "the sandbox pool")]
@@ -110,7 +114,8 @@ def dev(args: Any) -> int:
             time.sleep(1.0)
             for f in forwards:
                 if not f.alive():
-                    print(f"port-forward to {f.what} exited; restarting on 127.0.0.1:{f.local}", file=sys.stderr, flush=True)
+                    print(f"port-forward to {f.what} exited; restarting on 127.0.0.1:{f.local}",
+                          file=sys.stderr, flush=True)
                     f.start()
     except KeyboardInterrupt:
         print("\nstopping port-forwards", flush=True)
@@ -119,7 +124,8 @@ def dev(args: Any) -> int:
             f.stop()
         signal.signal(signal.SIGTERM, previous)
     if args.down:
-        args.release, args.namespace = p.release, p.namespace
-        return uninstall(args)
-    print(f"cluster {p.release} keeps running in {p.namespace} (`dockyard-k8s cluster down {p.release} -n {p.namespace}`)")
+        teardown.uninstall(args.kubeconfig, args.context, p.release, p.namespace, args.timeout or 300)
+        return EXIT_OK
+    print(f"cluster {p.release} keeps running in {p.namespace} "
+          f"(`dockyard-k8s cluster down {p.release} -n {p.namespace}`)")
     return EXIT_OK

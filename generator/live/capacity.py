@@ -1,0 +1,200 @@
+"""`doctor`'s rows on room: GPUs per fleet and for the whole gang, the sandbox pool, ResourceQuota headroom.
+
+Nodes' allocatable resources are read once, with what other pods already request (`read_room`);
+each row function compares the rendered pod templates with that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from generator.live.kube import GPU, INSTANCE, Kube
+from generator.live.preflight import FAIL, OK, WARN, Namespace, Row, forbidden
+
+RUNNING = "status.phase!=Succeeded,status.phase!=Failed"  # pods that hold their resources
+IN_USE_UNKNOWN = forbidden("list", "pods", None, "what other namespaces use is unknown")
+UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60, "n": 1e-9, "u": 1e-6,
+         "m": 1e-3, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+
+
+def qty(value: Any) -> float:
+    """A Kubernetes quantity as a float (cpu in cores, bytes for memory)."""
+    if value is None:
+        return 0.0
+    s = str(value)
+    for suffix in sorted(UNITS, key=len, reverse=True):
+        if s.endswith(suffix):
+            return float(s[: -len(suffix)]) * UNITS[suffix]
+    return float(s)
+
+
+def fmt(key: str, value: float | None) -> str:
+    """A quantity for a row: cpu in cores or millicores, memory and storage in Mi/Gi/Ti."""
+    if value is None:
+        return "-"
+    if key == "cpu":
+        return f"{value:g}" if value >= 1 else f"{value * 1000:.0f}m"
+    if key in ("memory", "ephemeral-storage"):
+        for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20)):
+            if value >= size:
+                return f"{value / size:g}{unit}"
+        return f"{value:g}"
+    return f"{value:g}"
+
+
+def requests(template: dict[str, Any]) -> dict[str, float]:
+    """What one pod of the template reserves: its containers' requests (limits where no request is set)."""
+    total: dict[str, float] = {}
+    for c in (template.get("spec") or {}).get("containers") or []:
+        res = c.get("resources") or {}
+        req = dict(res.get("limits") or {})
+        req.update(res.get("requests") or {})
+        for k, v in req.items():
+            total[k] = total.get(k, 0.0) + qty(v)
+    return total
+
+
+@dataclass
+class Room:
+    """Schedulable nodes' allocatable resources and what other pods request on them, by node name."""
+
+    alloc: dict[str, dict[str, float]] = field(default_factory=dict)
+    used: dict[str, dict[str, float]] = field(default_factory=dict)
+    nodes_denied: bool = False  # RBAC: nodes cannot be listed
+    pods_denied: bool = False  # RBAC: pods of every namespace cannot be listed
+
+
+def read_room(kube: Kube, release: str, namespace: str) -> Room:
+    from kubernetes.client.exceptions import ApiException
+
+    room = Room()
+    try:
+        nodes = [n for n in kube.core.list_node().items if not n.spec.unschedulable]
+    except ApiException as exc:
+        if exc.status != 403:
+            raise
+        nodes, room.nodes_denied = [], True
+    try:
+        pods = kube.core.list_pod_for_all_namespaces(field_selector=RUNNING).items
+    except ApiException as exc:
+        if exc.status != 403:
+            raise
+        pods, room.pods_denied = [], True
+    room.used = {n.metadata.name: {} for n in nodes}
+    for p in pods:
+        if (p.metadata.labels or {}).get(INSTANCE) == release and p.metadata.namespace == namespace:
+            continue  # this release's own pods (an upgrade replaces them)
+        if p.spec.node_name in room.used:
+            on_node = room.used[p.spec.node_name]
+            for c in p.spec.containers or []:
+                req = dict((c.resources.limits or {}) if c.resources else {})
+                req.update((c.resources.requests or {}) if c.resources else {})
+                for k, v in req.items():
+                    on_node[k] = on_node.get(k, 0.0) + qty(v)
+    room.alloc = {n.metadata.name: {k: qty(v) for k, v in (n.status.allocatable or {}).items()} for n in nodes}
+    return room
+
+
+def gpu_rows(room: Room, cluster: Any) -> list[Row]:
+    """One row per GPU fleet (enough nodes with enough GPUs) and one for the whole gang against what is free now."""
+    if room.nodes_denied:
+        return [Row(WARN, f"GPU capacity: {group}", forbidden("list", "nodes", None, "GPU capacity unknown"),
+                    "ask a cluster admin whether the GPUs are there (or for a ClusterRole to list nodes)")
+                for group in ("trainer", "inference", "gang")]
+    gpu_nodes = {n: a.get(GPU, 0.0) for n, a in room.alloc.items() if a.get(GPU, 0.0) > 0}
+    rows = []
+    for group in ("trainer", "inference"):
+        g = getattr(cluster, group)
+        fit = [n for n, c in gpu_nodes.items() if c >= g.gpusPerNode]
+        mark = OK if len(fit) >= g.nodes else FAIL
+        rows.append(Row(mark, f"GPU capacity: {group}",
+                        f"{g.nodes} pod(s) × {g.gpusPerNode} {GPU}: {len(fit)} node(s) have ≥ {g.gpusPerNode} "
+                        "allocatable",
+                        "" if mark == OK else f"add GPU nodes with ≥ {g.gpusPerNode} GPUs, or lower cluster.{group}"))
+    rows.append(_gang_row(room, cluster, gpu_nodes))
+    return rows
+
+
+def _gang_row(room: Room, cluster: Any, gpu_nodes: dict[str, float]) -> Row:
+    """Every worker pod at once, against the GPUs free now (first fit, biggest pod first)."""
+    free = {n: c - room.used[n].get(GPU, 0.0) for n, c in gpu_nodes.items()}
+    want = sorted([cluster.trainer.gpusPerNode] * cluster.trainer.nodes
+                  + [cluster.inference.gpusPerNode] * cluster.inference.nodes, reverse=True)
+    placed = 0
+    for w in want:
+        node = next((n for n, c in sorted(free.items(), key=lambda x: x[1]) if c >= w), None)
+        if node:
+            free[node] -= w
+            placed += 1
+    fits = placed == len(want)
+    detail = (f"{placed}/{len(want)} worker pods fit in the free GPUs "
+              + ("if no other pod used any" if room.pods_denied else "now")
+              + f" ({int(sum(want))} wanted, {int(sum(gpu_nodes.values()))} allocatable on {len(gpu_nodes)} node(s))"
+              + (f"; {IN_USE_UNKNOWN}" if room.pods_denied else ""))
+    if not fits:
+        return Row(FAIL, "GPU capacity: gang", detail,
+                   "free GPUs (other jobs), add GPU nodes, or shrink cluster.trainer/inference")
+    if room.pods_denied:
+        return Row(WARN, "GPU capacity: gang", detail, "ask a cluster admin whether the GPUs are free")
+    return Row(OK, "GPU capacity: gang", detail)
+
+
+def sandbox_rows(room: Room, template: dict[str, Any] | None, replicas: int) -> list[Row]:
+    """Whether `replicas` sandbox pods fit the schedulable nodes' free cpu, memory and ephemeral storage."""
+    if not template:
+        return []
+    if room.nodes_denied:
+        return [Row(WARN, "sandbox pool fits", forbidden("list", "nodes", None, "CPU and memory room unknown"))]
+    per = requests(template)
+    short = []
+    for key in ("cpu", "memory", "ephemeral-storage"):
+        need_one = per.get(key, 0.0)
+        free_by_node = {n: room.alloc[n].get(key, 0.0) - room.used[n].get(key, 0.0) for n in room.alloc}
+        slots = sum(int(f // need_one) if need_one else replicas for f in free_by_node.values() if f > 0)
+        if slots < replicas:
+            short.append(f"{key}: room for {slots} of {replicas} replicas at {fmt(key, need_one)} each")
+    if short:
+        return [Row(FAIL, "sandbox pool fits", "; ".join(short),
+                    "lower sandbox.replicas or sandbox.resources (requests are what the scheduler reserves)")]
+    return [Row(WARN if room.pods_denied else OK, "sandbox pool fits",
+                f"{replicas} × (cpu {fmt('cpu', per.get('cpu'))}, memory {fmt('memory', per.get('memory'))}, "
+                f"ephemeral-storage {fmt('ephemeral-storage', per.get('ephemeral-storage'))}) fit the schedulable "
+                "nodes" + (f" if no other pod used any; {IN_USE_UNKNOWN}" if room.pods_denied else ""))]
+
+
+def quota_rows(kube: Kube, ns: Namespace, templates: dict[str, dict[str, Any]], counts: dict[str, int]) -> list[Row]:
+    """ResourceQuota headroom for everything the release creates (`counts`: pods per role, 1 when unnamed)."""
+    from kubernetes.client.exceptions import ApiException
+
+    if ns.exists is False:
+        return []
+    try:
+        quotas = kube.core.list_namespaced_resource_quota(ns.name).items
+    except ApiException as exc:
+        if exc.status != 403:
+            raise
+        return [Row(WARN, "ResourceQuota headroom",
+                    forbidden("list", "resourcequotas", ns.name, "whether a quota leaves room is unknown"))]
+    if not quotas:
+        return [Row(OK, "ResourceQuota headroom", f"no ResourceQuota in {ns.name}")]
+    need: dict[str, float] = {"pods": 0.0}
+    for role, tpl in templates.items():
+        n = counts.get(role, 1)
+        need["pods"] += n
+        for k, v in requests(tpl).items():
+            need[k] = need.get(k, 0.0) + n * v
+    over = []
+    for q in quotas:
+        hard = q.status.hard or q.spec.hard or {}
+        used = q.status.used or {}
+        for key, limit in hard.items():
+            res = key.removeprefix("requests.")
+            if res not in need or key.startswith("limits."):
+                continue
+            room = qty(limit) - qty(used.get(key, 0))
+            if need[res] > room:
+                over.append(f"{q.metadata.name} {key}: needs {fmt(res, need[res])}, {fmt(res, room)} left")
+    if over:
+        return [Row(FAIL, "ResourceQuota headroom", "; ".join(over), "raise the quota or shrink the recipe")]
+    return [Row(OK, "ResourceQuota headroom", f"{len(quotas)} quota(s) leave room for the release")]

@@ -1,0 +1,75 @@
+"""Following a release until its end state: every fleet ready, or a failure with its reasons."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+from generator.errors import CheckFailed
+from generator.live.kube import INSTANCE, RAY_GROUP, RAY_VERSION, Kube
+from generator.live.progress import Progress
+from generator.live.snapshot import Snapshot, take
+
+MIN_INTERVAL = 0.2  # seconds between two reads of the release while events stream in
+FLOOR_INTERVAL = 2.0  # a re-read when nothing was watched to change
+READY = {"rayjob": "RayJob running on a ready RayCluster", "bringup": "RayCluster ready",
+         "attach": "sandbox pool ready"}  # what `ready` means, by launch mode
+
+
+def reasons(snap: Snapshot) -> str:
+    """The snapshot's not-ready reasons, one indented line each ('' when there are none)."""
+    lines = snap.not_ready_reasons()
+    return ("\n  " + "\n  ".join(lines)) if lines else ""
+
+
+def follow(kube: Kube, release: str, namespace: str, deadline: float, progress: Progress,
+           phase: str = "waiting") -> Snapshot:
+    """Re-read the release until its end state; CheckFailed with the reasons on failure or timeout.
+
+    Watches on the release's pods, RayJobs and RayClusters wake the wait as soon as something
+    changes (a burst of events is read once, at most every MIN_INTERVAL); without an event the
+    state is re-read every FLOOR_INTERVAL (Warning events, which explain a wait, are not watched)."""
+    changed, stop = threading.Event(), threading.Event()
+    watching = False
+    try:
+        while True:
+            changed.clear()
+            read_at = time.monotonic()
+            snap = take(kube, release, namespace)
+            progress.update(snap, phase)
+            if snap.ready():
+                return snap
+            failure = snap.failure()
+            if failure:
+                raise CheckFailed(failure + reasons(snap))
+            if time.monotonic() >= deadline:
+                raise CheckFailed(f"{release} not ready after the timeout" + reasons(snap))
+            if not watching:
+                watching = True
+                _watch(kube, release, namespace, changed, stop)
+            changed.wait(max(0.0, min(FLOOR_INTERVAL, deadline - time.monotonic())))
+            time.sleep(max(0.0, read_at + MIN_INTERVAL - time.monotonic()))
+    finally:
+        stop.set()
+
+
+def _watch(kube: Kube, release: str, namespace: str, changed: threading.Event, stop: threading.Event) -> None:
+    """Watch threads on the release's pods, RayJobs and RayClusters that set `changed` on any event."""
+    sel = f"{INSTANCE}={release}"
+    ray = f"/apis/{RAY_GROUP}/{RAY_VERSION}/namespaces/{namespace}"
+    for path, selector in ((f"/api/v1/namespaces/{namespace}/pods", sel), (f"{ray}/rayjobs", sel),
+                           (f"{ray}/rayclusters", None)):
+        threading.Thread(target=kube.watch, args=(path, changed.set, stop, selector), daemon=True).start()
+
+
+def until_ready(kube: Kube, release: str, namespace: str, mode: str, deadline: float, progress: Progress,
+                t0: float) -> None:
+    """`run --wait`: follow the release until it is ready and say so; Ctrl-C says the release stays."""
+    try:
+        follow(kube, release, namespace, deadline, progress)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: release {release} stays installed; `dockyard-k8s status {release} -n {namespace}` "
+              "shows it", file=sys.stderr)
+        raise
+    progress.say(f"{release}: {READY.get(mode, 'ready')}; every pod Ready ({time.monotonic() - t0:.1f}s)")

@@ -1,0 +1,149 @@
+"""`run`'s install step: the plan's values through `helm upgrade --install` under the run lock.
+
+Before Helm runs: a release an interrupted run left pending is recovered, and the change is checked
+against running training (guard.impact; --replace deletes what cannot be changed in place). While
+Helm runs, the release is re-read so a failure can say what the pods were waiting on.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from generator.errors import CheckFailed
+from generator.live.follow import reasons
+from generator.live.guard import delete_ray, deployed_manifest, end_state, impact, require_ours
+from generator.live.kube import Kube
+from generator.live.plan import Plan
+from generator.live.progress import Progress
+from generator.live.release import PENDING, Helm, RunLock
+from generator.live.snapshot import Snapshot, labels, release_records, take
+
+WATCH_INTERVAL = 1.0  # seconds between two reads of the release while helm works (its reasons explain a failure)
+
+
+@dataclass
+class Installed:
+    """What the steps after the install (following the release or its job) go on with."""
+
+    kube: Kube
+    progress: Progress
+    deadline: float  # time.monotonic() at which --timeout runs out
+    t0: float  # time.monotonic() at the start
+
+
+def install(p: Plan, *, kubeconfig: str | None, context: str | None, timeout: float, quiet: bool,
+            replace: bool, create_namespace: bool) -> Installed:
+    """Install or upgrade the release (helm, atomic) and say which revision is deployed."""
+    progress = Progress(quiet=quiet, title=f"{p.release} ({p.namespace})")
+    for note in p.notes:
+        print(note, file=sys.stderr)
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    kube = Kube(kubeconfig, context)
+    kube.deadline = deadline
+    if p.mode != "attach":
+        kube.require_ray()
+    kube.require_priority_class(p.priority_class)
+    if not kube.namespace_exists(p.namespace):
+        if not create_namespace:
+            raise CheckFailed(f"namespace {p.namespace} does not exist: pass --create-namespace, or create it")
+        kube.ensure_namespace(p.namespace)
+        progress.say(f"created namespace {p.namespace}")
+    helm = Helm(kube, deadline=deadline)
+    with RunLock(kube, p.namespace, p.release, "run", until=deadline) as lock:
+        records = release_records(kube, p.release, p.namespace)
+        require_ours(records, p.release, p.namespace, "run")
+        _recover(helm, p, records, progress, max(5.0, deadline - time.monotonic()))
+        records = release_records(kube, p.release, p.namespace)
+        _guard(kube, p, records, replace, progress, deadline)
+        since = max((int(labels(r)["version"]) for r in records), default=0)
+        rev = _upgrade(kube, helm, p, progress, deadline, since)
+        if lock.lost:
+            raise CheckFailed(f"{lock.lost} while this run worked: another run may have changed the release; "
+                              f"check `dockyard-k8s history {p.release} -n {p.namespace}`")
+        progress.say(f"release {p.release} revision {rev.get('version')} {rev.get('info', {}).get('status')} "
+                     f"in {p.namespace} ({time.monotonic() - t0:.1f}s): sandbox pool rolled out")
+    return Installed(kube, progress, deadline, t0)
+
+
+def _recover(helm: Helm, p: Plan, records: list[Any], out: Progress, timeout: float) -> None:
+    """A release left pending or failed by an interrupted run (we hold the lock, so nobody else is
+    running): roll back to the last deployed revision, or uninstall a never-deployed release."""
+    if not records:
+        return
+    status = labels(records[-1]).get("status")
+    deployed = [r for r in records if labels(r).get("status") == "deployed"]
+    if status in PENDING:
+        if deployed:
+            rev = int(labels(deployed[-1])["version"])
+            out.say(f"release {p.release} was left {status} by an interrupted run: rolling back to revision {rev}")
+            helm.rollback(p.release, p.namespace, rev, timeout=timeout)
+        else:
+            out.say(f"release {p.release} was left {status} by an interrupted first install: removing it")
+            helm.uninstall(p.release, p.namespace, timeout=timeout)
+    elif not deployed and status in ("failed", "uninstalling"):
+        out.say(f"release {p.release} has no deployed revision (last: {status}): removing it before installing")
+        helm.uninstall(p.release, p.namespace, timeout=timeout)
+
+
+def _guard(kube: Kube, p: Plan, records: list[Any], replace: bool, progress: Progress, deadline: float) -> None:
+    """Refuse to lose running training unless --replace; with it, delete what must be recreated."""
+    current = deployed_manifest(records)
+    if current is None:
+        return
+    from generator.render.helm import template
+
+    hit = impact(kube, p.namespace, current, template(p.values, p.release, p.namespace))
+    hit.refuse_unless(replace, "run")
+    for note in hit.notes:
+        progress.say(note)
+    if replace:
+        for plural, name in dict.fromkeys(hit.replace):
+            delete_ray(kube, p.namespace, plural, name, progress.say, max(5.0, deadline - time.monotonic()))
+
+
+def _rollback_reserve(left: float) -> float:
+    """Seconds kept back from helm's --timeout for the --atomic rollback after a failed upgrade."""
+    return min(60.0, max(10.0, left * 0.2))
+
+
+def _upgrade(kube: Kube, helm: Helm, p: Plan, progress: Progress, deadline: float, since: int) -> dict[str, Any]:
+    """helm upgrade --install while a thread re-reads the release; a failure says Helm's end state
+    and what the pods were waiting on."""
+    stop = threading.Event()
+    seen: list[Snapshot] = []
+    watcher = threading.Thread(target=_watch_during, args=(kube, p, progress, stop, seen), daemon=True)
+    watcher.start()
+    left = deadline - time.monotonic()
+    try:
+        return helm.upgrade(p.release, p.namespace, p.values, timeout=max(5.0, left - _rollback_reserve(left)),
+                            description=f"dockyard-k8s run ({p.mode})")
+    except CheckFailed as exc:
+        stop.set()
+        watcher.join(timeout=2)
+        why = reasons(seen[0]) if seen else ""
+        raise CheckFailed(f"{exc}\n  helm's end state: {end_state(kube, p.release, p.namespace, since)}"
+                          + (f"\n  while it ran:{why}" if why else "")) from None
+    except KeyboardInterrupt:
+        stop.set()
+        print("\ninterrupted: helm was stopped; `dockyard-k8s run` again converges from here", file=sys.stderr)
+        raise
+    finally:
+        stop.set()
+        watcher.join(timeout=2)
+
+
+def _watch_during(kube: Kube, p: Plan, progress: Progress, stop: threading.Event, seen: list[Snapshot]) -> None:
+    while not stop.is_set():
+        try:
+            snap = take(kube, p.release, p.namespace)
+            if snap.not_ready_reasons() or not seen:  # keep the last reasons: a rollback's cleanup has none
+                seen[:] = [snap]
+            progress.update(snap, "helm upgrade --install")
+        except Exception:
+            pass
+        stop.wait(WATCH_INTERVAL)

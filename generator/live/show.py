@@ -1,0 +1,36 @@
+"""Output of the reading verbs: one document as JSON, YAML or a table, columns, ages."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+
+def emit(data: Any, fmt: str, table: Callable[[], str]) -> None:
+    """Print `data` as JSON or YAML, or the table `table()` draws."""
+    if fmt == "json":
+        print(json.dumps(data, indent=2, default=str))
+    elif fmt == "yaml":
+        import yaml
+
+        print(yaml.safe_dump(json.loads(json.dumps(data, default=str)), sort_keys=False).rstrip())
+    else:
+        print(table())
+
+
+def columns(rows: list[list[str]]) -> str:
+    """Rows as left-aligned columns three spaces apart (the first row is the header)."""
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("   ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows)
+
+
+def age(ts: Any) -> str:
+    """An RFC 3339 stamp (or datetime) as an age: 42s, 17m, 5h; '-' when there is none."""
+    if not ts:
+        return "-"
+    if isinstance(ts, str):
+        ts = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    s = int((datetime.now(UTC) - ts).total_seconds())
+    return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h"

@@ -1,0 +1,53 @@
+"""Removing a release: helm uninstall under the run lock, then waiting until none of its objects is left."""
+
+from __future__ import annotations
+
+import time
+
+from generator.errors import CheckFailed
+from generator.live.guard import require_ours
+from generator.live.kube import INSTANCE, Kube
+from generator.live.release import Helm, RunLock, wait_until
+from generator.live.resolve import resolve
+from generator.live.snapshot import release_records
+
+
+def leftovers(kube: Kube, release: str, ns: str) -> list[str]:
+    """Every object of the release still present (by instance label), pods included."""
+    from kubernetes import client
+
+    sel = f"{INSTANCE}={release}"
+    out: list[str] = []
+    net = client.NetworkingV1Api(kube.api)
+    pol = client.PolicyV1Api(kube.api)
+    listings = {
+        "deployments": lambda: kube.apps.list_namespaced_deployment(ns, label_selector=sel).items,
+        "services": lambda: kube.core.list_namespaced_service(ns, label_selector=sel).items,
+        "networkpolicies": lambda: net.list_namespaced_network_policy(ns, label_selector=sel).items,
+        "poddisruptionbudgets": lambda: pol.list_namespaced_pod_disruption_budget(ns, label_selector=sel).items,
+        "configmaps": lambda: kube.core.list_namespaced_config_map(ns, label_selector=sel).items,
+        "serviceaccounts": lambda: kube.core.list_namespaced_service_account(ns, label_selector=sel).items,
+        "pods": lambda: kube.core.list_namespaced_pod(ns, label_selector=sel).items,
+    }
+    for kind, fn in listings.items():
+        out += [f"{kind}/{o.metadata.name}" for o in fn()]
+    for plural in ("rayclusters", "rayjobs"):
+        out += [f"{plural}/{o['metadata']['name']}" for o in kube.list_ray(plural, ns, sel)]
+    return out
+
+
+def uninstall(kubeconfig: str | None, context: str | None, release: str | None, namespace: str | None,
+              timeout: float) -> None:
+    """Uninstall the release (the only one in scope when unnamed) and wait until nothing of it is left."""
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    kube = Kube(kubeconfig, context)
+    kube.deadline = deadline
+    name, ns, _ = resolve(kube, release, namespace)
+    with RunLock(kube, ns, name, "uninstall", until=deadline):
+        require_ours(release_records(kube, name, ns), name, ns, "uninstall")
+        Helm(kube, deadline=deadline).uninstall(name, ns, timeout=timeout)
+        left = wait_until(lambda: not leftovers(kube, name, ns), max(1.0, deadline - time.monotonic()))
+    if not left:
+        raise CheckFailed(f"release {name} uninstalled, but objects remain: {', '.join(leftovers(kube, name, ns))}")
+    print(f"release {name} uninstalled from {ns}: nothing left ({time.monotonic() - t0:.1f}s)")

@@ -1,0 +1,89 @@
+"""`doctor RECIPE INFRA`: preflight checks on the target cluster, each a row ✓ / ✗ / ! with a remedy.
+
+The rows are made by `generator.live.preflight` (access) and `generator.live.capacity` (room);
+checks() puts them in order. Exit 1 when a row is ✗.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import yaml
+
+from generator.errors import EXIT_FAILED, EXIT_OK
+from generator.live import capacity, preflight
+from generator.live.kube import Kube, describe_error, is_forbidden
+from generator.live.plan import plan
+from generator.live.preflight import FAIL, OK, WARN, Row
+from generator.live.show import emit
+from generator.render.pod_templates import pod_templates
+
+
+def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namespace: str,
+           rows: list[Row] | None = None) -> list[Row]:
+    """The rows, appended to `rows` as they are made (the caller keeps them if a check raises)."""
+    from generator.render.helm import template
+
+    rows = [] if rows is None else rows
+    for first in (preflight.helm_row, lambda: preflight.api_server_row(kube)):
+        rows.append(first())
+        if rows[-1].mark == FAIL:
+            return rows  # nothing else can be checked
+    ns = preflight.read_namespace(kube, namespace)
+    rows.append(preflight.namespace_row(ns))
+    rows.append(preflight.release_row(kube, release, namespace))
+    rows += preflight.rbac_rows(kube, namespace)
+    rows.append(preflight.kuberay_crds_row(kube))
+    rows.append(preflight.kuberay_operator_row(kube))
+    infra = values.get("infra") or {}
+    priority_class = preflight.priority_class_row(kube, infra.get("priorityClassName"))
+    rows.append(priority_class)
+    rows.append(preflight.pull_secrets_row(kube, infra.get("imagePullSecrets") or [], ns))
+
+    docs = [d for d in yaml.safe_load_all(template(values, release, namespace)) if isinstance(d, dict)]
+    templates = pod_templates(docs)
+    room = capacity.read_room(kube, release, namespace)
+    cluster = inputs.recipe.cluster
+    if inputs.infra.launch.mode != "attach":
+        rows += capacity.gpu_rows(room, cluster)
+    replicas = int((values.get("sandbox") or {}).get("replicas", 0))
+    rows += capacity.sandbox_rows(room, templates.get("sandbox"), replicas)
+    counts = {"sandbox": replicas, "head": 1, "trainer": cluster.trainer.nodes, "inference": cluster.inference.nodes,
+              "submitter": 1}
+    rows += capacity.quota_rows(kube, ns, templates, counts)
+    rows.append(preflight.pod_security_row(kube, ns, templates, drop_priority_class=priority_class.mark != OK))
+    rows += preflight.network_policy_rows(values)
+    return rows
+
+
+def table(rows: list[Row]) -> str:
+    lines = []
+    for r in rows:
+        lines.append(f"{r.mark} {r.check:<24} {r.detail}")
+        if r.remedy and r.mark != OK:
+            lines.append(f"  {'':<24} → {r.remedy}")
+    failed = [r for r in rows if r.mark == FAIL]
+    lines.append("")
+    lines.append(f"{len(failed)} blocking problem(s)" if failed else "ready to run")
+    return "\n".join(lines)
+
+
+def doctor(args: Any) -> int:
+    from generator.inputs.compose import load_inputs
+
+    p = plan(args.recipe, args.infra, args.overrides, args.release, args.namespace)
+    inputs = load_inputs(args.recipe, args.infra, args.overrides)
+    kube = Kube(args.kubeconfig, args.context)
+    rows: list[Row] = []
+    try:
+        checks(kube, inputs, p.values, p.release, p.namespace, rows)
+    except Exception as exc:
+        if not is_forbidden(exc):
+            raise
+        rows.append(Row(WARN, "other checks", f"skipped: {describe_error(exc, kube.server)}",
+                        "ask a cluster admin for the permission named here"))
+    failed = [r for r in rows if r.mark == FAIL]
+    emit({"release": p.release, "namespace": p.namespace, "ok": not failed, "checks": [asdict(r) for r in rows]},
+         args.output, lambda: table(rows))
+    return EXIT_FAILED if failed else EXIT_OK

@@ -1,0 +1,50 @@
+"""`logs --role ROLE`: the logs of one fleet's scheduled pods, printed or streamed (-f)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from generator.errors import EXIT_OK, CheckFailed
+from generator.live.kube import INSTANCE, Kube
+from generator.live.resolve import resolve
+
+
+def logs(args: Any) -> int:
+    kube = Kube(args.kubeconfig, args.context)
+    release, ns, _ = resolve(kube, args.release, args.namespace)
+    sel = f"{INSTANCE}={release},dockyard.dev/fleet={args.role}"
+    pods = [p for p in kube.core.list_namespaced_pod(ns, label_selector=sel).items if p.spec.node_name]
+    if not pods:
+        raise CheckFailed(f"no scheduled {args.role} pod for release {release} in {ns}")
+    pods.sort(key=lambda p: p.metadata.name)
+    prefix = len(pods) > 1
+    kw: dict[str, Any] = {}
+    if args.tail is not None:
+        kw["tail_lines"] = args.tail
+    if not args.follow:
+        for p in pods:
+            text = kube.core.read_namespaced_pod_log(p.metadata.name, ns, container=p.spec.containers[0].name, **kw)
+            for line in text.splitlines():
+                print(f"[{p.metadata.name}] {line}" if prefix else line)
+        return EXIT_OK
+    lock = threading.Lock()
+
+    def stream(p: Any) -> None:
+        resp = kube.core.read_namespaced_pod_log(p.metadata.name, ns, container=p.spec.containers[0].name,
+                                                 follow=True, _preload_content=False, **kw)
+        for raw in resp:
+            for line in raw.decode(errors="replace").splitlines():
+                with lock:
+                    print(f"[{p.metadata.name}] {line}" if prefix else line, flush=True)
+
+    threads = [threading.Thread(target=stream, args=(p,), daemon=True) for p in pods]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + args.timeout if args.timeout else None
+    while any(t.is_alive() for t in threads):
+        if deadline and time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
+    return EXIT_OK

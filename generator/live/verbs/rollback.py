@@ -1,0 +1,64 @@
+"""`rollback [REVISION]`: roll the release back, refusing to lose running training unless --replace."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from generator.errors import EXIT_OK, CheckFailed
+from generator.live.guard import delete_ray, deployed_manifest, end_state, impact, require_ours
+from generator.live.kube import Kube, usage_error
+from generator.live.release import Helm, RunLock
+from generator.live.resolve import resolve
+from generator.live.snapshot import decode_release, labels, release_records
+
+
+def _revision_arg(revision: int | None) -> int | None:
+    if revision is not None and revision <= 0:
+        raise usage_error(f"revision {revision}: revisions start at 1 (Helm reads 0 as 'the previous one': "
+                          "omit REVISION for that)")
+    return revision
+
+
+def _target(by_version: dict[int, Any], current: int, release: str, target: int | None) -> int:
+    """The revision to roll back to: the one asked for, else the last deployed or superseded before the current."""
+    if target is None:
+        earlier = [v for v, r in by_version.items() if v < current
+                   and labels(r).get("status") in ("deployed", "superseded")]
+        if not earlier:
+            raise CheckFailed(f"release {release} has no earlier revision to roll back to")
+        target = earlier[-1]
+    if target not in by_version:
+        raise CheckFailed(f"release {release} has no revision {target} (it has {', '.join(map(str, by_version))})")
+    return target
+
+
+def rollback(args: Any) -> int:
+    target = _revision_arg(args.revision)
+    deadline = time.monotonic() + (args.timeout or 600)
+    kube = Kube(args.kubeconfig, args.context)
+    kube.deadline = deadline
+    release, ns, records = resolve(kube, args.release, args.namespace)
+    helm = Helm(kube, deadline=deadline)
+    with RunLock(kube, ns, release, "rollback", until=deadline):
+        records = release_records(kube, release, ns)
+        require_ours(records, release, ns, "rollback")
+        by_version = {int(labels(r)["version"]): r for r in records}
+        current = int(labels(records[-1])["version"])
+        target = _target(by_version, current, release, target)
+        hit = impact(kube, ns, deployed_manifest(records), decode_release(by_version[target]).get("manifest", ""))
+        hit.refuse_unless(args.replace, f"rollback {release} {target}")
+        for note in hit.notes:
+            print(note, flush=True)
+        if args.replace:
+            for plural, name in dict.fromkeys(hit.replace):
+                delete_ray(kube, ns, plural, name, lambda line: print(line, flush=True),
+                           max(5.0, deadline - time.monotonic()))
+        try:
+            helm.rollback(release, ns, target, timeout=max(5.0, deadline - time.monotonic()))
+        except CheckFailed as exc:
+            raise CheckFailed(f"{exc}\n  helm's end state: {end_state(kube, release, ns, current)}") from None
+    after = release_records(kube, release, ns)
+    print(f"release {release} rolled back to revision {target}: now revision {labels(after[-1])['version']} "
+          f"({labels(after[-1]).get('status')})")
+    return EXIT_OK

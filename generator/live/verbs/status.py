@@ -1,0 +1,89 @@
+"""`status`: release, RayJob, RayCluster and a row per fleet, once or refreshed (--watch)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from generator.errors import EXIT_OK
+from generator.live import driver_log
+from generator.live.kube import Kube
+from generator.live.resolve import resolve
+from generator.live.show import columns, emit
+from generator.live.snapshot import FLEETS, Snapshot, take
+
+
+def status_table(snap: Snapshot) -> str:
+    lines = [f"release    {snap.release}  namespace {snap.namespace}  revision {snap.revision or '-'}  "
+             f"{snap.release_status or 'not installed'}" + (f"  (updated {snap.updated})" if snap.updated else "")]
+    if snap.namespace_deleting:
+        lines.append(f"namespace  {snap.namespace} is {snap.namespace_deleting}")
+    if snap.rayjob:
+        j = snap.rayjob
+        extra = f"  — {j['message']}" if j.get("message") else ""
+        lines.append(f"rayjob     {j['name']}  {j.get('deploymentStatus') or 'New'}"
+                     + (f"  job {j['jobStatus']}" if j.get("jobStatus") else "")
+                     + (f"  cluster {j['cluster']}" if j.get("cluster") else "") + extra)
+    if snap.raycluster:
+        c = snap.raycluster
+        lines.append(f"raycluster {c['name']}  {c.get('state') or 'pending'}"
+                     + (f"  — {c['reason']}" if c.get("reason") else ""))
+    lines.append(f"mode       {snap.mode or '-'}  ready: {'yes' if snap.ready() else 'no'}")
+    rows = [["FLEET", "READY", "GPUS REQ/ALLOC", "NODES", "REASON"]]
+    for name in FLEETS:
+        f = snap.fleets.get(name)
+        if f is None or (name == "submitter" and f.pods == 0 and f.desired == 0):
+            continue
+        gpus = f"{f.gpus_requested}/{f.gpus_allocated}" if f.gpus_requested or f.gpus_allocated else "-"
+        rows.append([name, f"{f.ready}/{f.desired}", gpus, ",".join(f.nodes) or "-",
+                     f.reason if (f.reason and not f.is_ready) else ""])
+    lines.append("")
+    lines.append(columns(rows))
+    return "\n".join(lines)
+
+
+def _job_end(kube: Kube, ns: str, snap: Snapshot, lines: int = 15) -> str:
+    """For an ended RayJob: its end state and reason, and the driver log's last lines."""
+    if snap.rayjob is None or snap.rayjob.get("jobStatus") not in driver_log.TERMINAL:
+        return ""  # nothing more to read: no extra API call
+    job = kube.get_ray("rayjobs", ns, snap.rayjob["name"])
+    if not job:
+        return ""
+    out = "\n\n" + driver_log.outcome(job)
+    try:
+        log = driver_log.read(kube, ns, job)
+    except Exception as exc:
+        why = getattr(exc, "status", "") or type(exc).__name__
+        return out + f"\ndriver log: not readable ({why}; the RayCluster may be gone)"
+    tail = log.splitlines()[-lines:]
+    return out + f"\ndriver log (last {len(tail)} lines):\n" + "\n".join("  " + t for t in tail)
+
+
+def status(args: Any) -> int:
+    kube = Kube(args.kubeconfig, args.context)
+    release, ns, records = resolve(kube, args.release, args.namespace)
+    if not args.watch:
+        snap = take(kube, release, ns, records)
+        snap.namespace_deleting = kube.namespace_deletion(ns)
+        end = _job_end(kube, ns, snap) if args.output == "table" else ""
+        emit(snap.to_dict(), args.output, lambda: status_table(snap) + end)
+        return EXIT_OK
+    deadline = time.monotonic() + args.timeout if args.timeout else None
+    tty = sys.stdout.isatty() and args.output == "table"
+    last = None
+    while True:
+        snap = take(kube, release, ns)
+        snap.namespace_deleting = kube.namespace_deletion(ns)
+        text = status_table(snap) if args.output == "table" else ""
+        if tty:
+            sys.stdout.write("\x1b[H\x1b[2J" + text + "\n")
+            sys.stdout.flush()
+        elif args.output != "table":
+            emit(snap.to_dict(), args.output, lambda: "")
+        elif text != last:
+            print(text + "\n", flush=True)
+        last = text
+        if deadline and time.monotonic() >= deadline:
+            return EXIT_OK
+        time.sleep(2.0)
