@@ -203,6 +203,6 @@ def test_smoke_that_cannot_start_names_the_step_and_leaves_nothing(ray_node, cap
     assert "RayJob grpo-swe-smoke" in line[0] and "pods:" in line[0], err
     assert "Traceback" not in err and took < 60 + 150, took  # the timeout, then the uninstall
     from generator.live.kube import Kube
-    from generator.live.verbs import leftovers
+    from generator.live.teardown import leftovers
 
     assert leftovers(Kube(ray_node["kubeconfig"]), "grpo-swe-smoke", ns) == []
