@@ -5,15 +5,16 @@ Wire-up (generator/cli.py):
     from generator.playground.cli import add_parser as add_playground_parser
     add_playground_parser(subparsers)        # then: args.func(args) -> exit code
 
-Only argparse is imported here; the work is imported when a handler runs.
+Only argparse is imported here; the work is imported when a handler runs. Handlers return 0 or
+raise generator.playground.errors' errors (exit 1, or 2 for bad usage), which generator/cli.py prints.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-import sys
 from pathlib import Path
+from typing import Any
 
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$")
 
@@ -24,9 +25,10 @@ def _state_dir(args: argparse.Namespace) -> Path:
     return Path(args.state_dir).expanduser() if args.state_dir else default_state_dir()
 
 
-def _usage_error(msg: str) -> int:
-    print(f"error: {msg}", file=sys.stderr)
-    return 2
+def _usage_error(msg: str) -> Exception:
+    from generator.playground.errors import UsageError
+
+    return UsageError(msg)
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -38,19 +40,20 @@ def _up(args: argparse.Namespace) -> int:
         ("--cpu-nodes", args.cpu_nodes, 0),
     ):
         if value < minimum:
-            return _usage_error(f"{flag} must be >= {minimum}, got {value}")
+            raise _usage_error(f"{flag} must be >= {minimum}, got {value}")
     if args.gpu_nodes + args.cpu_nodes == 0:
-        return _usage_error("the playground needs at least one node (--gpu-nodes or --cpu-nodes)")
+        raise _usage_error("the playground needs at least one node (--gpu-nodes or --cpu-nodes)")
     if args.gpu_nodes + args.cpu_nodes > 1000:
-        return _usage_error("at most 1000 nodes")
+        raise _usage_error("at most 1000 nodes")
     for flag, value in (("--node-cpu", args.node_cpu), ("--node-memory", args.node_memory)):
-        if not _QUANTITY.match(value) or float(re.match(r"[0-9.]+", value).group()) <= 0:
-            return _usage_error(f"{flag}: {value!r} is not a positive Kubernetes quantity (e.g. 64, 500m, 512Gi)")
+        number = re.match(r"[0-9.]+", value)
+        if not _QUANTITY.match(value) or not number or float(number.group()) <= 0:
+            raise _usage_error(f"{flag}: {value!r} is not a positive Kubernetes quantity (e.g. 64, 500m, 512Gi)")
     if args.timeout <= 0:
-        return _usage_error("--timeout must be positive")
+        raise _usage_error("--timeout must be positive")
     if args.real_node_gpus is not None:  # read by generator/playground/node/gpus.py
         if not args.real_node or not 0 <= args.real_node_gpus <= 64:
-            return _usage_error("--real-node-gpus needs --real-node and a count 0..64")
+            raise _usage_error("--real-node-gpus needs --real-node and a count 0..64")
         import os
 
         os.environ["DOCKYARD_REAL_NODE_GPUS"] = str(args.real_node_gpus)
@@ -78,7 +81,7 @@ def _status(args: argparse.Namespace) -> int:
     return status(_state_dir(args))
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: Any) -> None:
     """Register `playground` with its `up`, `down` and `status` actions on an argparse subparsers."""
     pg = subparsers.add_parser(
         "playground",
@@ -90,8 +93,8 @@ def add_parser(subparsers) -> None:
     actions = pg.add_subparsers(dest="playground_action", metavar="{up,down,status}", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--state-dir", metavar="DIR", default=None,
-                       help="state folder (default: $DOCKYARD_PLAYGROUND_DIR or ~/.local/state/dockyard-k8s/playground)")
+        p.add_argument("--state-dir", metavar="DIR", default=None, help="state folder (default: "
+                       "$DOCKYARD_PLAYGROUND_DIR or ~/.local/state/dockyard-k8s/playground)")
 
     up = actions.add_parser("up", help="start the playground (idempotent) and print `export KUBECONFIG=...`")
     up.add_argument("--gpu-nodes", type=int, default=2, metavar="N", help="simulated GPU nodes (default 2)")

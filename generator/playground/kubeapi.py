@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import ssl
+from typing import Any
 from urllib.parse import urlsplit
 
 
@@ -30,8 +31,9 @@ def get_raw(url: str, ca_file: str | None = None, token: str | None = None, time
     if parts.hostname not in ("127.0.0.1", "localhost"):
         raise ValueError(f"refusing a non-loopback address: {url}")
     if parts.scheme == "https":
+        ctx = tls_context(ca_file) if ca_file else ssl._create_unverified_context()
         conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-            parts.hostname, parts.port, timeout=timeout, context=tls_context(ca_file) if ca_file else ssl._create_unverified_context()
+            parts.hostname, parts.port, timeout=timeout, context=ctx
         )
     else:
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
@@ -79,13 +81,13 @@ class Api:
             parsed = raw.decode(errors="replace")
         return resp.status, parsed
 
-    def get(self, path: str, timeout: float | None = None) -> object:
+    def get(self, path: str, timeout: float | None = None) -> Any:
         status, body = self.request("GET", path, timeout=timeout)
         if status != 200:
             raise ApiError(status, json.dumps(body) if not isinstance(body, str) else body)
         return body
 
-    def create(self, path: str, obj: dict) -> bool:
+    def create(self, path: str, obj: dict[str, Any]) -> bool:
         """POST; True if created, False if it already existed."""
         status, body = self.request("POST", path, obj)
         if status in (200, 201, 202):
@@ -94,7 +96,7 @@ class Api:
             return False
         raise ApiError(status, json.dumps(body) if not isinstance(body, str) else body)
 
-    def apply(self, path: str, obj: dict, manager: str = "dockyard-playground") -> object:
+    def apply(self, path: str, obj: object, manager: str = "dockyard-playground") -> Any:
         """Server-side apply (force) of one object at `path` (the object's own URL)."""
         status, body = self.request(
             "PATCH", f"{path}?fieldManager={manager}&force=true", obj,

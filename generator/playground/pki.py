@@ -135,7 +135,7 @@ def generate(pki: Path, service_ip: str) -> dict[str, str]:
 
 
 # user name, uid, groups: one static token each (--token-auth-file).
-USERS = {
+USERS: dict[str, tuple[str, str, list[str]]] = {
     "admin": ("admin", "dockyard-admin", ["system:masters"]),
     "kube-controller-manager": ("system:kube-controller-manager", "dockyard-kcm", ["system:masters"]),
     "kube-scheduler": ("system:kube-scheduler", "dockyard-sched", []),
@@ -146,12 +146,9 @@ USERS = {
 
 def write_tokens(path: Path) -> dict[str, str]:
     """Write the apiserver's static token file; return {identity: token}."""
+    from generator.playground.files import token_line
+
     tokens = {ident: secrets.token_hex(24) for ident in USERS}
-    lines = []
-    for ident, (user, uid, groups) in USERS.items():
-        line = f"{tokens[ident]},{user},{uid}"
-        if groups:
-            line += ',"' + ",".join(groups) + '"'
-        lines.append(line)
+    lines = [token_line(tokens[ident], identity) for ident, identity in USERS.items()]
     _write(path, ("\n".join(lines) + "\n").encode(), private=True)
     return tokens

@@ -1,6 +1,6 @@
 """Local processes: free loopback ports, spawning detached components, and stopping them by PID.
 
-A component is recorded as {pid, start_time, exe, log}. `start_time` is field 22 of
+A component is recorded as a `state.Process` {name, pid, start_time, exe, log}. `start_time` is field 22 of
 /proc/<pid>/stat (clock ticks since boot): a PID is only treated as ours while that still matches,
 so a recycled PID is never signalled.
 """
@@ -14,6 +14,8 @@ import subprocess
 import time
 from contextlib import ExitStack
 from pathlib import Path
+
+from generator.playground.state import Process
 
 LOOPBACK = "127.0.0.1"
 
@@ -60,15 +62,15 @@ def start_time(pid: int) -> int | None:
     return int(fields[19]) if fields else None
 
 
-def is_running(rec: dict) -> bool:
+def is_running(rec: Process) -> bool:
     """The recorded process is alive (not a zombie) and is the same process we started."""
-    fields = _stat_fields(int(rec["pid"]))
+    fields = _stat_fields(rec.pid)
     if not fields or fields[0] in ("Z", "X"):
         return False
-    return int(fields[19]) == int(rec["start_time"])
+    return int(fields[19]) == rec.start_time
 
 
-def spawn(name: str, argv: list[str], log: Path, cwd: Path, env: dict[str, str] | None = None) -> dict:
+def spawn(name: str, argv: list[str], log: Path, cwd: Path, env: dict[str, str] | None = None) -> Process:
     """Start a detached component (own session, stdin closed, output to `log`); return its record."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
@@ -93,7 +95,7 @@ def spawn(name: str, argv: list[str], log: Path, cwd: Path, env: dict[str, str] 
     # The Popen object is dropped on purpose: the component outlives this command. Keep it from
     # becoming a zombie of ours if it dies while we still run (e.g. inside a pytest session).
     _orphans.append(proc)
-    return {"name": name, "pid": proc.pid, "start_time": st or 0, "exe": argv[0], "log": str(log)}
+    return Process(name=name, pid=proc.pid, start_time=st or 0, exe=argv[0], log=str(log))
 
 
 _orphans: list[subprocess.Popen] = []
@@ -106,14 +108,14 @@ def reap() -> None:
             _orphans.remove(proc)
 
 
-def _signal(rec: dict, sig: int) -> None:
+def _signal(rec: Process, sig: int) -> None:
     try:
-        os.kill(int(rec["pid"]), sig)
+        os.kill(rec.pid, sig)
     except ProcessLookupError:
         pass
 
 
-def _wait_gone(rec: dict, timeout: float) -> bool:
+def _wait_gone(rec: Process, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         reap()
@@ -123,7 +125,7 @@ def _wait_gone(rec: dict, timeout: float) -> bool:
     return not is_running(rec)
 
 
-def stop(records: list[dict], timeout: float = 10.0) -> list[str]:
+def stop(records: list[Process], timeout: float = 10.0) -> list[str]:
     """Stop the recorded processes one by one, in the order given (clients before the apiserver,
     the apiserver before etcd: an apiserver whose etcd is gone hangs in shutdown).
 
@@ -135,7 +137,7 @@ def stop(records: list[dict], timeout: float = 10.0) -> list[str]:
     for rec in records:
         if not is_running(rec):
             continue
-        signalled.append(rec["name"])
+        signalled.append(rec.name)
         _signal(rec, signal.SIGTERM)
         if not _wait_gone(rec, timeout):
             _signal(rec, signal.SIGKILL)

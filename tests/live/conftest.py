@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from session_env import SESSION_PREFIX, reap_dead_sessions, sessions_root, user_state_dir
+from session_env import SESSION_PREFIX, exit_code, reap_dead_sessions, sessions_root, user_state_dir
 
 LIVE_DIR = Path(__file__).resolve().parent
 
@@ -77,7 +77,7 @@ def playground():
     try:
         out = io.StringIO()
         t0 = time.monotonic()
-        rc = up(state_dir, Shape(**SESSION_SHAPE), timeout=180, out=out)
+        rc = exit_code(up, state_dir, Shape(**SESSION_SHAPE), timeout=180, out=out)
         if rc != 0:
             pytest.fail(f"playground up failed (exit {rc}):\n{out.getvalue()}", pytrace=False)
         print(f"\nsession playground started in {time.monotonic() - t0:.1f} s at {state_dir}")
@@ -99,7 +99,7 @@ def playground():
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        down(state_dir, out=io.StringIO())
+        exit_code(down, state_dir, out=io.StringIO())
         (root / f".{state_dir.name}.lock").unlink(missing_ok=True)
 
 

@@ -7,7 +7,9 @@ session's (the `playground` fixture points KUBECONFIG and $DOCKYARD_PLAYGROUND_D
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TextIO
 
 from generator.live.release import pid_alive
 
@@ -31,6 +33,21 @@ def sessions_root() -> Path:
     return _state_home() / "dockyard-k8s" / "test-playgrounds"
 
 
+def exit_code(verb: Callable[..., int], *args: Any, out: TextIO, **kwargs: Any) -> int:
+    """A playground verb (generator.playground.cluster's up/down/status) as the CLI runs it: its
+    return code, or its error printed to `out` as `error: ...` and the CLI's exit code for it."""
+    from generator.errors import EXIT_BAD_INPUT, EXIT_FAILED, CheckFailed, InputError
+
+    try:
+        return verb(*args, out=out, **kwargs)
+    except InputError as exc:
+        print(exc, file=out)
+        return EXIT_BAD_INPUT
+    except CheckFailed as exc:
+        print(f"error: {exc}", file=out)
+        return EXIT_FAILED
+
+
 def reap_dead_sessions(root: Path) -> None:
     """Stop and remove playgrounds of test sessions that are gone (killed before their teardown)."""
     import io
@@ -40,7 +57,7 @@ def reap_dead_sessions(root: Path) -> None:
     for folder in sorted(root.glob(SESSION_PREFIX + "*")) if root.is_dir() else []:
         pid = folder.name[len(SESSION_PREFIX):]
         if pid.isdigit() and (int(pid) == os.getpid() or not pid_alive(int(pid))):
-            down(folder, out=io.StringIO())
+            exit_code(down, folder, out=io.StringIO())  # best effort, as before: a failure is left for later
     for lock in root.glob(f".{SESSION_PREFIX}*.lock") if root.is_dir() else []:
         pid = lock.name[len(SESSION_PREFIX) + 1:-len(".lock")]
         if pid.isdigit() and not pid_alive(int(pid)) and not (root / lock.name[1:-len(".lock")]).exists():

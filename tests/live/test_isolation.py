@@ -48,10 +48,12 @@ def test_a_session_beside_a_users_busy_playground_leaves_it_alone(tmp_path):
     exported: a test session started then runs on its own playground, passes, and leaves the user's
     playground, processes and release exactly as they were."""
     from generator.playground.cluster import COMPONENTS, component_health, load_state
+    from generator.playground.state import PlaygroundState
 
     home = tmp_path / "state"  # the user's XDG_STATE_HOME: default playground home/dockyard-k8s/playground
     env = {k: v for k, v in os.environ.items()
-           if k not in ("KUBECONFIG", "DOCKYARD_PLAYGROUND_DIR", "HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME")}
+           if k not in ("KUBECONFIG", "DOCKYARD_PLAYGROUND_DIR", "HELM_CONFIG_HOME", "HELM_CACHE_HOME",
+                        "HELM_DATA_HOME")}
     env.update(XDG_STATE_HOME=str(home), PYTHONUNBUFFERED="1")
     user_dir = home / "dockyard-k8s" / "playground"
     up = _cli(env, "playground", "up", "--gpu-nodes", 2, "--cpu-nodes", 1, "--timeout", 180)
@@ -69,7 +71,7 @@ def test_a_session_beside_a_users_busy_playground_leaves_it_alone(tmp_path):
 
         after = load_state(user_dir)
         assert after == before  # same processes, ports, kubeconfig
-        assert all(component_health(after, c)[0] for c in COMPONENTS)
+        assert all(component_health(PlaygroundState.from_dict(after), c)[0] for c in COMPONENTS)
         st = _cli(env, "status", "small", "-n", "dockyard", "-o", "json", timeout=60)
         assert st.returncode == 0, st.stderr
         status = json.loads(st.stdout)

@@ -95,7 +95,8 @@ def test_deployment_rolls_out_on_loopback_pod_ips(k8s, namespace, wait):
     def rolled_out():
         d = apps.read_namespaced_deployment_status("web", namespace)
         s = d.status
-        return (s.observed_generation or 0) >= d.metadata.generation and s.updated_replicas == 3 and s.available_replicas == 3 and s.ready_replicas == 3
+        return ((s.observed_generation or 0) >= d.metadata.generation and s.updated_replicas == 3
+                and s.available_replicas == 3 and s.ready_replicas == 3)
 
     wait(rolled_out, 60, "deployment web to roll out 3/3")
     pods = core.list_namespaced_pod(namespace, label_selector="app=web").items
@@ -111,7 +112,8 @@ def test_pod_asking_for_too_many_gpus_stays_pending_with_scheduler_reason(playgr
     too_many = str(playground.gpus_per_node + 1)
     core.create_namespaced_pod(
         namespace,
-        _pod("greedy", namespace, [_container(requests={"nvidia.com/gpu": too_many}, limits={"nvidia.com/gpu": too_many})]),
+        _pod("greedy", namespace,
+             [_container(requests={"nvidia.com/gpu": too_many}, limits={"nvidia.com/gpu": too_many})]),
     )
 
     def unschedulable():
@@ -220,7 +222,8 @@ def test_resource_quota_is_enforced(k8s, namespace, wait):
         ),
     )
     # the quota controller must have computed status.hard before admission enforces it
-    wait(lambda: (core.read_namespaced_resource_quota("gpus", namespace).status.hard or {}).get("requests.nvidia.com/gpu"), 30, "quota status")
+    wait(lambda: (core.read_namespaced_resource_quota("gpus", namespace).status.hard or {})
+         .get("requests.nvidia.com/gpu"), 30, "quota status")
     with pytest.raises(ApiException) as err:
         core.create_namespaced_pod(namespace, _pod("two", namespace, [_container(limits={"nvidia.com/gpu": "2"})]))
     assert err.value.status == 403
@@ -250,7 +253,8 @@ def test_raycluster_reaches_ready_with_pods_on_the_right_nodes(playground, k8s, 
                             "nodeAffinity": {
                                 "requiredDuringSchedulingIgnoredDuringExecution": {
                                     "nodeSelectorTerms": [
-                                        {"matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "DoesNotExist"}]}
+                                        {"matchExpressions": [{"key": "nvidia.com/gpu.present",
+                                                               "operator": "DoesNotExist"}]}
                                     ]
                                 }
                             }
@@ -401,8 +405,10 @@ def test_bad_usage_exits_2(tmp_path):
 
 def test_down_leaves_no_process_behind(playground, tmp_path):
     """A second, small playground in its own state folder: up, check, down, nothing left."""
-    from generator.playground.cluster import load_state
+    from dataclasses import asdict
+
     from generator.playground.processes import is_running
+    from generator.playground.state import PlaygroundState
 
     state_dir = tmp_path / "second"
     t0 = time.monotonic()
@@ -410,11 +416,12 @@ def test_down_leaves_no_process_behind(playground, tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert time.monotonic() - t0 < 120
     assert f"export KUBECONFIG={state_dir / 'kubeconfig'}" in out.stdout
-    state = load_state(state_dir)
-    recs = list(state["components"].values())
+    state = PlaygroundState.load(state_dir)
+    assert state
+    recs = list(state.components.values())
     assert len(recs) == 6 and all(is_running(r) for r in recs)
     # its ports differ from the session playground's: the two do not collide
-    assert not set(state["ports"].values()) & set(playground.state["ports"].values())
+    assert not set(asdict(state.ports).values()) & set(playground.state["ports"].values())
 
     down = _cli("down", "--state-dir", str(state_dir), timeout=60)
     assert down.returncode == 0, down.stdout + down.stderr
@@ -424,7 +431,8 @@ def test_down_leaves_no_process_behind(playground, tmp_path):
     # the session playground is untouched
     from generator.playground.cluster import COMPONENTS, component_health
 
-    assert all(component_health(playground.state, c)[0] for c in COMPONENTS)
+    session = PlaygroundState.from_dict(playground.state)
+    assert all(component_health(session, c)[0] for c in COMPONENTS)
     # and a second down is a no-op
     again = _cli("down", "--state-dir", str(state_dir), timeout=30)
     assert again.returncode == 0 and "no playground" in again.stdout

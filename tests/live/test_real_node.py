@@ -183,7 +183,7 @@ class Node:
 def node():
     import fcntl
 
-    from session_env import sessions_root
+    from session_env import exit_code, sessions_root
 
     from generator.playground.cluster import down, load_state, up
     from generator.playground.nodes import Shape
@@ -197,12 +197,13 @@ def node():
     wait_for(lambda: not host.range_in_use(), 1800, "another playground's real node to go down", interval=5)
     before = host_snapshot()
     state_dir = sessions_root() / f"real-node-{os.getpid()}"
-    down(state_dir, out=io.StringIO())
+    exit_code(down, state_dir, out=io.StringIO())
     saved = {k: os.environ.get(k) for k in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME")}
     os.environ.update({k: str(state_dir / "helm" / k.split("_")[1].lower()) for k in saved})
     out = io.StringIO()
     t0 = time.monotonic()
-    rc = up(state_dir, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), timeout=240, out=out, real_node=True)
+    rc = exit_code(up, state_dir, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), timeout=240, out=out,
+                   real_node=True)
     try:
         assert rc == 0, f"playground up --real-node failed (exit {rc}):\n{out.getvalue()}"
         print(f"\nplayground with a real node up in {time.monotonic() - t0:.1f} s\n{out.getvalue()}")
@@ -210,8 +211,8 @@ def node():
         n.before = before
         yield n
     finally:
-        down(state_dir, out=io.StringIO())
-        (state_dir.parent / f".{state_dir.name}.lock").unlink(missing_ok=True)  # cluster.locked's file
+        exit_code(down, state_dir, out=io.StringIO())
+        (state_dir.parent / f".{state_dir.name}.lock").unlink(missing_ok=True)  # state.locked's file
         for k, v in saved.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
         lock.close()
@@ -265,7 +266,8 @@ def test_clusterip_endpointslices_and_cluster_dns(node):
                 "spec": {"selector": {"app": "echo"}, "ports": [{"port": 80, "targetPort": 9090}]}})
     pod = node.ready(ns, "echo")
     client = node.client(ns)
-    slices = wait_for(lambda: [e for s in node.get(ns, "endpointslices", "-l", "kubernetes.io/service-name=echo")["items"]
+    slices = wait_for(lambda: [e for s in node.get(ns, "endpointslices", "-l",
+                                                   "kubernetes.io/service-name=echo")["items"]
                                for e in s.get("endpoints") or []], 30, "an EndpointSlice for echo")
     assert slices[0]["addresses"] == [pod["status"]["podIP"]] and slices[0]["nodeName"] == S.NODE_NAME
     svc = node.get(ns, "service", "echo")
@@ -287,8 +289,8 @@ def test_sandbox_pool_runs_on_the_real_node_and_helm_test_passes(node, capsys, t
     node.release(capsys, tmp_path, ns, replicas=2)
     pool = node.pool(ns)
     assert len(pool) == 2 and {p["spec"]["nodeName"] for p in pool} == {S.NODE_NAME}
-    proc = subprocess.run([node.helm_bin, "test", "small", "-n", ns, "--kubeconfig", node.kubeconfig, "--timeout", "90s"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([node.helm_bin, "test", "small", "-n", ns, "--kubeconfig", node.kubeconfig,
+                           "--timeout", "90s"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "Phase:          Succeeded" in proc.stdout, proc.stdout + proc.stderr
 
     # DOCKYARD_SANDBOX_URLS exactly as the chart renders it for the GPU pods (rayjob mode, same release)
@@ -337,17 +339,20 @@ def test_network_policy_default_ingress_and_metadata(node, capsys, tmp_path):
     metadata = node.listener(S.METADATA_IP, 80, "metadata-stand-in")
     try:
         # a second port on the pool: something listens there, the policy must still refuse it
-        assert node.task(ns, client, _executor_url(pool), "/executor listen :8080 other >/dev/null 2>&1 & echo up")["exit_code"] == 0
+        listen = "/executor listen :8080 other >/dev/null 2>&1 & echo up"
+        assert node.task(ns, client, _executor_url(pool), listen)["exit_code"] == 0
         assert node.task(ns, client, _executor_url(pool), "/executor dial 127.0.0.1:8080 2")["exit_code"] == 0
         assert node.dial(ns, client, f"{ip}:9090")  # same namespace, executor port
-        assert node.dial(other, stranger, f"{node.get(ns, 'pod', client)['status']['podIP']}:8081")  # unprotected pods talk
+        # unprotected pods talk
+        assert node.dial(other, stranger, f"{node.get(ns, 'pod', client)['status']['podIP']}:8081")
         wait_for(lambda: not node.dial(other, stranger, f"{ip}:9090"), 20, "another namespace to be refused")
         assert not node.dial(ns, client, f"{ip}:8080")  # any other port on the pool
         dns = node.task(ns, client, _executor_url(pool), f"nslookup small-sandbox.{ns}.svc.cluster.local")
         assert dns["exit_code"] == 0, dns  # DNS from the pool
         meta = node.task(ns, client, _executor_url(pool), f"/executor get http://{S.METADATA_IP}/")
         assert meta["exit_code"] != 0 and "metadata-stand-in" not in meta["stdout"]
-        assert node.task(ns, client, _executor_url(pool), f"/executor get http://{S.STAND_IN_IP}/ ; echo rc=$?")["stdout"].count("rc=1") == 1  # nothing listens there yet
+        get = f"/executor get http://{S.STAND_IN_IP}/ ; echo rc=$?"
+        assert node.task(ns, client, _executor_url(pool), get)["stdout"].count("rc=1") == 1  # nothing listens there yet
         # lifting blockCloudMetadata opens it: the same check can fail
         node.release(capsys, tmp_path, ns, networkPolicy={"blockCloudMetadata": False})
         opened = wait_for(lambda: (lambda r: r if r["exit_code"] == 0 else None)(
@@ -371,11 +376,13 @@ def test_locked_egress_allows_dns_and_exactly_the_allowed_cidr(node, capsys, tmp
         wait_for(lambda: node.task(ns, client, url(), f"/executor get http://{S.STAND_IN_IP}/")["exit_code"] != 0,
                  30, "egress to the stand-in host to be blocked")
         assert node.task(ns, client, url(), f"nslookup small-sandbox.{ns}.svc.cluster.local")["exit_code"] == 0
-        node.release(capsys, tmp_path, ns, networkPolicy={"allowEgress": False, "allowedEgressCidrs": [f"{S.STAND_IN_IP}/32"]})
+        node.release(capsys, tmp_path, ns,
+                     networkPolicy={"allowEgress": False, "allowedEgressCidrs": [f"{S.STAND_IN_IP}/32"]})
         got = wait_for(lambda: (lambda r: r if r["exit_code"] == 0 else None)(
             node.task(ns, client, url(), f"/executor get http://{S.STAND_IN_IP}/")), 30, "the allowed CIDR to open")
         assert "stand-in-host" in got["stdout"]
-        assert node.task(ns, client, url(), f"/executor get http://{S.METADATA_IP}/")["exit_code"] != 0  # only that CIDR
+        # only that CIDR
+        assert node.task(ns, client, url(), f"/executor get http://{S.METADATA_IP}/")["exit_code"] != 0
         assert node.task(ns, client, url(), f"nslookup small-sandbox.{ns}.svc.cluster.local")["exit_code"] == 0
     finally:
         for p in (host, metadata):
@@ -400,8 +407,11 @@ def test_security_context_seen_from_inside_the_executor(node, capsys, tmp_path):
     assert node.task(ns, client, url, "ls /var/run/secrets/kubernetes.io/serviceaccount")["exit_code"] != 0
 
     node.release(capsys, tmp_path, ns, security={"profile": "restricted"})
-    url = _executor_url(wait_for(lambda: [p for p in node.pool(ns) if p["spec"]["securityContext"].get("runAsUser") == 10001
-                                          and p["status"].get("podIP") and all(c.get("ready") for c in p["status"].get("containerStatuses", []))] or None,
+    def restricted_and_ready(p: dict) -> bool:
+        return (p["spec"]["securityContext"].get("runAsUser") == 10001 and bool(p["status"].get("podIP"))
+                and all(c.get("ready") for c in p["status"].get("containerStatuses", [])))
+
+    url = _executor_url(wait_for(lambda: [p for p in node.pool(ns) if restricted_and_ready(p)] or None,
                                  60, "the restricted pool")[0])
     ids = node.task(ns, client, url, "id -u; touch /rootfs-write; echo root=$?; touch /workspace/ok && echo work=$?")
     lines = ids["stdout"].split()
@@ -488,19 +498,23 @@ def test_pdb_refuses_the_second_eviction_with_real_pods(node, capsys, tmp_path):
 
 
 def test_a_second_real_node_is_refused_in_one_line_and_leaves_nothing(node, tmp_path):
+    from session_env import exit_code
+
     from generator.playground.cluster import down, up
     from generator.playground.nodes import Shape
+    from generator.playground.state import Process
 
     other = tmp_path / "second"
     out = io.StringIO()
-    assert up(other, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), out=out, real_node=True) == 1
+    assert exit_code(up, other, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), out=out, real_node=True) == 1
     text = out.getvalue()
     assert f"another playground's real node holds {S.POD_CIDR}" in text and "Traceback" not in text, text
     assert "without --real-node" in text
     state = json.loads((other / "state.json").read_text())
     from generator.playground import processes as procs
 
-    assert not [r for r in state["components"].values() if procs.is_running(r)]  # its control plane stopped
+    records = [Process.from_dict(r) for r in state["components"].values()]
+    assert not [r for r in records if procs.is_running(r)]  # its control plane stopped
     assert down(other, out=io.StringIO()) == 0 and not other.exists()
 
 
@@ -525,18 +539,22 @@ def test_down_after_a_crash_leaves_the_host_as_it_was(node):
     assert not node.state_dir.exists()
     after = host_snapshot()
     for key in node.before:
-        assert after[key] == node.before[key], f"{key} changed: {sorted(set(map(str, after[key])) ^ set(map(str, node.before[key])))}"
+        changed = sorted(set(map(str, after[key])) ^ set(map(str, node.before[key])))
+        assert after[key] == node.before[key], f"{key} changed: {changed}"
     assert not [p for p in pids if Path(f"/proc/{p}").exists()]
     assert not host.our_cgroup_dirs(node.spec)
     wait_for(lambda: not host.our_pids(node.spec), 10, "the killed processes to be reaped")
 
 
 def test_a_start_that_fails_half_way_removes_what_it_made(node, monkeypatch, tmp_path):
+    from session_env import exit_code
+
     from generator.playground import processes as procs
-    from generator.playground.cluster import down, load_state, up
+    from generator.playground.cluster import down, up
     from generator.playground.node import components as C
     from generator.playground.node import host
     from generator.playground.nodes import Shape
+    from generator.playground.state import PlaygroundState
 
     real_argv = C.argv
 
@@ -547,13 +565,15 @@ def test_a_start_that_fails_half_way_removes_what_it_made(node, monkeypatch, tmp
     monkeypatch.setattr(C, "argv", broken)
     state_dir = tmp_path / "half"
     out = io.StringIO()
-    assert up(state_dir, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), out=out, real_node=True, timeout=240) == 1
+    shape = Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0)
+    assert exit_code(up, state_dir, shape, out=out, real_node=True, timeout=240) == 1
     text = out.getvalue()
     assert "coredns exited during start-up" in text and "Traceback" not in text, text
     spec = S.NodeSpec(state_dir)
-    state = load_state(state_dir)
-    assert state["real_node"]["components"]["containerd"]  # it got that far
-    running = [r["name"] for r in [*state["components"].values(), *state["real_node"]["components"].values()]
+    state = PlaygroundState.load(state_dir)
+    assert state and state.real_node
+    assert state.real_node.components["containerd"]  # it got that far
+    running = [r.name for r in [*state.components.values(), *state.real_node.components.values()]
                if procs.is_running(r)]
     assert not running, running
     assert not host.our_cgroup_dirs(spec) and not host.our_mounts(spec)

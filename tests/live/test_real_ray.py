@@ -32,7 +32,7 @@ SHAPE = ["cluster.trainer.nodes=1", "cluster.trainer.gpusPerNode=1", "cluster.in
 def ray_node():
     import fcntl
 
-    from session_env import sessions_root
+    from session_env import exit_code, sessions_root
     from test_real_node import _try_lock, host_snapshot, wait_for
 
     from generator.playground.cluster import down, load_state, up
@@ -46,20 +46,22 @@ def ray_node():
     wait_for(lambda: _try_lock(fcntl, lock), 1800, "another test session's real node to go down", interval=2)
     before = host_snapshot()
     state_dir = sessions_root() / f"real-ray-{os.getpid()}"
-    down(state_dir, out=io.StringIO())
-    saved = {k: os.environ.get(k) for k in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME", "DOCKYARD_REAL_NODE_GPUS")}
+    exit_code(down, state_dir, out=io.StringIO())
+    saved = {k: os.environ.get(k)
+             for k in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME", "DOCKYARD_REAL_NODE_GPUS")}
     os.environ.update({k: str(state_dir / "helm" / k.split("_")[1].lower()) for k in saved if k.startswith("HELM")})
     os.environ["DOCKYARD_REAL_NODE_GPUS"] = "2"
     out = io.StringIO()
     t0 = time.monotonic()
-    rc = up(state_dir, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), timeout=300, out=out, real_node=True)
+    rc = exit_code(up, state_dir, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), timeout=300, out=out,
+                   real_node=True)
     try:
         assert rc == 0, f"playground up --real-node failed (exit {rc}):\n{out.getvalue()}"
         print(f"\nplayground with a real Ray node up in {time.monotonic() - t0:.1f} s\n{out.getvalue()}")
         state = load_state(state_dir)
         yield {"state_dir": state_dir, "state": state, "kubeconfig": str(state_dir / "kubeconfig"), "before": before}
     finally:
-        down(state_dir, out=io.StringIO())
+        exit_code(down, state_dir, out=io.StringIO())
         after = host_snapshot()
         for k, v in saved.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
@@ -92,13 +94,15 @@ def _infra(tmp_path: Path, name: str, change=None) -> Path:
 
 
 def _rows(out: str) -> dict[str, bool]:
-    return {line[2:].split("  ")[0].strip(): line.startswith("✓") for line in out.splitlines() if line[:2] in ("✓ ", "✗ ")}
+    return {line[2:].split("  ")[0].strip(): line.startswith("✓")
+            for line in out.splitlines() if line[:2] in ("✓ ", "✗ ")}
 
 
 def test_the_real_node_offers_gpus_and_holds_the_ray_image(ray_node):
     from generator.playground import cluster
+    from generator.playground.state import PlaygroundState
 
-    node = cluster.api_for(ray_node["state"]).get("/api/v1/nodes/real-node-0")
+    node = cluster.api_for(PlaygroundState.from_dict(ray_node["state"])).get("/api/v1/nodes/real-node-0")
     assert node["status"]["allocatable"]["nvidia.com/gpu"] == "2"  # from the device plugin, through the kubelet
     assert ray_node["state"]["real_node"]["images"]["ray"].startswith("dockyard.local/playground-ray:")
     out = io.StringIO()
@@ -175,7 +179,8 @@ def test_run_follow_exit_codes_status_and_rollback(ray_node, capsys, tmp_path):
     assert rc == 0, out + err
     assert "job FAILED" in out and "dockyard-failing-on-purpose" in out, out
 
-    rc, out, err = cli(capsys, "rollback", "grpo-swe", "1", "-n", ns, "--replace", "--kubeconfig", kc, "--timeout", "300")
+    rc, out, err = cli(capsys, "rollback", "grpo-swe", "1", "-n", ns, "--replace", "--kubeconfig", kc,
+                       "--timeout", "300")
     assert rc == 0, out + err
     from generator.live import driver_log
     from generator.live.kube import Kube

@@ -126,7 +126,8 @@ def test_control_plane_flags_for_a_real_node():
 
     argv = {
         "kube-apiserver": ["apiserver", "--service-cluster-ip-range=127.32.0.0/16", "--x=1"],
-        "kube-controller-manager": ["kcm", "--controllers=*,-endpointslice-controller", "--service-cluster-ip-range=127.32.0.0/16"],
+        "kube-controller-manager": ["kcm", "--controllers=*,-endpointslice-controller",
+                                    "--service-cluster-ip-range=127.32.0.0/16"],
         "kwok": ["kwok", "--manage-all-nodes=true", "--cidr=1"],
     }
     node.adjust_control_plane(argv, ("/c.crt", "/c.key"))

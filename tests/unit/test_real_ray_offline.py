@@ -55,7 +55,8 @@ def test_layout_is_an_oci_image_named_for_containerd(tmp_path):
         files = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
     index = json.loads(files["index.json"])
     entry = index["manifests"][0]
-    assert entry["digest"] == digest and entry["annotations"]["io.containerd.image.name"] == "dockyard.local/playground-ray:9.9.9"
+    assert entry["digest"] == digest
+    assert entry["annotations"]["io.containerd.image.name"] == "dockyard.local/playground-ray:9.9.9"
     manifest = json.loads(files[f"blobs/sha256/{digest[7:]}"])
     for blob in [manifest["config"], *manifest["layers"]]:  # every blob is where its digest says
         data = files[f"blobs/sha256/{blob['digest'][7:]}"]

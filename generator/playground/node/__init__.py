@@ -1,6 +1,7 @@
 """The playground's real node (`playground up --real-node`): one CPU node that runs pods for real.
 
-Hooks called by generator/playground/cluster.py:
+Hooks called by generator/playground/cluster.py (`state` is the typed `PlaygroundState`; the
+node's own record is `state.real_node`):
 
     prepare(state, state_dir, argv)   before the control plane starts: checks, certificates,
                                       identities, the control plane's flags for a real node
@@ -8,8 +9,10 @@ Hooks called by generator/playground/cluster.py:
     health(state) -> [(name, ok, detail)]    for `status` and the idempotent `up`
     teardown(state_dir, state)        at `down` and when `up` fails half way
 
-Module map: spec (typed state, addresses, paths), components (configs and command lines),
-host (namespaces, cgroups, teardown), images (OCI layouts), certs, relay (apiserver relay).
+Module map: spec (names, addresses, paths derived from the state folder), components (configs,
+command lines, the Node object), host (namespaces, cgroups, teardown), images (OCI layouts), certs,
+relay (apiserver relay), gpus (fake GPUs), ray_image. Processes start through ../launch.py, as the
+control plane's do.
 """
 
 from __future__ import annotations
@@ -20,10 +23,16 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from generator.playground import launch
+from generator.playground.errors import NodeError
 from generator.playground.node import components as C
 from generator.playground.node import host
 from generator.playground.node import spec as S
+from generator.playground.state import PlaygroundState, Process, RealNodeState
+
+Say = Callable[[str], None]
 
 TOOLS = {  # cache entry -> versions.env key (hack/tools.sh node builds them all)
     "kubernetes-node": "KUBERNETES_VERSION",
@@ -34,7 +43,7 @@ TOOLS = {  # cache entry -> versions.env key (hack/tools.sh node builds them all
     "kube-router": "KUBE_ROUTER_VERSION",
     "node-images": "NODE_IMAGES_VERSION",
 }
-NodeError = host.NodeError
+__all__ = ["NodeError", "adjust_control_plane", "health", "preflight", "prepare", "start", "teardown"]
 
 
 def _tool_dirs() -> dict[str, Path]:
@@ -44,7 +53,7 @@ def _tool_dirs() -> dict[str, Path]:
     return {t: cache_dir() / f"{t}-{v[k]}" for t, k in TOOLS.items()}
 
 
-def ensure_binaries(say: Callable[[str], None]) -> C.Binaries:
+def ensure_binaries(say: Say) -> C.Binaries:
     from generator.tools import REPO
 
     dirs = _tool_dirs()
@@ -69,7 +78,8 @@ def preflight() -> None:
     if deps.returncode != 0:
         missing.append(deps.stdout.strip() or "Debian packages (run `bash hack/node-deps.sh`)")
     if missing:
-        raise NodeError("the real node needs " + "; ".join(missing) + ". Run without --real-node to use only simulated nodes.")
+        raise NodeError("the real node needs " + "; ".join(missing)
+                        + ". Run without --real-node to use only simulated nodes.")
     busy = host.range_in_use()
     if busy:
         raise NodeError(f"another playground's real node holds {S.POD_CIDR} ({busy}); `down` it first, "
@@ -99,8 +109,10 @@ def adjust_control_plane(argv: dict[str, list[str]], kubelet_client: tuple[str, 
     _set_flag(argv["kwok"], "--manage-all-nodes", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake")
 
 
-def prepare(state: dict, state_dir: Path, argv: dict[str, list[str]], say: Callable[[str], None] = print) -> None:
-    from generator.playground import cluster
+def prepare(state: PlaygroundState, state_dir: Path, argv: dict[str, list[str]], say: Say = print) -> None:
+    import secrets
+
+    from generator.playground import files
     from generator.playground.node import certs, gpus
 
     preflight()
@@ -108,128 +120,102 @@ def prepare(state: dict, state_dir: Path, argv: dict[str, list[str]], say: Calla
     spec = S.NodeSpec(state_dir)
     spec.config_dir.mkdir(parents=True, exist_ok=True)
     # identities: static tokens appended to the apiserver's token file before it starts
-    import secrets
-
     tokens = {ident: secrets.token_hex(24) for ident in C.IDENTITIES}
     with open(state_dir / "tokens.csv", "a") as fh:
-        for ident, (user, uid, groups) in C.IDENTITIES.items():
-            fh.write(f"{tokens[ident]},{user},{uid}" + (',"' + ",".join(groups) + '"' if groups else "") + "\n")
+        for ident, identity in C.IDENTITIES.items():
+            fh.write(files.token_line(tokens[ident], identity) + "\n")
     for ident, token in tokens.items():
-        doc = cluster._kubeconfig(state["server"], state["pki"]["ca_crt"], token, ident)
-        cluster._write_yaml(spec.kubeconfig(ident), doc, private=True)
-    client = certs.apiserver_kubelet_client(state["pki"], spec.pki_dir)
-    serving = certs.kubelet_serving(state["pki"], spec.pki_dir)
+        doc = files.kubeconfig(state.server, state.ca_file, token, ident)
+        files.write_yaml(spec.kubeconfig(ident), doc, private=True)
+    client = certs.apiserver_kubelet_client(state.pki_files, spec.pki_dir)
+    serving = certs.kubelet_serving(state.pki_files, spec.pki_dir)
     adjust_control_plane(argv, client)
-    state["service_cidr"] = S.SERVICE_CIDR
-    state["real_node"] = {
-        "name": spec.name, "node_ip": S.NODE_IP, "pod_cidr": S.POD_CIDR, "service_cidr": S.SERVICE_CIDR,
-        "dns_ip": S.DNS_IP, "netns": str(spec.netns_file), "mntns": str(spec.mntns_file),
-        "cgroup_root": spec.cgroup_root, "host_link": spec.host_veth, "label": S.NODE_LABEL,
-        "stand_ins": {"metadata": S.METADATA_IP, "host": S.STAND_IN_IP},
-        "serving": list(serving), "components": {}, "gpus": gpus.requested(),
-    }
+    state.service_cidr = S.SERVICE_CIDR
+    state.real_node = RealNodeState(
+        name=spec.name, node_ip=S.NODE_IP, pod_cidr=S.POD_CIDR, service_cidr=S.SERVICE_CIDR,
+        dns_ip=S.DNS_IP, netns=str(spec.netns_file), mntns=str(spec.mntns_file),
+        cgroup_root=spec.cgroup_root, host_link=spec.host_veth, label=S.NODE_LABEL,
+        stand_ins={"metadata": S.METADATA_IP, "host": S.STAND_IN_IP},
+        serving=serving, gpus=gpus.requested(),
+    )
 
 
-def _write_configs(spec: S.NodeSpec, bins: C.Binaries, state: dict, pause_ref: str) -> None:
+def _node(state: PlaygroundState) -> RealNodeState:
+    if state.real_node is None:
+        raise NodeError("the playground has no real node (prepare() was not run)")
+    return state.real_node
+
+
+def _write_configs(spec: S.NodeSpec, bins: C.Binaries, state: PlaygroundState, pause_ref: str) -> None:
     import yaml
 
     c = spec.config_dir
     (c / "containerd.toml").write_text(C.containerd_config(spec, bins, pause_ref))
     spec.cni_conf_dir.mkdir(parents=True, exist_ok=True)
     (spec.cni_conf_dir / "10-dockyard.conflist").write_text(json.dumps(C.cni_conflist(spec), indent=2))
-    (c / "kubelet.yaml").write_text(yaml.safe_dump(C.kubelet_config(spec, state["pki"]["ca_crt"], tuple(state["real_node"]["serving"]))))
+    kubelet = C.kubelet_config(spec, state.ca_file, _node(state).serving)
+    (c / "kubelet.yaml").write_text(yaml.safe_dump(kubelet))
     (c / "kube-proxy.yaml").write_text(yaml.safe_dump(C.kube_proxy_config(spec)))
     (c / "Corefile").write_text(C.corefile(spec))
     (spec.root / "pod-logs").mkdir(exist_ok=True)
 
 
-def _containerd_sock(state: dict, spec: S.NodeSpec) -> Path:
-    return spec.containerd_sock_from(state["real_node"]["components"]["containerd"]["pid"])
+def _containerd_sock(state: PlaygroundState, spec: S.NodeSpec) -> Path:
+    return spec.containerd_sock_from(_node(state).components["containerd"].pid)
 
 
-def _node_object(spec: S.NodeSpec) -> dict:
-    """Created before kubelet registers: labels of a CPU node, the pod range, a taint; no kwok annotation."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": spec.name, "labels": {
-            S.NODE_LABEL: "true",
-            "type": "real",
-            "node.kubernetes.io/instance-type": "playground-real-cpu",
-            "kubernetes.io/os": "linux",
-            "kubernetes.io/arch": "amd64",
-            "kubernetes.io/hostname": spec.name,
-        }},
-        "spec": {"podCIDR": S.POD_CIDR, "podCIDRs": [S.POD_CIDR],
-                 # only pods that ask for the real node land on it (tolerate this and select the label)
-                 "taints": [{"key": S.NODE_LABEL, "value": "true", "effect": "NoSchedule"}]},
-    }
-
-
-def _spawn(state: dict, state_dir: Path, spec: S.NodeSpec, name: str, argv: list[str], env: dict | None = None) -> None:
-    from generator.playground import cluster
-    from generator.playground import processes as procs
-
+def _spawn(state: PlaygroundState, state_dir: Path, spec: S.NodeSpec, name: str, argv: list[str],
+           env: dict[str, str] | None = None) -> Process:
     if name == "relay":  # host network namespace, node mount namespace (so teardown finds it)
         full = ["nsenter", f"--mount={spec.mntns_file}", "--", *argv]
     else:
         full = host.in_node(spec, argv)
-    rec = procs.spawn(f"node/{name}", full, state_dir / "logs" / f"node-{name}.log", cwd=state_dir, env=env)
-    state["real_node"]["components"][name] = rec
-    cluster.save_state(state_dir, state)
+    return launch.start(state, state_dir, _node(state).components, name, f"node/{name}", full, env)
 
 
-def _wait(what: str, check: Callable[[], tuple[bool, str]], deadline: float) -> None:
+def _wait(what: str, check: launch.Check, deadline: float) -> None:
+    launch.wait(what, check, deadline, error=NodeError, interval=0.3)
+
+
+def _alive(state: PlaygroundState, name: str) -> tuple[bool, str]:
     from generator.playground import processes as procs
 
-    detail = ""
-    while time.monotonic() < deadline:
-        ok, detail = check()
-        if ok:
-            return
-        procs.reap()
-        time.sleep(0.3)
-    raise NodeError(f"timed out waiting for {what}: {detail}")
-
-
-def _alive(state: dict, name: str) -> tuple[bool, str]:
-    from generator.playground import processes as procs
-
-    rec = state["real_node"]["components"][name]
+    rec = _node(state).components[name]
     if not procs.is_running(rec):
-        raise NodeError(f"node component {name} exited during start-up (log: {rec['log']}):\n{procs.tail(rec['log'], 15)}")
+        raise NodeError(f"node component {name} exited during start-up (log: {rec.log}):\n{procs.tail(rec.log, 15)}")
     return True, ""
 
 
-def start(state: dict, state_dir: Path, say: Callable[[str], None], deadline: float) -> None:
-    from generator.playground import cluster
+def start(state: PlaygroundState, state_dir: Path, say: Say, deadline: float) -> None:
+    from generator.playground.health import api_for
     from generator.playground.kubeapi import ApiError
     from generator.playground.node import images
     from generator.tools import versions
 
     t0 = time.monotonic()
+    node = _node(state)
     spec = S.NodeSpec(state_dir)
     bins = ensure_binaries(say)
     layouts = images.ensure_layouts(bins.images, versions()["NODE_IMAGES_VERSION"])
-    state["real_node"]["images"] = {k: ref for k, (ref, _p) in layouts.items()}
+    node.images = {k: ref for k, (ref, _p) in layouts.items()}
     _write_configs(spec, bins, state, layouts["pause"][0])
     host.create_cgroups(spec)
     host.create_namespaces(spec)
-    cluster.save_state(state_dir, state)
+    state.save(state_dir)
     env = {"PATH": f"{bins.containerd}:{bins.runc}:/usr/sbin:/usr/bin:/sbin:/bin"}
 
-    _spawn(state, state_dir, spec, "relay", C.argv("relay", spec, bins, state["ports"]["apiserver"], sys.executable))
+    _spawn(state, state_dir, spec, "relay", C.argv("relay", spec, bins, state.ports.apiserver, sys.executable))
     _spawn(state, state_dir, spec, "containerd", C.argv("containerd", spec, bins, 0, ""), env=env)
-    sock = spec.containerd_sock_from(state["real_node"]["components"]["containerd"]["pid"])
-    _wait("containerd's socket", lambda: (_alive(state, "containerd") and sock.exists(), "no socket yet"), deadline)
-    for name, (ref, tarball) in layouts.items():
+    sock = _containerd_sock(state, spec)
+    _wait("containerd's socket", lambda: (_alive(state, "containerd")[0] and sock.exists(), "no socket yet"), deadline)
+    for _name, (_ref, tarball) in layouts.items():
         host.run([str(bins.containerd / "ctr"), f"--address={_containerd_sock(state, spec)}", "-n", "k8s.io",
                   "images", "import", "--local", str(tarball)])
     extra = _import_ray_image(spec, bins, state, say)
     say(f"  real node: containerd up, images imported{extra} ({time.monotonic() - t0:.1f} s)")
-    api = cluster.api_for(state)
+    api = api_for(state)
     try:
-        api.create("/api/v1/nodes", _node_object(spec))
+        api.create("/api/v1/nodes", C.node_object(spec))
     except ApiError as exc:
         if exc.status != 409:
             raise
@@ -238,17 +224,17 @@ def start(state: dict, state_dir: Path, say: Callable[[str], None], deadline: fl
 
     def registered() -> tuple[bool, str]:
         _alive(state, "kubelet")
-        node = api.get(f"/api/v1/nodes/{spec.name}", timeout=5)
-        addrs = [a["address"] for a in (node.get("status") or {}).get("addresses") or [] if a["type"] == "InternalIP"]
+        obj = api.get(f"/api/v1/nodes/{spec.name}", timeout=5)
+        addrs = [a["address"] for a in (obj.get("status") or {}).get("addresses") or [] if a["type"] == "InternalIP"]
         return addrs == [S.NODE_IP], f"InternalIP {addrs or 'not reported yet'}"
 
     # kube-router reads the node's address from the Node object: start it once kubelet reported it
     _wait("kubelet to register the node's address", registered, deadline)
-    if state["real_node"].get("gpus"):  # fake GPUs through the kubelet's device-plugin API (gpus.py)
+    if node.gpus:  # fake GPUs through the kubelet's device-plugin API (gpus.py)
         from generator.playground.node import gpus
 
         binary = gpus.ensure_binary(say)
-        _spawn(state, state_dir, spec, gpus.NAME, gpus.argv(binary, state["real_node"]["gpus"]), env=env)
+        _spawn(state, state_dir, spec, gpus.NAME, gpus.argv(binary, node.gpus), env=env)
     _spawn(state, state_dir, spec, "kube-router", C.argv("kube-router", spec, bins, 0, ""), env=env)
 
     def ready() -> tuple[bool, str]:
@@ -260,18 +246,20 @@ def start(state: dict, state_dir: Path, say: Callable[[str], None], deadline: fl
         return True, ""
 
     _wait("the real node's components and its Ready condition", ready, deadline)
-    state["real_node"]["ready_seconds"] = round(time.monotonic() - t0, 1)
-    cluster.save_state(state_dir, state)
-    say(f"  real node {spec.name} Ready ({S.NODE_IP}; pods {S.POD_CIDR}, Services {S.SERVICE_CIDR}) in {time.monotonic() - t0:.1f} s")
+    node.ready_seconds = round(time.monotonic() - t0, 1)
+    state.save(state_dir)
+    say(f"  real node {spec.name} Ready ({S.NODE_IP}; pods {S.POD_CIDR}, Services {S.SERVICE_CIDR}) "
+        f"in {time.monotonic() - t0:.1f} s")
 
 
-def _import_ray_image(spec: S.NodeSpec, bins: C.Binaries, state: dict, say: Callable[[str], None]) -> str:
+def _import_ray_image(spec: S.NodeSpec, bins: C.Binaries, state: PlaygroundState, say: Say) -> str:
     """With --real-node-gpus (a node for Ray): import the playground's Ray image (ray_image.py),
     building it first when missing (`hack/tools.sh ray-image`, ~3 min cold)."""
     from generator.playground.node import ray_image
     from generator.tools import REPO, cache_dir, versions
 
-    if not state["real_node"].get("gpus"):
+    node = _node(state)
+    if not node.gpus:
         return ""
     entry = cache_dir() / f"ray-image-{versions()['RAY_VERSION']}"
     if not ray_image.layout(entry):
@@ -279,66 +267,78 @@ def _import_ray_image(spec: S.NodeSpec, bins: C.Binaries, state: dict, say: Call
         if subprocess.call(["bash", str(REPO / "hack" / "tools.sh"), "ray-image"]) != 0 or not ray_image.layout(entry):
             raise NodeError("building the playground's Ray image failed (bash hack/tools.sh ray-image)")
     built = ray_image.layout(entry)
+    if built is None:
+        raise NodeError(f"the playground's Ray image is missing from {entry} (bash hack/tools.sh ray-image)")
     ref, tarball = built
     host.run([str(bins.containerd / "ctr"), f"--address={_containerd_sock(state, spec)}", "-n", "k8s.io",
               "images", "import", "--local", str(tarball)])
-    state["real_node"]["images"]["ray"] = ref
+    node.images["ray"] = ref
     return f" (+ {ref})"
 
 
-def _gpus_advertised(state: dict, node: dict) -> tuple[bool, str]:
-    from generator.playground import cluster
+def _get_node(state: PlaygroundState, name: str) -> dict[str, Any]:
+    from generator.playground.health import api_for
+
+    node: dict[str, Any] = api_for(state).get(f"/api/v1/nodes/{name}", timeout=5)
+    return node
+
+
+def _gpus_advertised(state: PlaygroundState, node: RealNodeState) -> tuple[bool, str]:
     from generator.playground.node import gpus
 
     try:
-        obj = cluster.api_for(state).get(f"/api/v1/nodes/{node['name']}", timeout=5)
+        obj = _get_node(state, node.name)
     except Exception as exc:
         return False, str(exc)
-    return gpus.advertised(obj, node["gpus"])
+    return gpus.advertised(obj, node.gpus)
 
 
-def _node_ready(state: dict, name: str) -> tuple[bool, str]:
-    from generator.playground import cluster
-
+def _node_ready(state: PlaygroundState, name: str) -> tuple[bool, str]:
     try:
-        node = cluster.api_for(state).get(f"/api/v1/nodes/{name}", timeout=5)
+        obj = _get_node(state, name)
     except Exception as exc:
         return False, str(exc)
-    conds = {c["type"]: c for c in (node.get("status") or {}).get("conditions") or []}
+    conds = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
     ready = conds.get("Ready", {})
     return ready.get("status") == "True", f"Ready={ready.get('status', '?')} {ready.get('reason', '')}".strip()
 
 
-def health(state: dict) -> list[tuple[str, bool, str]]:
+def _endpoint(spec: S.NodeSpec, name: str) -> tuple[bool, str]:
+    """(ok, detail) of a component's health endpoint inside the node's namespace ((True, "") without one)."""
+    hp = C.health_port(name)
+    if not hp:
+        return True, ""
+    port, path = hp
+    try:
+        status, body = host.netns_http_get(spec, port, path)
+    except OSError as exc:
+        return False, f", 127.0.0.1:{port}{path}: {exc}"
+    ok = status == 200
+    return ok, f", 127.0.0.1:{port}{path} in the node namespace: HTTP {status}" + ("" if ok else f" {body[:120]}")
+
+
+def health(state: PlaygroundState) -> list[tuple[str, bool, str]]:
     """(component, ok, detail) for every node component, kubelet's line carrying the Node's Ready."""
     from generator.playground import processes as procs
 
-    node = state.get("real_node")
+    node = state.real_node
     if not node:
         return []
-    spec = S.NodeSpec(Path(state["state_dir"]))
+    spec = S.NodeSpec(Path(state.state_dir))
     out = []
-    for name in C.ORDER + (["device-plugin"] if node.get("gpus") else []):
-        rec = node["components"].get(name)
+    for name in C.ORDER + (["device-plugin"] if node.gpus else []):
+        rec = node.components.get(name)
         if not rec:
             out.append((f"node/{name}", False, "not started"))
             continue
         if not procs.is_running(rec):
-            out.append((f"node/{name}", False, f"process {rec['pid']} is not running (log: {rec['log']})"))
+            out.append((f"node/{name}", False, f"process {rec.pid} is not running (log: {rec.log})"))
             continue
-        hp = C.health_port(name)
-        detail = f"pid {rec['pid']}"
-        ok = True
-        if hp:
-            try:
-                status, body = host.netns_http_get(spec, hp[0], hp[1])
-                ok = status == 200
-                detail += f", 127.0.0.1:{hp[0]}{hp[1]} in the node namespace: HTTP {status}" + ("" if ok else f" {body[:120]}")
-            except OSError as exc:
-                ok, detail = False, detail + f", 127.0.0.1:{hp[0]}{hp[1]}: {exc}"
+        ok, endpoint = _endpoint(spec, name)
+        detail = f"pid {rec.pid}" + endpoint
         if ok and name == "kubelet":
-            ok, ready = _node_ready(state, node["name"])
-            detail += f", node {node['name']} {ready}"
+            ok, ready = _node_ready(state, node.name)
+            detail += f", node {node.name} {ready}"
         if ok and name == "device-plugin":
             ok, gpus_detail = _gpus_advertised(state, node)
             detail += f", {gpus_detail}"
@@ -346,14 +346,14 @@ def health(state: dict) -> list[tuple[str, bool, str]]:
     return out
 
 
-def teardown(state_dir: Path, state: dict | None, say: Callable[[str], None] = print) -> list[str]:
+def teardown(state_dir: Path, state: PlaygroundState | None, say: Say = print) -> list[str]:
     """Stop the node's components, then remove every trace on the host; returns problems left."""
     from generator.playground import processes as procs
 
     spec = S.NodeSpec(state_dir)
-    node = (state or {}).get("real_node") or {}
-    recs = [node.get("components", {}).get(n) for n in ["device-plugin", *reversed(C.ORDER)]]
-    procs.stop([r for r in recs if r and r["name"] != "node/containerd"], timeout=5)
+    comps = state.real_node.components if state and state.real_node else {}
+    recs = [comps.get(n) for n in ["device-plugin", *reversed(C.ORDER)]]
+    procs.stop([r for r in recs if r and r.name != "node/containerd"], timeout=5)
     if not spec.root.exists() and not host.our_cgroup_dirs(spec) and \
             host.run(["ip", "link", "show", spec.host_veth], check=False).returncode != 0:
         return []

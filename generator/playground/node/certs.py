@@ -9,6 +9,7 @@ import ipaddress
 from pathlib import Path
 
 from generator.playground.node import spec as S
+from generator.playground.state import Pki
 
 
 def _issue(ca_crt: str, ca_key: str, cn: str, org: str | None, server: bool, out: Path, stem: str) -> tuple[str, str]:
@@ -19,7 +20,10 @@ def _issue(ca_crt: str, ca_key: str, cn: str, org: str | None, server: bool, out
 
     ca_cert = x509.load_pem_x509_certificate(Path(ca_crt).read_bytes())
     ca_priv = serialization.load_pem_private_key(Path(ca_key).read_bytes(), password=None)
+    if not isinstance(ca_priv, ec.EllipticCurvePrivateKey):  # pki.py makes an EC P-256 CA
+        raise TypeError(f"{ca_key}: not an EC private key")
     key = ec.generate_private_key(ec.SECP256R1())
+    usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
     now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
     attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
     if org:
@@ -33,7 +37,7 @@ def _issue(ca_crt: str, ca_key: str, cn: str, org: str | None, server: bool, out
         .not_valid_before(now)
         .not_valid_after(now + dt.timedelta(days=365))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
     )
     if server:
         builder = builder.add_extension(x509.SubjectAlternativeName([
@@ -43,14 +47,16 @@ def _issue(ca_crt: str, ca_key: str, cn: str, org: str | None, server: bool, out
     out.mkdir(parents=True, exist_ok=True)
     crt, keyf = out / f"{stem}.crt", out / f"{stem}.key"
     crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    keyf.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    keyf.write_bytes(pem)
     keyf.chmod(0o600)
     return str(crt), str(keyf)
 
 
-def kubelet_serving(pki: dict, out: Path) -> tuple[str, str]:
-    return _issue(pki["ca_crt"], pki["ca_key"], f"system:node:{S.NODE_NAME}", "system:nodes", True, out, "kubelet-serving")
+def kubelet_serving(pki: Pki, out: Path) -> tuple[str, str]:
+    return _issue(pki.ca_crt, pki.ca_key, f"system:node:{S.NODE_NAME}", "system:nodes", True, out, "kubelet-serving")
 
 
-def apiserver_kubelet_client(pki: dict, out: Path) -> tuple[str, str]:
-    return _issue(pki["ca_crt"], pki["ca_key"], "kube-apiserver-kubelet-client", "system:masters", False, out, "apiserver-kubelet-client")
+def apiserver_kubelet_client(pki: Pki, out: Path) -> tuple[str, str]:
+    return _issue(pki.ca_crt, pki.ca_key, "kube-apiserver-kubelet-client", "system:masters", False, out,
+                  "apiserver-kubelet-client")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from generator.playground.node import spec as S
 
@@ -126,7 +127,8 @@ def kubelet_config(spec: S.NodeSpec, ca_file: str, serving: tuple[str, str]) -> 
         "tlsCertFile": serving[0],
         "tlsPrivateKeyFile": serving[1],
         # only the apiserver (client certificate from the playground CA) may call the kubelet
-        "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": False}, "x509": {"clientCAFile": ca_file}},
+        "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": False},
+                           "x509": {"clientCAFile": ca_file}},
         "authorization": {"mode": "AlwaysAllow"},
         "clusterDNS": [S.DNS_IP],
         "clusterDomain": S.CLUSTER_DOMAIN,
@@ -134,7 +136,8 @@ def kubelet_config(spec: S.NodeSpec, ca_file: str, serving: tuple[str, str]) -> 
         "podLogsDir": str(spec.root / "pod-logs"),
         "failSwapOn": False,
         "protectKernelDefaults": False,  # its writes land in scratch files (host.py)
-        "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%", "nodefs.inodesFree": "1%"},
+        "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%",
+                         "nodefs.inodesFree": "1%"},
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
         "maxPods": 40,
@@ -221,3 +224,22 @@ def health_port(name: str) -> tuple[int, str] | None:
         "kube-router": (S.KUBE_ROUTER_HEALTH_PORT, "/healthz"),
         "coredns": (S.COREDNS_HEALTH_PORT, "/health"),
     }.get(name)
+
+
+def node_object(spec: S.NodeSpec) -> dict[str, Any]:
+    """Created before kubelet registers: labels of a CPU node, the pod range, a taint; no kwok annotation."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": spec.name, "labels": {
+            S.NODE_LABEL: "true",
+            "type": "real",
+            "node.kubernetes.io/instance-type": "playground-real-cpu",
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            "kubernetes.io/hostname": spec.name,
+        }},
+        "spec": {"podCIDR": S.POD_CIDR, "podCIDRs": [S.POD_CIDR],
+                 # only pods that ask for the real node land on it (tolerate this and select the label)
+                 "taints": [{"key": S.NODE_LABEL, "value": "true", "effect": "NoSchedule"}]},
+    }

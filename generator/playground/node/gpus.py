@@ -24,7 +24,7 @@ def requested() -> int:
     except ValueError:
         n = -1
     if not 0 <= n <= MAX:
-        from generator.playground.node.host import NodeError
+        from generator.playground.errors import NodeError
 
         raise NodeError(f"{ENV}={raw!r}: expected a whole number of GPUs 0..{MAX}")
     return n
@@ -37,7 +37,7 @@ def tool_dir() -> Path:
 
 
 def ensure_binary(say: Callable[[str], None]) -> Path:
-    from generator.playground.node.host import NodeError
+    from generator.playground.errors import NodeError
     from generator.tools import REPO
 
     d = tool_dir()

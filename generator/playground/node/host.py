@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from generator.playground.cluster import UpError
+from generator.playground.errors import NodeError
 from generator.playground.node import spec as S
 
 CGROUP_BASE = Path("/sys/fs/cgroup")
@@ -33,14 +33,11 @@ REQUIRED_COMMANDS = {
 }
 
 
-class NodeError(UpError):
-    """A real-node failure `up` reports in one line (no traceback)."""
-
-
 def run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
     proc = subprocess.run(argv, capture_output=True, text=True)
     if check and proc.returncode != 0:
-        raise NodeError(f"`{' '.join(argv)}` failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[:400]}")
+        said = (proc.stderr or proc.stdout).strip()[:400]
+        raise NodeError(f"`{' '.join(argv)}` failed (exit {proc.returncode}): {said}")
     return proc
 
 
@@ -180,7 +177,8 @@ def _setns(fd: int) -> None:
         raise OSError(err, os.strerror(err))
 
 
-def netns_http_get(spec: S.NodeSpec, port: int, path: str, host: str = "127.0.0.1", timeout: float = 3.0) -> tuple[int, str]:
+def netns_http_get(spec: S.NodeSpec, port: int, path: str, host: str = "127.0.0.1",
+                   timeout: float = 3.0) -> tuple[int, str]:
     """GET http://host:port/path from inside the node's network namespace (a thread enters it)."""
     import http.client
 

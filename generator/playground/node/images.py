@@ -18,7 +18,9 @@ import hashlib
 import io
 import json
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REGISTRY = "dockyard.local"
 # busybox applets linked into the executor image's /bin
@@ -27,7 +29,8 @@ APPLETS = [
     "nc", "nslookup", "grep", "head", "tail", "wc", "printf", "true", "false", "test", "chroot",
     "hostname", "uname", "whoami", "dd", "stat", "readlink", "sed", "tr", "cut", "awk", "find",
 ]
-PASSWD = "root:x:0:0:root:/root:/bin/sh\nexecutor:x:10001:10001:executor:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n"
+PASSWD = ("root:x:0:0:root:/root:/bin/sh\nexecutor:x:10001:10001:executor:/workspace:/bin/sh\n"
+          "nobody:x:65534:65534:nobody:/:/bin/false\n")
 GROUP = "root:x:0:\nexecutor:x:10001:\nnobody:x:65534:\n"
 
 
@@ -104,8 +107,10 @@ def write_layout(path: Path, ref: str, layer: bytes, config: dict) -> None:
         manifest = json.dumps({
             "schemaVersion": 2,
             "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config_digest, "size": len(config_bytes)},
-            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": layer_digest, "size": len(layer)}],
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config_digest,
+                       "size": len(config_bytes)},
+            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": layer_digest,
+                        "size": len(layer)}],
         }, sort_keys=True).encode()
         manifest_digest = _blob(out, manifest)
         index = {
@@ -116,7 +121,8 @@ def write_layout(path: Path, ref: str, layer: bytes, config: dict) -> None:
                 "digest": manifest_digest,
                 "size": len(manifest),
                 "platform": {"architecture": "amd64", "os": "linux"},
-                "annotations": {"io.containerd.image.name": ref, "org.opencontainers.image.ref.name": ref.rsplit(":", 1)[1]},
+                "annotations": {"io.containerd.image.name": ref,
+                                "org.opencontainers.image.ref.name": ref.rsplit(":", 1)[1]},
             }],
         }
         _add(out, "oci-layout", data=b'{"imageLayoutVersion": "1.0.0"}')
@@ -136,7 +142,7 @@ def ensure_layouts(bins: Path, version: str) -> dict[str, tuple[str, Path]]:
     """{image: (ref, tarball)}, writing the tarballs under `bins`/oci when missing."""
     r = refs(version)
     out = {}
-    specs = {
+    specs: dict[str, tuple[Callable[[Path], bytes], dict[str, Any]]] = {
         "pause": (pause_layer, {"Entrypoint": ["/pause"]}),
         "executor": (executor_layer, {
             "Entrypoint": ["/executor"],

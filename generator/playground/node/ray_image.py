@@ -178,7 +178,8 @@ def write_layout(rootfs: Path, dest: Path, version: str) -> tuple[str, int]:
     cfg = json.dumps({
         "architecture": "amd64", "os": "linux", "config": config(version),
         "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
-        "history": [{"created_by": f"dockyard-k8s ray_image.py: mmdebstrap {' '.join(PACKAGES)} + ray[default]=={version}"}],
+        "history": [{"created_by": f"dockyard-k8s ray_image.py: mmdebstrap {' '.join(PACKAGES)} "
+                                   f"+ ray[default]=={version}"}],
     }, sort_keys=True).encode()
     cfg_digest = "sha256:" + hashlib.sha256(cfg).hexdigest()
     manifest = json.dumps({
