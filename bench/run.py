@@ -393,11 +393,11 @@ def status_cost(pg: BenchPlayground, namespace: str, repeat: int) -> tuple[list[
     made: list = []
     original = kube_mod.Kube.__init__
 
-    def recording(self, *a, **kw):  # type: ignore[no-untyped-def]
+    def recording(self, *a, **kw):
         original(self, *a, **kw)
         made.append(self)
 
-    kube_mod.Kube.__init__ = recording  # type: ignore[method-assign]
+    kube_mod.Kube.__init__ = recording
     try:
         import contextlib
         import io
@@ -405,7 +405,7 @@ def status_cost(pg: BenchPlayground, namespace: str, repeat: int) -> tuple[list[
         with contextlib.redirect_stdout(io.StringIO()):
             main(["status", "grpo-swe", "-n", namespace, "--kubeconfig", pg.kubeconfig])
     finally:
-        kube_mod.Kube.__init__ = original  # type: ignore[method-assign]
+        kube_mod.Kube.__init__ = original
     return wall, sum(k.calls for k in made)
 
 

@@ -18,11 +18,11 @@ def _run(args: list[str], capsys, monkeypatch) -> tuple[int, str, str, list[tupl
     started: list[tuple[str, bool]] = []
     start, cancel = helm.Template.__init__, helm.Template.cancel
 
-    def counting_start(self, values, release, namespace, **kw):  # type: ignore[no-untyped-def]
+    def counting_start(self, values, release, namespace, **kw):
         started.append(("start", values is None))
         start(self, values, release, namespace, **kw)
 
-    def counting_cancel(self):  # type: ignore[no-untyped-def]
+    def counting_cancel(self):
         started.append(("cancel", False))
         cancel(self)
 
@@ -75,7 +75,7 @@ def test_helm_template_runs_without_go_collector_unless_the_user_set_gogc(monkey
     seen = []
     real = helm.subprocess.Popen
 
-    def popen(cmd, **kw):  # type: ignore[no-untyped-def]
+    def popen(cmd, **kw):
         seen.append(kw.get("env"))
         return real(cmd, **kw)
 
@@ -92,7 +92,7 @@ def test_a_helm_started_before_the_parser_is_stopped_when_the_command_fails_firs
     from generator import cli
     from generator.errors import InputError, Problem
 
-    def failing(args):  # type: ignore[no-untyped-def]
+    def failing(args):
         raise InputError([Problem("<command line>", None, "", "refused before rendering")])
 
     monkeypatch.setattr(cli, "cmd_render", failing)

@@ -245,12 +245,12 @@ def _helm_template(values: dict[str, Any]) -> str:
     return done.stdout
 
 
-class _GoLikeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+class _GoLikeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     """Reads plain scalars as Go's YAML (Helm's, the apiserver's) does, where PyYAML differs: a
     plain `=` or `<<` value is a string (PyYAML fails on YAML 1.1's value and merge tags; `<<` keys
     are refused by the chart), and so is a number too large for a float (PyYAML: inf)."""
 
-    def construct_yaml_float(self, node):  # type: ignore[no-untyped-def]
+    def construct_yaml_float(self, node):
         value = super().construct_yaml_float(node)
         if math.isinf(value) and "inf" not in node.value.lower():
             return node.value
