@@ -24,6 +24,7 @@ from generator.inputs.models.types import (
     Cidr,
     Dns1123Label,
     Dns1123Subdomain,
+    EnvName,
     FreeForm,
     Quantity,
     Strict,
@@ -240,6 +241,53 @@ class SandboxPdbSettings(Strict):
     maxUnavailable: int = Field(1, ge=0, description="maxUnavailable replicas during voluntary disruption.")
 
 
+# What the chart sets itself on the executor pods (charts/dockyard/templates/sandbox/_helpers.tpl):
+# sandbox.extraEnv and sandbox.podLabels may not set these (a chart test keeps them equal to its renders).
+SANDBOX_CHART_ENV = ("DOCKYARD_EXECUTOR_PORT", "DOCKYARD_WORK_DIR")
+SANDBOX_CHART_LABELS = (
+    "helm.sh/chart", "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version",
+    "app.kubernetes.io/managed-by", "app.kubernetes.io/part-of", "app.kubernetes.io/component", "dockyard.dev/fleet",
+)
+
+
+def chart_env_problem(name: str) -> str | None:
+    """Why sandbox.extraEnv may not set `name`, or None (the chart's words too)."""
+    if name not in SANDBOX_CHART_ENV:
+        return None
+    return (f"{name} is set by the chart itself (it sets {', '.join(SANDBOX_CHART_ENV)} from sandbox.port and "
+            "sandbox.security.workDir); choose another name")
+
+
+def chart_label_problem(key: str) -> str | None:
+    """Why sandbox.podLabels may not set `key`, or None (the chart's words too)."""
+    if key not in SANDBOX_CHART_LABELS:
+        return None
+    reserved = ", ".join(sorted(SANDBOX_CHART_LABELS))
+    return f'"{key}" is a label the chart sets itself on the executor pods ({reserved}); choose another key'
+
+
+class SandboxEnvVar(Strict):
+    """A Kubernetes EnvVar of the executor container."""
+
+    name: EnvName = Field(
+        description=f"Variable name; not one the chart sets ({', '.join(SANDBOX_CHART_ENV)}).",
+        # JSON Schema twin of _not_the_charts, so Helm refuses the same values.
+        json_schema_extra={"not": {"enum": list(SANDBOX_CHART_ENV)}},
+    )
+    value: str | None = Field(None, description="The value.")
+    valueFrom: FreeForm | None = Field(
+        None, description="Instead of value: a Kubernetes EnvVarSource (secretKeyRef, configMapKeyRef, fieldRef, …)."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _not_the_charts(cls, name: str) -> str:
+        problem = chart_env_problem(name)
+        if problem:
+            raise ValueError(problem)
+        return name
+
+
 class Sandbox(Strict):
     """The GPU-free pool of executors that run untrusted agent code."""
 
@@ -265,6 +313,27 @@ class Sandbox(Strict):
     runtimeClassName: Dns1123Subdomain | None = Field(
         None, description="RuntimeClass, e.g. gvisor or kata, where the cluster has one."
     )
+    extraEnv: list[SandboxEnvVar] = Field(
+        [], description="More env of the executor container (Kubernetes EnvVar objects), after the chart's own; "
+                        f"the names the chart sets ({', '.join(SANDBOX_CHART_ENV)}) are refused."
+    )
+    podLabels: dict[str, str] = Field(
+        {},
+        description="More labels of the executor pods; the chart's own keys are refused (its selector, Service "
+                    "and tools match on them).",
+        # JSON Schema twin of _not_the_charts_labels, so Helm refuses the same values.
+        json_schema_extra={"not": {"anyOf": [{"required": [key]} for key in SANDBOX_CHART_LABELS]}},
+    )
+    podAnnotations: dict[str, str] = Field({}, description="Annotations of the executor pods.")
+
+    @field_validator("podLabels")
+    @classmethod
+    def _not_the_charts_labels(cls, labels: dict[str, str]) -> dict[str, str]:
+        for key in labels:
+            problem = chart_label_problem(key)
+            if problem:
+                raise ValueError(problem)
+        return labels
 
 
 class InfraSpec(Strict):
