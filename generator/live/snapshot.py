@@ -13,13 +13,12 @@ import gzip
 import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any
 
-from generator.live.kube import INSTANCE, Kube
+from generator.live.kube import GPU, INSTANCE, Kube, Objects
 
 FLEETS = ("head", "trainer", "inference", "sandbox", "submitter")
-GPU = "nvidia.com/gpu"
 
 
 @dataclass
@@ -74,9 +73,11 @@ class Snapshot:
         """A terminal failure worth stopping a wait for."""
         job = self.rayjob or {}
         if job.get("deploymentStatus") in ("Failed", "ValidationFailed"):
-            return f"RayJob {job.get('name')} {job.get('deploymentStatus')}: {job.get('message') or job.get('reason') or 'no message'}"
+            why = job.get("message") or job.get("reason") or "no message"
+            return f"RayJob {job.get('name')} {job.get('deploymentStatus')}: {why}"
         if job.get("jobStatus") in ("FAILED", "STOPPED"):
-            return f"RayJob {job.get('name')} job status {job.get('jobStatus')}: {job.get('message') or ''}".rstrip(": ")
+            line = f"RayJob {job.get('name')} job status {job.get('jobStatus')}: {job.get('message') or ''}"
+            return line.rstrip(": ")
         return None
 
     def not_ready_reasons(self) -> list[str]:
@@ -168,7 +169,8 @@ def pod_reason(pod: dict[str, Any]) -> str:
         return "Terminating"
     for c in st.get("conditions") or []:
         if c.get("type") == "PodScheduled" and c.get("status") == "False":
-            msg = (c.get("message") or "").split(" preemption:")[0].replace(" no new claims to deallocate,", "").rstrip(" ,")
+            msg = (c.get("message") or "").split(" preemption:")[0]
+            msg = msg.replace(" no new claims to deallocate,", "").rstrip(" ,")
             return f"{c.get('reason') or 'Unschedulable'}: {msg}".strip()
     for cs in st.get("containerStatuses") or []:
         w = (cs.get("state") or {}).get("waiting")
@@ -193,36 +195,19 @@ def _when(ts: str | None) -> str:
     (eventTime) RFC 3339 stamps, both UTC, compared on equal terms."""
     if not ts:
         return ""
-    from datetime import datetime
-
     return str(datetime.fromisoformat(ts.replace("Z", "+00:00")))
 
 
 # The snapshot -------------------------------------------------------------------------------------
 
 def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = None) -> Snapshot:
+    """Read the release: its Helm record, RayJob, RayCluster, pods and Warning events, in seven calls."""
     start = kube.calls
     snap = Snapshot(release=release, namespace=namespace)
     sel = f"{INSTANCE}={release}"
-
     if records is None:
         records = release_records(kube, release, namespace)
-    if records:
-        last = records[-1]
-        snap.revision = int(labels(last).get("version", 0))
-        snap.release_status = labels(last).get("status")
-        ts = labels(last).get("modifiedAt")
-        created = last["metadata"].get("creationTimestamp")
-        if created:  # RFC 3339 UTC, shown as the typed client's datetime.isoformat would show it
-            from datetime import datetime
-
-            snap.updated = datetime.fromisoformat(created.replace("Z", "+00:00")).isoformat(timespec="seconds")
-        elif ts and ts.isdigit():
-            from datetime import datetime
-
-            snap.updated = datetime.fromtimestamp(int(ts), UTC).isoformat(timespec="seconds")
-
-
+    _read_record(snap, records)
     jobs = kube.list_ray("rayjobs", namespace, sel)
     clusters = kube.list_ray("rayclusters", namespace)
     pods = kube.list(f"/api/v1/namespaces/{namespace}/pods", label_selector=sel)
@@ -230,6 +215,34 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
     replicasets = kube.list(f"/apis/apps/v1/namespaces/{namespace}/replicasets", label_selector=sel)
     events = kube.list(f"/api/v1/namespaces/{namespace}/events", field_selector="type=Warning")
 
+    ray_spec = _read_ray(snap, jobs, clusters)
+    per_pod_gpu = _desired(snap, ray_spec, deployments, bool(records))
+    for f in snap.fleets.values():
+        f.gpus_requested = f.desired * per_pod_gpu.get(f.fleet, 0)
+    reasons, nodes = _observe(snap, pods)
+    _explain(snap, reasons, nodes, _owner_warnings(snap, replicasets, events))
+    snap.calls = kube.calls - start
+    return snap
+
+
+def _read_record(snap: Snapshot, records: list[Any]) -> None:
+    """Revision, status and update time from the newest Helm record."""
+    if not records:
+        return
+    last = records[-1]
+    snap.revision = int(labels(last).get("version", 0))
+    snap.release_status = labels(last).get("status")
+    ts = labels(last).get("modifiedAt")
+    created = last["metadata"].get("creationTimestamp")
+    if created:  # RFC 3339 UTC, shown as the typed client's datetime.isoformat would show it
+        snap.updated = datetime.fromisoformat(created.replace("Z", "+00:00")).isoformat(timespec="seconds")
+    elif ts and ts.isdigit():
+        snap.updated = datetime.fromtimestamp(int(ts), UTC).isoformat(timespec="seconds")
+
+
+def _read_ray(snap: Snapshot, jobs: Objects, clusters: Objects) -> dict[str, Any] | None:
+    """The release's RayJob and RayCluster into the snapshot; the RayCluster spec in force (or None)."""
+    release = snap.release
     job = next((j for j in jobs if j["metadata"]["name"] == release), jobs[0] if jobs else None)
     cluster_name = None
     ray_spec = None
@@ -260,8 +273,12 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
             "desiredGPU": st.get("desiredGPU"),
         }
         ray_spec = cluster.get("spec") or ray_spec
+    return ray_spec
 
-    # desired pods and GPUs per pod, from the spec
+
+def _desired(snap: Snapshot, ray_spec: dict[str, Any] | None, deployments: Objects,
+             installed: bool) -> dict[str, int]:
+    """A fleet per group of the specs with its desired pods; GPUs per pod by fleet."""
     per_pod_gpu: dict[str, int] = {}
     if ray_spec:
         snap.fleets["head"] = Fleet("head", desired=1)
@@ -279,16 +296,16 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
         snap.fleets["sandbox"] = Fleet("sandbox", desired=int(dep_spec.get("replicas") or 0))
         per_pod_gpu["sandbox"] = _pod_gpus((dep_spec.get("template") or {}).get("spec"))
         if snap.mode is None:
-            snap.mode = "attach" if records else None
+            snap.mode = "attach" if installed else None
     if snap.rayjob is not None:
         snap.fleets["submitter"] = Fleet("submitter", desired=0)
+    return per_pod_gpu
 
-    for f in snap.fleets.values():
-        f.gpus_requested = f.desired * per_pod_gpu.get(f.fleet, 0)
 
-    # observed pods
-    reasons: dict[str, Counter] = {name: Counter() for name in snap.fleets}
-    nodes: dict[str, set] = {name: set() for name in snap.fleets}
+def _observe(snap: Snapshot, pods: Objects) -> tuple[dict[str, Counter[str]], dict[str, set[str]]]:
+    """Count each fleet's live pods (ready, GPUs placed); (not-ready reasons, nodes) by fleet."""
+    reasons: dict[str, Counter[str]] = {name: Counter() for name in snap.fleets}
+    nodes: dict[str, set[str]] = {name: set() for name in snap.fleets}
     for pod in pods:
         name = _fleet_of(pod)
         if name is None or name not in snap.fleets:
@@ -307,8 +324,12 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
             f.ready += 1
         else:
             reasons[name][pod_reason(pod)] += 1
+    return reasons, nodes
 
-    # pods that do not exist: the owners' Warning events (quota, PodSecurity, ...)
+
+def _owner_warnings(snap: Snapshot, replicasets: Objects, events: Objects) -> dict[str, str]:
+    """The newest Warning event of each pod owner (sandbox ReplicaSets, the RayCluster, the RayJob's
+    submitter): why pods that do not exist were not created (quota, PodSecurity, ...)."""
     owner_fleet: dict[str, str] = {}
     for rs in replicasets:
         owner_fleet[rs["metadata"]["name"]] = "sandbox"
@@ -325,6 +346,12 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
         key = owner_fleet[obj["name"]]
         if key not in latest or when >= latest[key][0]:
             latest[key] = (when, f"{ev.get('reason')}: {ev.get('message')}")
+    return {key: text for key, (_, text) in latest.items()}
+
+
+def _explain(snap: Snapshot, reasons: dict[str, Counter[str]], nodes: dict[str, set[str]],
+             warnings: dict[str, str]) -> None:
+    """Each fleet's nodes and one reason: the commonest not-ready reason, else why pods are missing."""
     for name, f in snap.fleets.items():
         f.nodes = sorted(nodes[name])
         if reasons[name]:
@@ -332,11 +359,9 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
             f.reason = text if f.pods - f.ready <= 1 else f"{count} pod(s) {text}"
         elif f.pods < f.desired:
             key = "sandbox" if name == "sandbox" else ("submitter" if name == "submitter" else "ray")
-            if key in latest:
-                f.reason = latest[key][1]
+            if key in warnings:
+                f.reason = warnings[key]
             elif key == "ray" and not snap.raycluster:
                 f.reason = "waiting for KubeRay to create the RayCluster"
             else:
                 f.reason = f"{f.desired - f.pods} pod(s) not created yet"
-    snap.calls = kube.calls - start
-    return snap
