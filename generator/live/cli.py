@@ -82,8 +82,10 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
                    help="when the RayJob spec changed, delete and recreate the RayJob (KubeRay #1776)")
     p.add_argument("--create-namespace", action="store_true", help="create the namespace when it is missing")
     p.add_argument("--chart", metavar="REF",
-                   help="the chart to install: a folder, a .tgz or oci://HOST/PATH/dockyard (default: this repo's charts/dockyard)")
-    p.add_argument("--chart-version", metavar="X", help="with an oci:// --chart: the chart version (default: the latest)")
+                   help="the chart to install: a folder, a .tgz or oci://HOST/PATH/dockyard "
+                        "(default: this repo's charts/dockyard)")
+    p.add_argument("--chart-version", metavar="X",
+                   help="with an oci:// --chart: the chart version (default: the latest)")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -116,7 +118,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _run_flags(c)
     c.add_argument("--no-wait", dest="wait", action="store_false", help="return once Helm has installed the release")
     c.set_defaults(func=_handler("run", "run", mode="bringup"), wait=True)
-    c = csub.add_parser("down", parents=[wait_common], help="uninstall a release: every object it made, nothing orphaned")
+    c = csub.add_parser("down", parents=[wait_common],
+                        help="uninstall a release: every object it made, nothing orphaned")
     c.add_argument("release", nargs="?", help="release name (default: the only one)")
     c.set_defaults(func=_handler("uninstall", "uninstall"))
     c = csub.add_parser("list", parents=[read_common], help="RayClusters (all namespaces unless -n)")
@@ -146,7 +149,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("release", nargs="?", help="release name (default: the only one)")
     p.add_argument("revision", nargs="?", type=int, help="revision to roll back to")
     p.add_argument("--replace", action="store_true",
-                   help="when the RayJob spec differs in that revision, delete the RayJob so the rollback recreates it (KubeRay #1776)")
+                   help="when the RayJob spec differs in that revision, delete the RayJob so the rollback "
+                        "recreates it (KubeRay #1776)")
     p.set_defaults(func=_handler("rollback", "rollback"))
 
     p = sub.add_parser("uninstall", parents=[wait_common], help="uninstall the release and wait until nothing is left")

@@ -28,7 +28,8 @@ def _helm_message(exc: Any) -> str:
     text = re.sub(r"^Error: ", "", text)
     if "Kubernetes cluster unreachable" in text or "connection refused" in text:
         m = re.search(r'Get "(https?://[^/"]+)', text)
-        return f"cannot reach the Kubernetes API{' at ' + m.group(1) if m else ''}: connection refused (check --kubeconfig / --context)"
+        at = f" at {m.group(1)}" if m else ""
+        return f"cannot reach the Kubernetes API{at}: connection refused (check --kubeconfig / --context)"
     return text[:2000]
 
 

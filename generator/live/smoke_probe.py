@@ -16,7 +16,7 @@ import time
 import urllib.error
 import urllib.request
 
-MARK = "DOCKYARD-SMOKE"
+MARK = "DOCKYARD-SMOKE"  # the one definition: the `smoke` verb imports it from here to read these lines
 ROLES = ("trainer", "inference")
 
 
@@ -67,7 +67,8 @@ def check_tasks(ray, expect, timeout):
 
     @ray.remote(num_cpus=0)
     def env():
-        return {k: os.environ.get(k) for k in ("DOCKYARD_FLEET_ROLE", "RAY_ENABLE_UV_RUN_RUNTIME_ENV", "DOCKYARD_SANDBOX_URLS")}
+        names = ("DOCKYARD_FLEET_ROLE", "RAY_ENABLE_UV_RUN_RUNTIME_ENV", "DOCKYARD_SANDBOX_URLS")
+        return {k: os.environ.get(k) for k in names}
 
     for r in ROLES:
         tag = f"dockyard_fleet_{r}"
@@ -131,7 +132,8 @@ def check_sandbox(urls, timeout):
         except urllib.error.HTTPError as exc:
             code = exc.code
         except Exception as exc:
-            ok &= emit(False, "sandbox POST /task/submit", f"{url}: {type(exc).__name__}: {str(getattr(exc, 'reason', exc))[:160]}")
+            why = str(getattr(exc, "reason", exc))[:160]
+            ok &= emit(False, "sandbox POST /task/submit", f"{url}: {type(exc).__name__}: {why}")
             continue
         ok &= emit(code < 500, "sandbox POST /task/submit", f"{url}: HTTP {code}")
     return ok

@@ -111,8 +111,8 @@ def test_ownership_needs_the_chart_name_and_our_marker():
     ours = {"name": "dockyard", "version": "0.1.0", "annotations": {"dockyard.dev/launcher": "dockyard-k8s"}}
     assert foreign_chart(release_secret(ours)) is None
     assert foreign_chart(release_secret({"name": "dockyard", "version": "9.9.9"})) == "chart dockyard-9.9.9"
-    assert foreign_chart(release_secret({"name": "redis", "version": "1.0.0",
-                                         "annotations": {"dockyard.dev/launcher": "dockyard-k8s"}})) == "chart redis-1.0.0"
+    redis = {"name": "redis", "version": "1.0.0", "annotations": {"dockyard.dev/launcher": "dockyard-k8s"}}
+    assert foreign_chart(release_secret(redis)) == "chart redis-1.0.0"
     with pytest.raises(CheckFailed, match="was made by chart redis-1.0.0, not by dockyard-k8s's chart"):
         require_ours([release_secret({"name": "redis", "version": "1.0.0"})], "small", "ns", "uninstall")
     require_ours([], "small", "ns", "run")

@@ -37,12 +37,15 @@ def test_cli_start_does_not_import_kubernetes_or_pyhelm3():
 
 
 def test_rayjob_diff_indexes_groups_and_containers():
+    def pod(image):
+        return {"spec": {"containers": [{"name": "ray-worker", "image": image}]}}
+
     old = {"rayClusterSpec": {"workerGroupSpecs": [
-        {"groupName": "trainer", "replicas": 1, "template": {"spec": {"containers": [{"name": "ray-worker", "image": "a"}]}}},
+        {"groupName": "trainer", "replicas": 1, "template": pod("a")},
         {"groupName": "inference", "replicas": 1}]}}
     new = {"rayClusterSpec": {"workerGroupSpecs": [
         {"groupName": "inference", "replicas": 1},
-        {"groupName": "trainer", "replicas": 2, "template": {"spec": {"containers": [{"name": "ray-worker", "image": "b"}]}}}]}}
+        {"groupName": "trainer", "replicas": 2, "template": pod("b")}]}}
     assert diff_paths(old, new) == [
         "rayClusterSpec.workerGroupSpecs[trainer].replicas: 1 -> 2",
         "rayClusterSpec.workerGroupSpecs[trainer].template.spec.containers[ray-worker].image: 'a' -> 'b'",

@@ -110,15 +110,17 @@ def test_probe_recipe_row_compares_the_hash(tmp_path, capsys):
 def test_probe_sandbox_row_without_urls_fails(capsys):
     assert not smoke_probe.check_sandbox("", 1)
     rows, _ = smoke.parse_rows(capsys.readouterr().out)
-    assert rows == [{"ok": False, "row": "sandbox POST /task/submit", "detail": "DOCKYARD_SANDBOX_URLS is not set on the head"}]
+    assert rows == [{"ok": False, "row": "sandbox POST /task/submit",
+                     "detail": "DOCKYARD_SANDBOX_URLS is not set on the head"}]
 
 
 def test_driver_log_outcome_names_the_state_and_the_reason():
     from generator.live import driver_log
 
+    failed = "Job entrypoint command failed with exit code 1"
     job = {"metadata": {"name": "j"}, "status": {"jobStatus": "FAILED", "jobDeploymentStatus": "Complete",
-                                                 "rayJobInfo": {"message": "Job entrypoint command failed with exit code 1"}}}
-    assert driver_log.outcome(job) == "RayJob j: job FAILED (deployment Complete): Job entrypoint command failed with exit code 1"
+                                                 "rayJobInfo": {"message": failed}}}
+    assert driver_log.outcome(job) == f"RayJob j: job FAILED (deployment Complete): {failed}"
     assert driver_log.head_service({"status": {"rayClusterName": "c"}}) == "c-head-svc"
 
 
