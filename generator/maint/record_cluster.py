@@ -68,10 +68,10 @@ def _small_release(encoded: str) -> str:
     return base64.b64encode(base64.b64encode(packed)).decode()
 
 
-# fields no test reads (containers' env, probes, volumes, ...), and tokens
+# fields no test reads (containers' env, probes, volumes, ...; none the typed client requires), and tokens
 DROP = frozenset({"managedFields", "token", "env", "envFrom", "volumeMounts", "volumes", "livenessProbe",
                   "readinessProbe", "startupProbe", "lifecycle", "command", "args", "terminationMessagePath",
-                  "terminationMessagePolicy", "imageID", "containerID", "tolerations", "podIPs", "hostIPs",
+                  "terminationMessagePolicy", "containerID", "tolerations", "podIPs", "hostIPs",
                   "dnsPolicy", "enableServiceLinks", "schedulerName", "preemptionPolicy", "allocatedResources",
                   "volumeMountStatus", "resolvedImage", "user"})
 
@@ -235,10 +235,24 @@ def namespace_user(kube: Any, kubeconfig: str, folder: Path) -> str:
     return str(path)
 
 
+def rendered_pod_templates(namespace: str) -> dict[str, dict[str, Any]]:
+    """small.yaml's pod templates by role, rendered by helm for `namespace`."""
+    import yaml
+
+    from generator.live.plan import plan
+    from generator.render.helm import template
+    from generator.render.pod_templates import pod_templates
+
+    p = plan(str(RECIPE), str(INFRA), [], None, namespace)
+    docs = yaml.safe_load_all(template(p.values, p.release, namespace))
+    return pod_templates([d for d in docs if isinstance(d, dict)])
+
+
 def record_all(kubeconfig: str, folder: Path, own: bool) -> None:
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
+    from generator.live import preflight
     from generator.live.kube import Kube
     from generator.live.release import HOLDER_PID, RunLock, _micro_time, lease_name
     from generator.live.snapshot import take
@@ -311,6 +325,14 @@ def record_all(kubeconfig: str, folder: Path, own: bool) -> None:
     for who, kc in (("admin", kubeconfig), ("alice", user)):
         with scenario(f"doctor_{who}", f"`doctor` of small.yaml in {NAMESPACE} as {who}"):
             cli("doctor", RECIPE, INFRA, "-n", NAMESPACE, "-o", "json", "--kubeconfig", kc)
+
+    strict = f"{NAMESPACE}-restricted"
+    admin.request("POST", "/api/v1/namespaces", body={"metadata": {
+        "name": strict, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}})
+    with scenario("doctor_restricted", f"doctor's namespace read and PodSecurity dry runs of small.yaml's pods in "
+                  f"{strict} (enforce=restricted) as the cluster admin"):
+        ns = preflight.read_namespace(admin, strict)
+        preflight.pod_security_row(admin, ns, rendered_pod_templates(strict), drop_priority_class=True)
 
     if not own:
         print("  crd_missing.json: kept (deleting the KubeRay CRDs is done only on a playground of our own)")

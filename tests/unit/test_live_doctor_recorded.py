@@ -1,0 +1,124 @@
+"""doctor's rows (generator.live.preflight and capacity, one function per row) on answers recorded from the
+playground: the cluster admin, ServiceAccount alice (built-in admin role in namespace rec only: no ray.io verbs,
+no cluster-scope reads), a namespace enforcing PodSecurity restricted, an unreachable server, CRDs gone."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from fake_cluster import SERVER, install
+
+from generator.live import capacity, preflight
+from generator.live.kube import Kube
+from generator.live.preflight import FAIL, OK, WARN
+
+NS, RELEASE = "rec", "small"
+CLUSTER = SimpleNamespace(trainer=SimpleNamespace(nodes=1, gpusPerNode=8),
+                          inference=SimpleNamespace(nodes=1, gpusPerNode=8))  # tests/live/data/small.yaml
+ROLES = ("sandbox", "submitter", "head", "trainer", "inference")
+SANDBOX = {"spec": {"containers": [{"name": "executor", "resources": {
+    "requests": {"cpu": "250m", "memory": "256Mi", "ephemeral-storage": "1Gi"}}}]}}
+NEEDED = sum(len(verbs) for _, _, verbs in preflight.RBAC)
+
+
+def templates() -> dict[str, dict]:
+    """Pod templates by role; the recorded dry runs answered small.yaml's rendered ones (matched by role)."""
+    return {role: SANDBOX if role == "sandbox" else {"spec": {"containers": [{"name": "c", "image": "i"}]}}
+            for role in ROLES}
+
+
+@pytest.fixture
+def admin(monkeypatch, tmp_path):
+    install(monkeypatch, tmp_path, "doctor_admin")
+    return Kube()
+
+
+@pytest.fixture
+def alice(monkeypatch, tmp_path):
+    install(monkeypatch, tmp_path, "doctor_alice", namespace=NS)
+    return Kube()
+
+
+def marks(rows) -> dict[str, str]:
+    return {r.check: r.mark for r in rows}
+
+
+def test_admin_rows(admin):
+    assert preflight.api_server_row(admin).detail == f"{SERVER} Kubernetes v1.36.3"
+    ns = preflight.read_namespace(admin, NS)
+    assert preflight.namespace_row(ns).detail == f"{NS} exists"
+    release = preflight.release_row(admin, RELEASE, NS)
+    assert (release.mark, release.detail) == (OK, "small revision 1 (deployed) is this chart's: `run` upgrades it")
+    rbac = preflight.rbac_rows(admin, NS)
+    assert [(r.mark, r.detail, r.missing) for r in rbac] == [
+        (OK, f"{NEEDED}/{NEEDED} verbs allowed in {NS}", []),
+        (OK, f"all {len(preflight.CLUSTER_READS)} cluster-scope reads allowed", [])]
+    assert preflight.kuberay_crds_row(admin).detail == "ray.io/v1 serves rayclusters, rayjobs"
+    operator = preflight.kuberay_operator_row(admin)  # the playground runs KubeRay as a process
+    assert operator.mark == WARN and operator.detail.startswith("no in-cluster operator Deployment found")
+    security = preflight.pod_security_row(admin, ns, templates(), drop_priority_class=True)
+    assert (security.mark, security.detail) == (OK, "enforce=cluster default: admits all 5 pod templates "
+                                                    "(server-side dry run)")
+
+
+def test_admin_room_one_gpu_node_for_two_8_gpu_workers(admin):
+    room = capacity.read_room(admin, RELEASE, NS)
+    assert room.alloc["gpu-node-0"]["nvidia.com/gpu"] == 8 and not (room.nodes_denied or room.pods_denied)
+    assert all(not used.get("nvidia.com/gpu") for used in room.used.values())  # the release's own pods don't count
+    rows = capacity.gpu_rows(room, CLUSTER)
+    assert marks(rows) == {"GPU capacity: trainer": OK, "GPU capacity: inference": OK, "GPU capacity: gang": FAIL}
+    assert rows[-1].detail == "1/2 worker pods fit in the free GPUs now (16 wanted, 8 allocatable on 1 node(s))"
+    sandbox = capacity.sandbox_rows(room, SANDBOX, 2)
+    assert [(r.mark, r.check) for r in sandbox] == [(OK, "sandbox pool fits")]
+    quota = capacity.quota_rows(admin, preflight.read_namespace(admin, NS), templates(), {"sandbox": 2})
+    assert [(r.mark, r.detail) for r in quota] == [(OK, f"no ResourceQuota in {NS}")]
+
+
+def test_namespace_user_rbac_rows_name_exactly_what_is_missing(alice):
+    rbac, cluster = preflight.rbac_rows(alice, NS)
+    ray = [f"{v} {r}.ray.io" for r in ("rayjobs", "rayclusters") for v in ("get", "list", "create", "patch", "delete")]
+    assert (rbac.mark, rbac.missing) == (FAIL, ray)
+    assert rbac.detail.startswith(f"{NEEDED - 10}/{NEEDED} verbs allowed in {NS}; denied: rayjobs.ray.io (get, list, "
+                                  "create, patch, delete); rayclusters.ray.io")
+    assert cluster.mark == WARN and set(cluster.missing) == {
+        "list nodes", "list pods", "list deployments.apps", "get priorityclasses.scheduling.k8s.io", "list secrets"}
+    assert "cannot list nodes at cluster scope: GPU and CPU capacity unknown" in cluster.detail
+
+
+def test_namespace_user_rows_say_what_rbac_keeps_unknown(alice):
+    operator = preflight.kuberay_operator_row(alice)
+    assert (operator.mark, operator.detail) == (WARN, "forbidden: cannot list deployments at cluster scope: "
+                                                      "whether a KubeRay operator runs is unknown")
+    room = capacity.read_room(alice, RELEASE, NS)
+    assert room.nodes_denied and room.pods_denied
+    rows = capacity.gpu_rows(room, CLUSTER) + capacity.sandbox_rows(room, SANDBOX, 2)
+    assert [r.mark for r in rows] == [WARN] * 4
+    assert rows[0].detail == "forbidden: cannot list nodes at cluster scope: GPU capacity unknown"
+    ns = preflight.read_namespace(alice, NS)
+    assert preflight.namespace_row(ns).mark == OK  # the admin role reads its own namespace
+    assert preflight.pod_security_row(alice, ns, templates(), drop_priority_class=True).mark == OK
+
+
+def test_pod_security_restricted_refuses_each_pod_with_the_admissions_words(monkeypatch, tmp_path):
+    install(monkeypatch, tmp_path, "doctor_restricted")
+    kube = Kube()
+    ns = preflight.read_namespace(kube, f"{NS}-restricted")
+    row = preflight.pod_security_row(kube, ns, templates(), drop_priority_class=True)
+    assert row.mark == FAIL and row.detail.startswith("enforce=restricted: sandbox: pods \"doctor-sandbox-")
+    assert 'violates PodSecurity "restricted:latest"' in row.detail
+    assert len(row.detail) <= len("enforce=restricted: ") + 600  # cut: five refusals would fill a screen
+    assert "infra.security (profile: restricted)" in row.remedy
+
+
+def test_unreachable_api_server_row(monkeypatch, tmp_path):
+    install(monkeypatch, tmp_path, "errors")
+    row = preflight.api_server_row(Kube())
+    assert (row.mark, row.detail) == (FAIL, f"cannot reach the Kubernetes API at {SERVER}: Connection refused "
+                                            "(check --kubeconfig / --context, or start the playground)")
+
+
+def test_crds_gone_row(monkeypatch, tmp_path):
+    install(monkeypatch, tmp_path, "crd_missing")
+    row = preflight.kuberay_crds_row(Kube())
+    assert (row.mark, row.detail) == (FAIL, "ray.io/v1 does not serve rayjobs, rayclusters")
