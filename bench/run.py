@@ -220,10 +220,10 @@ def offline(repeat: int, report: list[str], tmp: Path, figures: dict[str, float]
     figures["render ratio"] = med_ms(got["render"].wall) / med_ms(got["plain helm template"].wall)
 
     report += ["## Offline path (same values, measured side by side)", "",
-               f"{repeat} interleaved rounds (every command once per round, rotating order, after a warm-up round); "
-               f"load average (1, 5, 15 min) {load_before} before, {load_after} after, on {os.cpu_count()} cores "
-               "shared with other builds and tests. CPU is user + system time of every process of the command; "
-               "peak RSS is that of its largest process (wait4's ru_maxrss).", "",
+               (f"{repeat} interleaved rounds (every command once per round, rotating order, after a warm-up round); "
+                f"load average (1, 5, 15 min) {load_before} before, {load_after} after, on {os.cpu_count()} cores "
+                "shared with other builds and tests. CPU is user + system time of every process of the command; "
+                "peak RSS is that of its largest process (wait4's ru_maxrss)."), "",
                "| command | wall: median (min–max) | CPU | peak RSS |", "| --- | --- | --- | --- |"]
     for name, label in (("python -c pass", "`python -c pass`"), ("--help", "`dockyard-k8s --help`"),
                         ("values", "`dockyard-k8s values` (grpo_swe)"), ("render", "`dockyard-k8s render`"),
@@ -240,22 +240,22 @@ def offline(repeat: int, report: list[str], tmp: Path, figures: dict[str, float]
     figures["check ratio with api"] = med_ms(got["check"].wall) / med_ms(with_api)
     report += ["",
                "| ratio | of medians | median of the per-round ratios | target |", "| --- | --- | --- | --- |",
-               f"| `check` / plain `helm template \\| kubeconform -strict` | {figures['check ratio']:.2f}× | "
-               f"{statistics.median(c / p for c, p in cpairs):.2f}× | ≤ 1.3× |",
-               "| `check` / plain `helm template`, then `kubeconform -strict` and `kube-validate` "
-               f"(all `check` runs) | {figures['check ratio with api']:.2f}× | "
-               f"{statistics.median(c / p for c, p in apairs):.2f}× | — |",
-               f"| `render` / plain `helm template` | {figures['render ratio']:.2f}× | "
-               f"{statistics.median(r / p for r, p in pairs):.2f}× | ≤ 1.5× |", "",
-               "`check` also runs `kube-validate` (the apiserver's validation) beside kubeconform, which the plain "
-               "pipeline of the target does not: the second row compares with a plain pipeline that runs it too. The "
-               "plain pipelines are given the values `dockyard-k8s values` wrote, the same Kubernetes version and the "
-               "same CRD schemas. The largest process of `render` and `check` is helm, which the launcher runs with "
-               "Go's collector off below 128 MiB.", ""]
+               (f"| `check` / plain `helm template \\| kubeconform -strict` | {figures['check ratio']:.2f}× | "
+                f"{statistics.median(c / p for c, p in cpairs):.2f}× | ≤ 1.3× |"),
+               ("| `check` / plain `helm template`, then `kubeconform -strict` and `kube-validate` "
+                f"(all `check` runs) | {figures['check ratio with api']:.2f}× | "
+                f"{statistics.median(c / p for c, p in apairs):.2f}× | — |"),
+               (f"| `render` / plain `helm template` | {figures['render ratio']:.2f}× | "
+                f"{statistics.median(r / p for r, p in pairs):.2f}× | ≤ 1.5× |"), "",
+               ("`check` also runs `kube-validate` (the apiserver's validation) beside kubeconform, which the plain "
+                "pipeline of the target does not: the second row compares with a plain pipeline that runs it too. The "
+                "plain pipelines are given the values `dockyard-k8s values` wrote, the same Kubernetes version and the "
+                "same CRD schemas. The largest process of `render` and `check` is helm, which the launcher runs with "
+                "Go's collector off below 128 MiB."), ""]
     if baseline:
         report += [f"### Before and now, side by side (before: `{baseline}`, the tree as it was, run from a copy)", "",
-                   "Both launched as `python -P -c 'from generator.cli import main; main()'` (the same launch for "
-                   "both; the console script above saves runpy and nothing else).", "",
+                   ("Both launched as `python -P -c 'from generator.cli import main; main()'` (the same launch for "
+                    "both; the console script above saves runpy and nothing else)."), "",
                    "| command | before: wall | CPU | peak RSS | now: wall | CPU | peak RSS | now / before (wall) |",
                    "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for verb in ("--help", "values", "render", "check"):
@@ -268,8 +268,8 @@ def offline(repeat: int, report: list[str], tmp: Path, figures: dict[str, float]
                ", ".join(f"`{name}` {secs * 1000:.1f} ms" for name, secs in import_profile()), ""]
 
     report += ["## Growth", "",
-               "The chart has exactly two worker groups by design (`trainer`, `inference`), so the group axis is "
-               "measured as GPU worker pods per group; sandbox replicas on the other axis.", "",
+               ("The chart has exactly two worker groups by design (`trainer`, `inference`), so the group axis is "
+                "measured as GPU worker pods per group; sandbox replicas on the other axis."), "",
                "| shape | render | check |", "| --- | --- | --- |"]
     for label, overrides, infra_over in (
         *[(f"{n} worker pods per group", [f"cluster.trainer.nodes={n}", f"cluster.inference.nodes={n}"], None)
@@ -343,8 +343,8 @@ def delete_namespace(pg: BenchPlayground, namespace: str) -> None:
 
 def live(repeat: int, report: list[str], tmp: Path, figures: dict[str, float]) -> None:
     report += ["## Live path on a playground", "",
-               "`run --wait` to all-ready against `helm upgrade --install --wait` followed by `kubectl wait` for the "
-               "RayJob's RayCluster to be `ready`; a fresh namespace per trial.", "",
+               ("`run --wait` to all-ready against `helm upgrade --install --wait` followed by `kubectl wait` for the "
+                "RayJob's RayCluster to be `ready`; a fresh namespace per trial."), "",
                "| job | `dockyard-k8s run --wait` | helm + kubectl wait | ratio |", "| --- | --- | --- | --- |"]
     status_rows = []
     for label, gpu_nodes, nodes, replicas in (("small: 2 GPU nodes, 4 sandbox replicas", 2, 1, 4),
@@ -438,9 +438,9 @@ def main() -> int:
     ap.add_argument("--out", default=str(REPO / "docs" / "benchmarks.md"))
     args = ap.parse_args()
     report = ["# Benchmarks", "", f"Generated by `make bench` on {time.strftime('%Y-%m-%d')}: {machine()}.",
-              f"Median and min–max of {args.offline_rounds} interleaved rounds offline, {args.repeat} runs after a "
-              f"warm-up for growth (live: {args.live_repeat} trials); every ratio compares two commands measured side "
-              "by side in the same run.", ""]
+              (f"Median and min–max of {args.offline_rounds} interleaved rounds offline, {args.repeat} runs after a "
+               f"warm-up for growth (live: {args.live_repeat} trials); every ratio compares two commands measured side "
+               "by side in the same run."), ""]
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="dockyard-bench-") as tmp:
         offline(args.offline_rounds, report, Path(tmp), figures, args.baseline)
@@ -448,8 +448,8 @@ def main() -> int:
             live(args.live_repeat, report, Path(tmp), figures)
     report += targets(figures)
     report += ["## Where the time goes", "",
-               "Import cost of the heavy dependencies (cumulative, `python -X importtime`, "
-               "fresh interpreter each):", "", "| import | what needs it | time |", "| --- | --- | --- |"]
+               ("Import cost of the heavy dependencies (cumulative, `python -X importtime`, "
+                "fresh interpreter each):"), "", "| import | what needs it | time |", "| --- | --- | --- |"]
     report += [f"| `{m}` | {why} | {secs * 1000:.0f} ms |" for m, why, secs in import_costs()]
     notes = REPO / "bench" / "where-the-time-goes.md"
     if notes.is_file():

@@ -164,8 +164,8 @@ def _describe(err: ErrorDetails, root: type[BaseModel], path: tuple[Any, ...]) -
         msg = err["msg"].removeprefix("Value error, ")
         return msg, "", ""
     if kind == "invalid_key" or (err["loc"] and err["loc"][-1] == "[key]"):
-        return (f"key {given!r} is not a string", "a string key; YAML reads unquoted yes/no/on/off/null and numbers "
-                "as other types, so quote it (e.g. 'on':)", "")
+        return (f"key {given!r} is not a string", ("a string key; YAML reads unquoted yes/no/on/off/null and numbers "
+                 "as other types, so quote it (e.g. 'on':)"), "")
     if kind == "non_finite" or kind == "finite_number" or (isinstance(given, float) and not math.isfinite(given)):
         number = ctx["number"] if kind == "non_finite" else _yaml_number(given)
         return f"{number} is not a finite number", "a finite number (Helm and Kubernetes have no .inf or .nan)", ""

@@ -83,8 +83,8 @@ def run_check(recipe: str, infra: str, overrides: list[str], out: TextIO | None 
         ("✓", "models", "recipe and infra spec are valid"),
         ("✓", "values schema", "charts/dockyard/values.schema.json accepts the values (enforced by helm)"),
         ("✓", "helm template", f"{len(results)} objects rendered (helm {_helm_label()})"),
-        ("✗" if bad else "✓", "kubeconform", f"{len(results) - len(bad)} valid, {len(bad)} not "
-         f"(-strict; Kubernetes {kubeconform.kube_minor()}, KubeRay {versions()['KUBERAY_VERSION']} CRDs)"),
+        ("✗" if bad else "✓", "kubeconform", (f"{len(results) - len(bad)} valid, {len(bad)} not "
+          f"(-strict; Kubernetes {kubeconform.kube_minor()}, KubeRay {versions()['KUBERAY_VERSION']} CRDs)")),
         ("✗" if api_report.findings else "✓", "api validation",
          (f"{_count(len(api_report.findings), 'refusal')} in {_count(refused, 'object')}; "
           if api_report.findings else "")
@@ -106,8 +106,8 @@ def run_check(recipe: str, infra: str, overrides: list[str], out: TextIO | None 
             for w in d.warnings:
                 print(f"  ! server warns on {d.kind} {d.name}: {w}", file=out)
         rows.append(("✗" if server_refused else "✓", "server dry-run",
-                     f"{len(dry) - len(server_refused)} accepted, {len(server_refused)} refused "
-                     f"(dryRun=All, namespace {namespace}, {server.server})"))
+                     (f"{len(dry) - len(server_refused)} accepted, {len(server_refused)} refused "
+                      f"(dryRun=All, namespace {namespace}, {server.server})")))
     print(file=out)
     for mark, step, detail in rows:
         print(f"{mark} {step:<14} {detail}", file=out)
