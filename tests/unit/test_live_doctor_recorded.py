@@ -58,8 +58,8 @@ def test_admin_rows(admin):
     operator = preflight.kuberay_operator_row(admin)  # the playground runs KubeRay as a process
     assert operator.mark == WARN and operator.detail.startswith("no in-cluster operator Deployment found")
     security = preflight.pod_security_row(admin, ns, templates(), drop_priority_class=True)
-    assert (security.mark, security.detail) == (OK, "enforce=cluster default: admits all 5 pod templates "
-                                                    "(server-side dry run)")
+    assert (security.mark, security.detail) == (OK, ("enforce=cluster default: admits all 5 pod templates "
+                                                     "(server-side dry run)"))
 
 
 def test_admin_room_one_gpu_node_for_two_8_gpu_workers(admin):
@@ -88,8 +88,8 @@ def test_namespace_user_rbac_rows_name_exactly_what_is_missing(alice):
 
 def test_namespace_user_rows_say_what_rbac_keeps_unknown(alice):
     operator = preflight.kuberay_operator_row(alice)
-    assert (operator.mark, operator.detail) == (WARN, "forbidden: cannot list deployments at cluster scope: "
-                                                      "whether a KubeRay operator runs is unknown")
+    assert (operator.mark, operator.detail) == (WARN, ("forbidden: cannot list deployments at cluster scope: "
+                                                       "whether a KubeRay operator runs is unknown"))
     room = capacity.read_room(alice, RELEASE, NS)
     assert room.nodes_denied and room.pods_denied
     rows = capacity.gpu_rows(room, CLUSTER) + capacity.sandbox_rows(room, SANDBOX, 2)
@@ -114,8 +114,8 @@ def test_pod_security_restricted_refuses_each_pod_with_the_admissions_words(monk
 def test_unreachable_api_server_row(monkeypatch, tmp_path):
     install(monkeypatch, tmp_path, "errors")
     row = preflight.api_server_row(Kube())
-    assert (row.mark, row.detail) == (FAIL, f"cannot reach the Kubernetes API at {SERVER}: Connection refused "
-                                            "(check --kubeconfig / --context, or start the playground)")
+    assert (row.mark, row.detail) == (FAIL, (f"cannot reach the Kubernetes API at {SERVER}: Connection refused "
+                                             "(check --kubeconfig / --context, or start the playground)"))
 
 
 def test_crds_gone_row(monkeypatch, tmp_path):
