@@ -186,12 +186,14 @@ def scenario(name: str, note: str) -> Iterator[Tape]:
 
 
 def cli(*argv: Any) -> tuple[int, str]:
+    """Run the CLI in this process (its requests are recorded); (exit code, stderr). Output is not shown:
+    some scenarios fail on purpose."""
     from generator.cli import main
 
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         rc = main([str(a) for a in argv])
-    return rc, out.getvalue()
+    return rc, err.getvalue()
 
 
 # Situations ------------------------------------------------------------------------------------------
@@ -258,10 +260,10 @@ def record_all(kubeconfig: str, folder: Path, own: bool) -> None:
     from generator.live.snapshot import take
 
     admin = Kube(kubeconfig)
-    rc, _ = cli("run", RECIPE, INFRA, "-n", NAMESPACE, "--create-namespace", "-q", "--timeout", "180",
-                "--kubeconfig", kubeconfig)
+    rc, err = cli("run", RECIPE, INFRA, "-n", NAMESPACE, "--create-namespace", "-q", "--timeout", "180",
+                  "--kubeconfig", kubeconfig)
     if rc != 0:
-        raise SystemExit(f"run failed (exit {rc})")
+        raise SystemExit(f"run failed (exit {rc}): {err}")
     wait_pending(admin)
 
     with scenario("status_pending", f"`status` of release {RELEASE} in {NAMESPACE}: head, sandbox and one Ray "
