@@ -24,7 +24,7 @@ tools: ## build the pinned helm, kubeconform and playground binaries (cached by 
 schema: venv ## regenerate values.schema.json, values.yaml, schema/*.json and the README values table
 	$(PY) -m generator.maint.schema_export
 
-test: venv tools lint ## the lint gate, then every test: unit, chart, validation and live (on the playground)
+test: venv lint tools ## the lint gate (before the tool builds), then every test: unit, chart, validation and live (on the playground)
 	$(PY) -m pytest -q
 
 unit: venv ## the fast tests only (no playground)
