@@ -8,7 +8,7 @@ from generator.render.scan import checkov
 from tests.conftest import chart_values, render_values
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
-# Each skip the chart renders on the default pool, and why a reviewer accepts it (see _helpers.tpl).
+# Each skip the chart renders on the default pool, and why a reviewer accepts it (see sandbox/_helpers.tpl).
 DEFAULT_SKIPS = {"CKV_K8S_43", "CKV_K8S_15", "CKV_K8S_23", "CKV_K8S_40", "CKV_K8S_22"}
 
 
