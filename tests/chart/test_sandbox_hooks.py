@@ -69,6 +69,11 @@ def test_the_reserved_names_are_what_the_chart_sets():
 def test_the_hooks_pass_the_apiservers_validation(tmp_path, capsys):
     infra = write(tmp_path, "infra.yaml", deep_merge(BASE_INFRA, {"sandbox": HOOKS}))
     assert main(["check", str(RECIPE), str(infra)]) == 0, capsys.readouterr().out
+    out = tmp_path / "out.yaml"
+    assert main(["render", str(RECIPE), str(infra), "-o", str(out)]) == 0
+    pod = next(d for d in yaml.safe_load_all(out.read_text()) if d and d["kind"] == "Deployment")["spec"]["template"]
+    assert pod["spec"]["containers"][0]["env"][-2:] == HOOKS["extraEnv"]
+    assert pod["metadata"]["annotations"] == HOOKS["podAnnotations"]
 
 
 @pytest.mark.parametrize("sandbox, where, refusal", [
