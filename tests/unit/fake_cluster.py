@@ -31,7 +31,7 @@ from typing import Any
 import urllib3
 from urllib3.exceptions import MaxRetryError, NewConnectionError
 
-from generator.maint.record_cluster import match_of, split_url
+from generator.maint.recording import match_of, split_url
 
 RECORDED = Path(__file__).resolve().parent / "recorded"
 SERVER = "https://127.0.0.1:6443"  # never dialed: the fake answers before any socket
