@@ -65,6 +65,7 @@ class FakeCluster:
         self.served: dict[tuple[Any, ...], int] = {}
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # what the code asked, in order
         self.unmatched: list[str] = []
+        self.timeouts: list[float | None] = []  # each request's total timeout (seconds), as urllib3 got it
         for name in scenarios:
             fresh: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
             for ex in recording(name)["exchanges"]:
@@ -78,10 +79,11 @@ class FakeCluster:
                               "deleted": lease[("DELETE", 200)], "absent": lease[("GET", 404)]}
 
     # the PoolManager interface RESTClientObject uses ------------------------------------------------
-    def request(self, method: str, url: str, body: Any = None, **_: Any) -> urllib3.HTTPResponse:
+    def request(self, method: str, url: str, body: Any = None, timeout: Any = None, **_: Any) -> urllib3.HTTPResponse:
         path, query = split_url(url)
         sent = json.loads(body) if isinstance(body, str | bytes) and body else None
         self.requests.append((method, path, query))
+        self.timeouts.append(timeout.total if timeout is not None else None)
         m = LEASES.match(path)
         if m:
             return self._lease(method, m.group(1), m.group(2), sent)
@@ -154,6 +156,13 @@ class FakeCluster:
 
     def lease(self, namespace: str, release: str) -> dict[str, Any] | None:
         return self.leases.get((namespace, f"{release}.dockyard-run"))
+
+    def take_over(self, namespace: str, release: str, holder: str) -> None:
+        """Another holder writes the lease (one step: a renewal in flight then gets 409 Conflict)."""
+        key = (namespace, f"{release}.dockyard-run")
+        old = self.leases[key]
+        self.leases[key] = {**old, "metadata": {**old["metadata"], "resourceVersion": self._bump()},
+                            "spec": {**old["spec"], "holderIdentity": holder}}
 
 
 def write_kubeconfig(folder: Path, namespace: str | None = None) -> Path:

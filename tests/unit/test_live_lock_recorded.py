@@ -97,7 +97,7 @@ def test_taken_over_from_another_host_past_its_deadline(fake, kube):
 def test_release_leaves_a_lease_that_is_no_longer_ours(fake, kube):
     lock = RunLock(kube, NS, RELEASE, "run")
     lock.acquire()
-    fake.lease(NS, RELEASE)["spec"]["holderIdentity"] = "elsewhere/1/run/0badc0de"  # taken over meanwhile
+    fake.take_over(NS, RELEASE, "elsewhere/1/run/0badc0de")  # meanwhile
     lock.release_lock()
     assert lock.lost == "the run lock is now held by elsewhere/1/run/0badc0de"
     assert fake.lease(NS, RELEASE) is not None  # not deleted
@@ -133,3 +133,26 @@ def test_recorded_status_bodies_are_the_apiservers(fake, kube):
         kube.request("GET", f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/other.dockyard-run")
     assert exc.value.status == 404
     assert json.loads(exc.value.body)["message"] == 'leases.coordination.k8s.io "other.dockyard-run" not found'
+
+
+def test_the_holder_renews_and_stops_when_its_lease_is_taken(fake, kube, monkeypatch):
+    import time
+
+    from generator.live import release
+
+    monkeypatch.setattr(release, "LEASE_SECONDS", 0.03)  # renew every 10 ms
+    lock = RunLock(kube, NS, RELEASE, "run")
+    lock.acquire()
+    try:
+        first = fake.lease(NS, RELEASE)["metadata"]["resourceVersion"]
+        deadline = time.monotonic() + 5
+        while fake.lease(NS, RELEASE)["metadata"]["resourceVersion"] == first and time.monotonic() < deadline:
+            time.sleep(0.005)
+        renewed = fake.lease(NS, RELEASE)
+        assert renewed["metadata"]["resourceVersion"] != first and renewed["spec"]["holderIdentity"] == lock.identity
+        fake.take_over(NS, RELEASE, "elsewhere/1/run/0badc0de")
+        lock._thread.join(timeout=5)  # the renewer sees it and stops
+        assert not lock._thread.is_alive() and lock.lost == "the run lock is now held by elsewhere/1/run/0badc0de"
+    finally:
+        lock.release_lock()
+    assert fake.lease(NS, RELEASE)["spec"]["holderIdentity"] == "elsewhere/1/run/0badc0de"

@@ -38,3 +38,21 @@ def test_typed_calls_replay_too(monkeypatch, tmp_path):
     ns = kube.core.read_namespace("rec")
     assert ns.metadata.name == "rec" and ns.status.phase == "Active"
     assert kube.calls == 1
+
+
+def test_requests_are_bounded_by_the_verbs_deadline(monkeypatch, tmp_path):
+    """Kube gives each request its request_timeout, cut to what is left of the verb's deadline (at least
+    REQUEST_FLOOR seconds to read the end state)."""
+    import time
+
+    from generator.live.kube import REQUEST_FLOOR
+
+    fake = install(monkeypatch, tmp_path, "status_pending")
+    kube = Kube()
+    kube.namespace_exists("rec")
+    kube.deadline = time.monotonic() + 10
+    kube.namespace_exists("rec")
+    kube.deadline = time.monotonic() - 1  # past it
+    kube.namespace_exists("rec")
+    assert fake.timeouts[0] == kube.request_timeout == 30.0
+    assert 9 < fake.timeouts[1] <= 10 and fake.timeouts[2] == REQUEST_FLOOR
