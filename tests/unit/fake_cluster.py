@@ -7,7 +7,7 @@ answer is the recorded status, reason and body as a real urllib3 HTTPResponse; a
 is raised as urllib3's MaxRetryError(NewConnectionError) with the recorded text.
 
 Replays are keyed by method + path + query (+ the body's `match` part for SelfSubjectAccessReviews and dry-run
-pods: generator.maint.record_cluster.match_of). Several answers to one key come in recorded order, the last
+pods: generator.maint.recording.match_of). Several answers to one key come in recorded order, the last
 repeating. A request nothing was recorded for fails the test (re-record with `make record`).
 
 Leases (the run lock) are state, not replay: a lock test turns on the holder's pid, host and renewTime *now*,

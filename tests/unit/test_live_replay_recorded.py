@@ -20,7 +20,7 @@ def test_every_scenario_is_recorded_small_and_without_credentials():
     for name in SCENARIOS:
         text = (RECORDED / f"{name}.json").read_text()
         assert not CREDENTIALS.search(text), name
-        assert len(text) < 100_000, f"{name}.json: trim it (generator/maint/record_cluster.py DROP)"
+        assert len(text) < 100_000, f"{name}.json: trim it (generator/maint/recording.py DROP)"
         doc = recording(name)
         assert doc["scenario"] == name and doc["exchanges"]
 
