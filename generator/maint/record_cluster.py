@@ -154,7 +154,7 @@ def record_status(admin: Any, kubeconfig: str) -> None:
 def record_lease(admin: Any) -> None:
     from kubernetes.client.exceptions import ApiException
 
-    from generator.live.release import HOLDER_PID, RunLock, _micro_time, lease_name
+    from generator.live.release import HOLDER_PID, RunLock, lease_name
 
     leases = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases"
     lease = f"{leases}/{lease_name(RELEASE)}"
@@ -175,10 +175,13 @@ def record_lease(admin: Any) -> None:
         with contextlib.suppress(ApiException):
             admin.request("GET", lease)
         # a holder that stopped renewing a minute ago and whose process is gone: taken over
-        body = RunLock(admin, NAMESPACE, RELEASE, "run")._body()
-        body["metadata"]["annotations"][HOLDER_PID] = f"{socket.gethostname()}/{_dead_pid()}"
-        body["spec"]["renewTime"] = body["spec"]["acquireTime"] = _micro_time(datetime.now(UTC) - timedelta(minutes=1))
-        admin.request("POST", leases, body=body)
+        holder = f"{socket.gethostname()}/{_dead_pid()}"
+        when = (datetime.now(UTC) - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        admin.request("POST", leases, body={
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": lease_name(RELEASE), "annotations": {HOLDER_PID: holder}},
+            "spec": {"holderIdentity": f"{holder}/run/0badc0de", "leaseDurationSeconds": 15, "acquireTime": when,
+                     "renewTime": when}})
         taker = RunLock(admin, NAMESPACE, RELEASE, "run")
         taker.acquire()
         taker.release_lock()
