@@ -2,8 +2,8 @@
 
 Starts a playground of its own in a temporary state folder (1 GPU node × 8 GPUs, 1 CPU node; ~45 s in all),
 installs tests/live/data/small.yaml with `run`, makes the situations (a GPU pod Pending, run-lock leases, a
-namespace-scoped user, PodSecurity restricted, a 422, connection refused, the KubeRay CRDs gone) and writes each
-request→answer pair the live code made to tests/unit/recorded/<scenario>.json (format, trimming: recording.py).
+namespace-scoped user, PodSecurity restricted, a namespace Terminating, a 422, connection refused, CRDs gone) and
+writes each request→answer pair the live code made to tests/unit/recorded/<scenario>.json (see recording.py).
 Never touches the user's playground. $DOCKYARD_RECORD_KUBECONFIG: use that cluster (same shape) instead.
 """
 
@@ -30,6 +30,7 @@ DATA = REPO / "tests" / "live" / "data"
 RECIPE, INFRA = DATA / "small.yaml", DATA / "small.infra.yaml"
 NAMESPACE = "rec"  # where the recorded release lives
 STRICT = "rec-restricted"  # a namespace enforcing PodSecurity restricted
+GONE = "rec-gone"  # a namespace held in Terminating by a finalizer
 RELEASE = "small"
 SHAPE = {"gpu_nodes": 1, "gpus_per_node": 8, "cpu_nodes": 1}  # one GPU worker fits, the other stays Pending
 
@@ -107,7 +108,7 @@ def record_all(kubeconfig: str, folder: Path, own: bool) -> None:
     from generator.live.kube import Kube
 
     admin = Kube(kubeconfig)
-    taken = [n for n in (NAMESPACE, STRICT) if admin.namespace_exists(n)]
+    taken = [n for n in (NAMESPACE, STRICT, GONE) if admin.namespace_exists(n)]
     if taken:
         why = "is still being deleted: wait a few seconds" if admin.namespace_deletion(taken[0]) else "exists"
         raise SystemExit(f"namespace {taken[0]} {why} on {admin.server}: the recorder makes and deletes its own")
@@ -115,7 +116,7 @@ def record_all(kubeconfig: str, folder: Path, own: bool) -> None:
         record_scenarios(admin, kubeconfig, folder, own)
     finally:
         if not own:  # a cluster we were lent: leave nothing behind
-            for n in (NAMESPACE, STRICT):
+            for n in (NAMESPACE, STRICT, GONE):
                 with contextlib.suppress(Exception):
                     admin.request("DELETE", f"/api/v1/namespaces/{n}")
 
@@ -135,6 +136,7 @@ def record_scenarios(admin: Any, kubeconfig: str, folder: Path, own: bool) -> No
         with scenario(f"doctor_{who}", f"`doctor` of small.yaml in {NAMESPACE} as {who}"):
             cli("doctor", RECIPE, INFRA, "-n", NAMESPACE, "-o", "json", "--kubeconfig", kc)
     record_restricted(admin)
+    record_terminating(admin, kubeconfig)
     if own:
         record_crds_gone(admin, kubeconfig)
     else:
@@ -231,6 +233,25 @@ def record_restricted(admin: Any) -> None:
                   f"{STRICT} (enforce=restricted) as the cluster admin"):
         ns = preflight.read_namespace(admin, STRICT)
         preflight.pod_security_row(admin, ns, rendered_pod_templates(STRICT), drop_priority_class=True)
+
+
+def record_terminating(admin: Any, kubeconfig: str) -> None:
+    held = f"/api/v1/namespaces/{GONE}/configmaps/held"
+    admin.request("POST", "/api/v1/namespaces", body={"metadata": {"name": GONE}})
+    admin.request("POST", f"/api/v1/namespaces/{GONE}/configmaps",
+                  body={"metadata": {"name": "held", "finalizers": ["dockyard.dev/hold"]}})
+    admin.request("DELETE", f"/api/v1/namespaces/{GONE}")
+    try:
+        deadline = time.monotonic() + 60  # until the namespace controller says what holds it
+        while "finalizers" not in (admin.namespace_deletion(GONE) or "") and time.monotonic() < deadline:
+            time.sleep(0.5)
+        with scenario("terminating", f"namespace {GONE} being deleted, held up by a ConfigMap's finalizer: "
+                      "`status` of a release there"):
+            admin.namespace_deletion(GONE)
+            cli("status", RELEASE, "-n", GONE, "--kubeconfig", kubeconfig)
+    finally:
+        admin.request("PATCH", held, body={"metadata": {"finalizers": None}},
+                      content_type="application/merge-patch+json")
 
 
 def record_crds_gone(admin: Any, kubeconfig: str) -> None:

@@ -73,3 +73,13 @@ def test_status_json(fake, capsys):
     inference = next(f for f in doc["fleets"] if f["fleet"] == "inference")
     assert inference["ready_all"] is False and inference["reason"].startswith(UNSCHEDULABLE)
     assert not fake.unmatched
+
+
+def test_status_in_a_namespace_being_deleted_says_what_holds_it(monkeypatch, tmp_path, capsys):
+    install(monkeypatch, tmp_path, "terminating")
+    why = Kube().namespace_deletion("rec-gone")
+    assert why.startswith("being deleted (since 20") and why.endswith(
+        "Some content in the namespace has finalizers remaining: dockyard.dev/hold in 1 resource instances")
+    assert main(["status", RELEASE, "-n", "rec-gone"]) == 1
+    err = capsys.readouterr().err
+    assert err == f"error: release {RELEASE} not found in namespace rec-gone; namespace rec-gone is {why}\n"
