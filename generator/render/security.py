@@ -24,24 +24,73 @@ def _sc(c: dict[str, Any], pod: Pod, key: str) -> Any:
     return (c.get("securityContext") or {}).get(key, (pod.get("securityContext") or {}).get(key))
 
 
+METADATA = {"169.254.169.254/32", "fd00:ec2::254/128"}  # cloud metadata endpoints
+
+
 def _egress_blocks_metadata(np: dict[str, Any]) -> bool:
     for rule in np["spec"].get("egress", []):
         if rule == {}:
             return False
         for peer in rule.get("to", []):
             block = peer.get("ipBlock") or {}
-            if block.get("cidr") in ("0.0.0.0/0", "::/0") and not set(block.get("except", [])) & {"169.254.169.254/32", "fd00:ec2::254/128"}:
+            if block.get("cidr") in ("0.0.0.0/0", "::/0") and not set(block.get("except", [])) & METADATA:
                 return False
     return True
+
+
+# One cell of a row: (role, pod spec) -> set / not set / n/a ------------------------------------------
+
+Cell = Callable[[str, Pod], str]
+
+
+def _sc_is(key: str, value: bool) -> Cell:
+    """Every container's securityContext `key` (else the pod's) is `value`."""
+    return lambda r, p: _all(p, lambda c: _sc(c, p, key) is value)
+
+
+def _pod_is(key: str, value: bool) -> Cell:
+    return lambda r, p: SET if p.get(key) is value else NOT_SET
+
+
+def _pod_has(key: str) -> Cell:
+    return lambda r, p: SET if p.get(key) else NOT_SET
+
+
+def _containers(test: Callable[[dict[str, Any]], bool]) -> Cell:
+    return lambda r, p: _all(p, test)
+
+
+def _drops_all(c: dict[str, Any]) -> bool:
+    return "ALL" in ((c.get("securityContext") or {}).get("capabilities") or {}).get("drop", [])
+
+
+def _seccomp_default(role: str, p: Pod) -> str:
+    return _all(p, lambda c: (_sc(c, p, "seccompProfile") or {}).get("type") == "RuntimeDefault")
+
+
+def _workdir(role: str, p: Pod) -> str:
+    """A read-only root needs a writable emptyDir work dir; n/a when the root is writable."""
+    if _sc_is("readOnlyRootFilesystem", True)(role, p) != SET:
+        return NA
+    return SET if any(v.get("name") == "workdir" and "emptyDir" in v for v in p.get("volumes", [])) else NOT_SET
+
+
+def _ephemeral_request(c: dict[str, Any]) -> bool:
+    return "ephemeral-storage" in ((c.get("resources") or {}).get("requests") or {})
+
+
+def _limits(c: dict[str, Any]) -> bool:
+    lim = (c.get("resources") or {}).get("limits") or {}
+    return "cpu" in lim and "memory" in lim
 
 
 def controls(docs: list[dict[str, Any]]) -> list[tuple[str, dict[str, str]]]:
     pods = pod_specs(docs)
     nps = [d for d in docs if d.get("kind") == "NetworkPolicy"]
     pdbs = [d for d in docs if d.get("kind") == "PodDisruptionBudget"]
-    bringup = any(d.get("kind") == "RayCluster" for d in docs)
+    gpu_pdb = {"head", "trainer", "inference"} if any(d.get("kind") == "RayCluster" for d in docs) else set()
 
-    def row(check: Callable[[str, Pod], str], only: set[str] | None = None) -> dict[str, str]:
+    def row(check: Cell, only: set[str] | None = None) -> dict[str, str]:
         return {role: (check(role, pod) if only is None or role in only else NA) for role, pod in pods.items()}
 
     def pdb_covers(role: str, pod: Pod) -> str:
@@ -49,29 +98,30 @@ def controls(docs: list[dict[str, Any]]) -> list[tuple[str, dict[str, str]]]:
         names = {p["metadata"]["name"].rsplit("-", 1)[-1] for p in pdbs}
         return SET if want in names else NOT_SET
 
-    def limits(c: dict[str, Any]) -> bool:
-        lim = (c.get("resources") or {}).get("limits") or {}
-        return "cpu" in lim and "memory" in lim
+    def network_policy(role: str, pod: Pod) -> str:
+        return SET if nps else NOT_SET
+
+    def metadata_blocked(role: str, pod: Pod) -> str:
+        return SET if nps and _egress_blocks_metadata(nps[0]) else NOT_SET
 
     rows = [
-        ("allowPrivilegeEscalation: false", row(lambda r, p: _all(p, lambda c: _sc(c, p, "allowPrivilegeEscalation") is False))),
-        ("capabilities drop ALL", row(lambda r, p: _all(p, lambda c: "ALL" in ((c.get("securityContext") or {}).get("capabilities") or {}).get("drop", [])))),
-        ("seccomp RuntimeDefault", row(lambda r, p: _all(p, lambda c: (_sc(c, p, "seccompProfile") or {}).get("type") == "RuntimeDefault"))),
-        ("runAsNonRoot", row(lambda r, p: _all(p, lambda c: _sc(c, p, "runAsNonRoot") is True))),
-        ("readOnlyRootFilesystem", row(lambda r, p: _all(p, lambda c: _sc(c, p, "readOnlyRootFilesystem") is True))),
-        ("writable work dir (emptyDir)", row(lambda r, p: (SET if any(v.get("name") == "workdir" and "emptyDir" in v for v in p.get("volumes", [])) else NOT_SET)
-                                            if _all(p, lambda c: _sc(c, p, "readOnlyRootFilesystem") is True) == SET else NA)),
-        ("no service-account token", row(lambda r, p: SET if p.get("automountServiceAccountToken") is False else NOT_SET, SANDBOX_ONLY)),
-        ("no service links", row(lambda r, p: SET if p.get("enableServiceLinks") is False else NOT_SET, SANDBOX_ONLY)),
-        ("NetworkPolicy (ingress: port, namespace)", row(lambda r, p: SET if nps else NOT_SET, {"sandbox"})),
-        ("cloud metadata egress blocked", row(lambda r, p: SET if nps and _egress_blocks_metadata(nps[0]) else NOT_SET, {"sandbox"})),
-        ("PodDisruptionBudget", row(pdb_covers, {"sandbox"} | ({"head", "trainer", "inference"} if bringup else set()))),
-        ("ephemeral-storage request", row(lambda r, p: _all(p, lambda c: "ephemeral-storage" in ((c.get("resources") or {}).get("requests") or {})))),
-        ("cpu/memory limits", row(lambda r, p: _all(p, limits))),
-        ("priorityClassName", row(lambda r, p: SET if p.get("priorityClassName") else NOT_SET)),
-        ("image pinned by digest", row(lambda r, p: _all(p, lambda c: "@sha256:" in c.get("image", "")))),
-        ("topologySpreadConstraints", row(lambda r, p: SET if p.get("topologySpreadConstraints") else NOT_SET, {"sandbox"})),
-        ("runtimeClassName", row(lambda r, p: SET if p.get("runtimeClassName") else NOT_SET, {"sandbox"})),
+        ("allowPrivilegeEscalation: false", row(_sc_is("allowPrivilegeEscalation", False))),
+        ("capabilities drop ALL", row(_containers(_drops_all))),
+        ("seccomp RuntimeDefault", row(_seccomp_default)),
+        ("runAsNonRoot", row(_sc_is("runAsNonRoot", True))),
+        ("readOnlyRootFilesystem", row(_sc_is("readOnlyRootFilesystem", True))),
+        ("writable work dir (emptyDir)", row(_workdir)),
+        ("no service-account token", row(_pod_is("automountServiceAccountToken", False), SANDBOX_ONLY)),
+        ("no service links", row(_pod_is("enableServiceLinks", False), SANDBOX_ONLY)),
+        ("NetworkPolicy (ingress: port, namespace)", row(network_policy, {"sandbox"})),
+        ("cloud metadata egress blocked", row(metadata_blocked, {"sandbox"})),
+        ("PodDisruptionBudget", row(pdb_covers, {"sandbox"} | gpu_pdb)),
+        ("ephemeral-storage request", row(_containers(_ephemeral_request))),
+        ("cpu/memory limits", row(_containers(_limits))),
+        ("priorityClassName", row(_pod_has("priorityClassName"))),
+        ("image pinned by digest", row(_containers(lambda c: "@sha256:" in c.get("image", "")))),
+        ("topologySpreadConstraints", row(_pod_has("topologySpreadConstraints"), {"sandbox"})),
+        ("runtimeClassName", row(_pod_has("runtimeClassName"), {"sandbox"})),
     ]
     return rows
 
