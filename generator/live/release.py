@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from generator.errors import CheckFailed
-from generator.live.kube import Kube
+from generator.live.kube import INSTANCE, Kube
 
 PENDING = ("pending-install", "pending-upgrade", "pending-rollback")
 _KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")  # client-go's log lines on helm's stderr: noise here
@@ -215,7 +215,7 @@ class RunLock:
         if self.until is not None:
             notes[HOLDER_UNTIL] = _micro_time(datetime.fromtimestamp(self.until, UTC))
         metadata: dict[str, Any] = {"name": lease_name(self.release), "annotations": notes,
-                                    "labels": {"app.kubernetes.io/instance": self.release,
+                                    "labels": {INSTANCE: self.release,
                                                "app.kubernetes.io/managed-by": "dockyard-k8s"}}
         if resource_version:
             metadata["resourceVersion"] = resource_version
