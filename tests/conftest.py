@@ -71,7 +71,8 @@ class Rendered:
         return pod_specs(self.docs)
 
 
-def render_values(values: dict[str, Any], release: str = "grpo-swe", namespace: str = "dockyard", tests: bool = True) -> Rendered:
+def render_values(values: dict[str, Any], release: str = "grpo-swe", namespace: str = "dockyard",
+                  tests: bool = True) -> Rendered:
     from generator.render.helm import template
 
     return Rendered(template(values, release, namespace, tests=tests))
