@@ -28,8 +28,10 @@ def write_inputs(tmp_path: Path, namespace: str, mode: str = "attach", infra: di
     spec = {
         "infra": {"namespace": namespace, "image": IMAGE, **(infra or {})},
         "launch": {"mode": mode, **({"clusterName": "shared"} if mode == "attach" else {})},
-        "kuberay": {"head": {"cpu": "500m", "memory": "1Gi"}, "worker": {"cpu": "1", "memory": "2Gi"}, **(kuberay or {})},
-        "sandbox": {"replicas": 2, "resources": {"cpu": "250m", "memory": "256Mi", "ephemeralStorage": "1Gi"}, **(sandbox or {})},
+        "kuberay": {"head": {"cpu": "500m", "memory": "1Gi"}, "worker": {"cpu": "1", "memory": "2Gi"},
+                    **(kuberay or {})},
+        "sandbox": {"replicas": 2, "resources": {"cpu": "250m", "memory": "256Mi", "ephemeralStorage": "1Gi"},
+                    **(sandbox or {})},
     }
     path = tmp_path / "hardening.infra.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -40,7 +42,8 @@ def render_and_apply(playground, recipe: Path, infra: Path, tmp_path: Path) -> s
     """`dockyard-k8s render … | kubectl apply -f -` with the pinned binaries."""
     out = tmp_path / "manifests.yaml"
     assert main(["render", str(recipe), str(infra), "-o", str(out)]) == 0
-    proc = subprocess.run([binary("kubectl", "kubernetes"), "--kubeconfig", playground.kubeconfig, "apply", "-f", str(out)],
+    proc = subprocess.run([binary("kubectl", "kubernetes"), "--kubeconfig", playground.kubeconfig,
+                           "apply", "-f", str(out)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
@@ -49,7 +52,8 @@ def render_and_apply(playground, recipe: Path, infra: Path, tmp_path: Path) -> s
 def label_namespace(k8s, namespace: str, level: str) -> None:
     from kubernetes import client
 
-    client.CoreV1Api(k8s).patch_namespace(namespace, {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": level}}})
+    client.CoreV1Api(k8s).patch_namespace(
+        namespace, {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": level}}})
 
 
 def pods(k8s, namespace: str, selector: str) -> list:
@@ -71,7 +75,8 @@ def test_default_pool_is_admitted_under_baseline(playground, k8s, namespace, tmp
     label_namespace(k8s, namespace, "baseline")
     out = render_and_apply(playground, *write_inputs(tmp_path, namespace), tmp_path)
     assert "networkpolicy.networking.k8s.io/hard-sandbox created" in out  # the apiserver accepts it
-    wait(lambda: len([p for p in pods(k8s, namespace, SANDBOX) if p.status.phase == "Running"]) == 2, 60, "2 sandbox pods Running")
+    wait(lambda: len([p for p in pods(k8s, namespace, SANDBOX) if p.status.phase == "Running"]) == 2, 60,
+         "2 sandbox pods Running")
 
 
 def test_default_pool_is_refused_under_restricted_with_podsecuritys_message(playground, k8s, namespace, tmp_path, wait):
@@ -86,8 +91,10 @@ def test_default_pool_is_refused_under_restricted_with_podsecuritys_message(play
 
 def test_restricted_profile_pool_is_admitted_under_restricted(playground, k8s, namespace, tmp_path, wait):
     label_namespace(k8s, namespace, "restricted")
-    render_and_apply(playground, *write_inputs(tmp_path, namespace, sandbox={"security": {"profile": "restricted"}}), tmp_path)
-    wait(lambda: len([p for p in pods(k8s, namespace, SANDBOX) if p.status.phase == "Running"]) == 2, 60, "2 restricted sandbox pods Running")
+    render_and_apply(playground, *write_inputs(tmp_path, namespace, sandbox={"security": {"profile": "restricted"}}),
+                     tmp_path)
+    wait(lambda: len([p for p in pods(k8s, namespace, SANDBOX) if p.status.phase == "Running"]) == 2, 60,
+         "2 restricted sandbox pods Running")
     assert not [m for m in event_messages(k8s, namespace, "FailedCreate") if "PodSecurity" in m]
 
 
@@ -100,20 +107,24 @@ def test_gpu_pods_under_restricted(playground, k8s, namespace, tmp_path, wait, s
     render_and_apply(playground, recipe, infra, tmp_path)
     ray = "ray.io/cluster=hard"
     if admitted:
-        found = wait(lambda: len(pods(k8s, namespace, ray)) == 3 and pods(k8s, namespace, ray), 90, "head + 2 worker pods created")
+        found = wait(lambda: len(pods(k8s, namespace, ray)) == 3 and pods(k8s, namespace, ray), 90,
+                     "head + 2 worker pods created")
         assert {p.metadata.labels["dockyard.dev/fleet"] for p in found} == {"head", "trainer", "inference"}
     else:
-        msgs = wait(lambda: [m for m in event_messages(k8s, namespace, "FailedToCreateHeadPod") if "PodSecurity" in m], 90,
-                    "KubeRay's head pod refused by PodSecurity")
-        assert 'violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "ray-head"' in msgs[0]
+        msgs = wait(lambda: [m for m in event_messages(k8s, namespace, "FailedToCreateHeadPod") if "PodSecurity" in m],
+                    90, "KubeRay's head pod refused by PodSecurity")
+        assert ('violates PodSecurity "restricted:latest": '
+                'allowPrivilegeEscalation != false (container "ray-head"') in msgs[0]
         assert pods(k8s, namespace, ray) == []
 
 
 def test_resource_quota_refuses_a_pool_that_exceeds_it(playground, k8s, namespace, tmp_path, wait):
     quota = {"resourceQuota": {"enabled": True, "hard": {"pods": "1", "requests.cpu": "4"}}}
-    out = render_and_apply(playground, *write_inputs(tmp_path, namespace, infra=quota, sandbox={"replicas": 3}), tmp_path)
+    out = render_and_apply(playground, *write_inputs(tmp_path, namespace, infra=quota, sandbox={"replicas": 3}),
+                           tmp_path)
     assert "resourcequota/hard created" in out
-    msgs = wait(lambda: [m for m in event_messages(k8s, namespace, "FailedCreate") if "exceeded quota" in m], 60, "a quota refusal")
+    msgs = wait(lambda: [m for m in event_messages(k8s, namespace, "FailedCreate") if "exceeded quota" in m], 60,
+                "a quota refusal")
     assert "forbidden: exceeded quota: hard" in msgs[0] and "limited: pods=1" in msgs[0]
     assert len(pods(k8s, namespace, SANDBOX)) == 1
 
@@ -121,7 +132,8 @@ def test_resource_quota_refuses_a_pool_that_exceeds_it(playground, k8s, namespac
 def test_limit_range_refuses_a_container_over_its_max(playground, k8s, namespace, tmp_path, wait):
     lr = {"limitRange": {"enabled": True, "max": {"cpu": "200m"}}}
     render_and_apply(playground, *write_inputs(tmp_path, namespace, infra=lr), tmp_path)
-    msgs = wait(lambda: [m for m in event_messages(k8s, namespace, "FailedCreate") if "maximum cpu usage" in m], 60, "a LimitRange refusal")
+    msgs = wait(lambda: [m for m in event_messages(k8s, namespace, "FailedCreate") if "maximum cpu usage" in m], 60,
+                "a LimitRange refusal")
     assert "maximum cpu usage per Container is 200m, but limit is 250m" in msgs[0]
 
 
@@ -136,15 +148,18 @@ def test_pdb_lets_one_eviction_through_and_refuses_the_second(playground, k8s, n
     node, label = playground.cpu_node_names[0], f"dockyard-test-pdb-{namespace}"
     core.patch_node(node, {"metadata": {"labels": {label: "yes"}}})
     try:
-        render_and_apply(playground, *write_inputs(tmp_path, namespace, sandbox={"nodeSelector": {label: "yes"}}), tmp_path)
-        wait(lambda: (policy.read_namespaced_pod_disruption_budget("hard-sandbox", namespace).status.disruptions_allowed or 0) == 1,
+        render_and_apply(playground, *write_inputs(tmp_path, namespace, sandbox={"nodeSelector": {label: "yes"}}),
+                         tmp_path)
+        wait(lambda: (policy.read_namespaced_pod_disruption_budget("hard-sandbox", namespace)
+                      .status.disruptions_allowed or 0) == 1,
              60, "the sandbox PDB to allow one disruption")
     finally:
         core.patch_node(node, {"metadata": {"labels": {label: None}}})
     first, second = sorted(p.metadata.name for p in pods(k8s, namespace, SANDBOX))[:2]
 
     def evict(name: str) -> None:
-        core.create_namespaced_pod_eviction(name, namespace, client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace)))
+        core.create_namespaced_pod_eviction(
+            name, namespace, client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace)))
 
     evict(first)
     with pytest.raises(ApiException) as refused:
@@ -161,7 +176,8 @@ def test_check_server_reports_what_the_apiserver_refuses(playground, k8s, namesp
     label_namespace(k8s, namespace, "restricted")
     assert main(["check", str(recipe), str(infra), "--server", "--kubeconfig", playground.kubeconfig]) == 1
     out = capsys.readouterr().out
-    assert '✗ server refused Pod hard-sandbox-test: pods "hard-sandbox-test" is forbidden: violates PodSecurity "restricted:latest"' in out
+    assert ('✗ server refused Pod hard-sandbox-test: pods "hard-sandbox-test" is forbidden: '
+            'violates PodSecurity "restricted:latest"') in out
     assert '! server warns on Deployment hard-sandbox: would violate PodSecurity "restricted:latest"' in out
     from kubernetes import client
 

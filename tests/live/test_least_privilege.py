@@ -51,7 +51,8 @@ def ns_user(playground, k8s, namespace, tmp_path) -> User:
     path = tmp_path / f"{SA}.kubeconfig"
     path.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": SA,
-        "clusters": [{"name": "playground", "cluster": {"server": playground.server, "certificate-authority-data": ca}}],
+        "clusters": [{"name": "playground",
+                      "cluster": {"server": playground.server, "certificate-authority-data": ca}}],
         "users": [{"name": SA, "user": {"token": token}}],
         "contexts": [{"name": SA, "context": {"cluster": "playground", "user": SA, "namespace": namespace}}],
     }))
@@ -103,7 +104,7 @@ def test_doctor_prints_every_row_and_names_exactly_the_missing_permissions(playg
     rc, out, err = doctor(capsys, ns_user)
     assert "Traceback" not in err and err == "", err
     for line in ("! GPU capacity: trainer", "! GPU capacity: gang", "! sandbox pool fits", "! KubeRay operator"):
-        assert any(l.startswith(line) for l in out.splitlines()), out
+        assert any(printed.startswith(line) for printed in out.splitlines()), out
     assert "forbidden: cannot list nodes at cluster scope: GPU capacity unknown" in out
     assert "forbidden: cannot list deployments at cluster scope" in out
 
@@ -112,7 +113,8 @@ def test_doctor_prints_every_row_and_names_exactly_the_missing_permissions(playg
     failed = [r for r in rows.values() if r["mark"] == "✗"]
     assert rc_json == rc == (1 if failed else 0)
     table = out.splitlines()
-    assert all(any(l.startswith(f"{r['mark']} {r['check']} ") for l in table) for r in rows.values()), out  # every row
+    assert all(any(printed.startswith(f"{r['mark']} {r['check']} ") for printed in table)
+               for r in rows.values()), out  # every row
     assert table[-1] == (f"{len(failed)} blocking problem(s)" if failed else "ready to run")
     # the namespace verbs: exactly what the server refuses this user, every one listed
     pairs = [(g, r, v) for g, r, verbs in RBAC for v in verbs]
@@ -144,7 +146,8 @@ def test_run_status_history_uninstall_without_namespace(playground, k8s, ns_user
     grant(k8s, ns_user, sorted(denied_by_the_server(k8s, ns_user, pairs)))
     kc = ns_user.kubeconfig
     try:
-        rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", ns_user.namespace, "--kubeconfig", kc, "--timeout", 120, "-q")
+        rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", ns_user.namespace, "--kubeconfig", kc,
+                           "--timeout", 120, "-q")
         assert rc == 0, out + err
 
         rc, out, err = cli(capsys, "status", "--kubeconfig", kc)
@@ -171,13 +174,15 @@ def test_run_status_history_uninstall_without_namespace(playground, k8s, ns_user
         assert rc == 1 and (f"no dockyard release found in namespace {ns_user.namespace} "
                             "(listing other namespaces is forbidden for you: pass -n)") in err
     finally:
-        cli(capsys, "uninstall", "small", "-n", ns_user.namespace, "--kubeconfig", playground.kubeconfig, "--timeout", 60)
+        cli(capsys, "uninstall", "small", "-n", ns_user.namespace, "--kubeconfig", playground.kubeconfig,
+            "--timeout", 60)
 
 
 def test_status_says_the_namespace_is_being_deleted(playground, k8s, namespace, capsys, tmp_path, wait):
     core = client.CoreV1Api(k8s)
     kc = playground.kubeconfig
-    attach = infra_variant(tmp_path, "attach.yaml", lambda d: d["launch"].update(mode="attach", clusterName="elsewhere"))
+    attach = infra_variant(tmp_path, "attach.yaml",
+                           lambda d: d["launch"].update(mode="attach", clusterName="elsewhere"))
     rc, out, err = cli(capsys, "run", RECIPE, attach, "-n", namespace, "--kubeconfig", kc, "--timeout", 120, "-q")
     assert rc == 0, out + err
     rc, out, _ = cli(capsys, "status", "small", "-n", namespace, "--kubeconfig", kc)
@@ -185,12 +190,14 @@ def test_status_says_the_namespace_is_being_deleted(playground, k8s, namespace, 
 
     # a finalizer on the release record keeps it (and so the namespace) while everything else goes
     secret = next(s for s in core.list_namespaced_secret(namespace, label_selector="owner=helm,name=small").items)
-    core.patch_namespaced_secret(secret.metadata.name, namespace, {"metadata": {"finalizers": ["dockyard.test/hold"]}})
+    core.patch_namespaced_secret(secret.metadata.name, namespace,
+                                 {"metadata": {"finalizers": ["dockyard.test/hold"]}})
     try:
         core.delete_namespace(namespace)
         wait(lambda: core.read_namespace(namespace).status.phase == "Terminating", 30, f"{namespace} Terminating")
         wait(lambda: any(c.type == "NamespaceFinalizersRemaining" and c.status == "True"
-                         for c in core.read_namespace(namespace).status.conditions or []), 30, "the controller's conditions")
+                         for c in core.read_namespace(namespace).status.conditions or []),
+             30, "the controller's conditions")
 
         rc, out, err = cli(capsys, "status", "small", "-n", namespace, "--kubeconfig", kc)
         assert rc == 0, err
@@ -201,7 +208,8 @@ def test_status_says_the_namespace_is_being_deleted(playground, k8s, namespace, 
         assert rc == 0 and json.loads(out)["namespace_deleting"].startswith("being deleted (since "), err
 
         rc, out, err = cli(capsys, "status", "other", "-n", namespace, "--kubeconfig", kc)
-        assert rc == 1 and f"release other not found in namespace {namespace}; namespace {namespace} is being deleted" in err
+        assert rc == 1 and (f"release other not found in namespace {namespace}; "
+                            f"namespace {namespace} is being deleted") in err
 
         rc, out, err = cli(capsys, "doctor", RECIPE, attach, "-n", namespace, "--kubeconfig", kc)
         assert rc == 1 and f"✗ namespace                {namespace} is being deleted (since " in out, out + err

@@ -23,11 +23,16 @@ def _objects(playground, ns: str) -> set[str]:
     api = playground.api_client()
     sel = "app.kubernetes.io/instance=small"
     out = set()
-    out |= {f"Deployment/{o.metadata.name}" for o in client.AppsV1Api(api).list_namespaced_deployment(ns, label_selector=sel).items}
-    out |= {f"Service/{o.metadata.name}" for o in client.CoreV1Api(api).list_namespaced_service(ns, label_selector=sel).items}
-    out |= {f"ConfigMap/{o.metadata.name}" for o in client.CoreV1Api(api).list_namespaced_config_map(ns, label_selector=sel).items}
-    out |= {f"NetworkPolicy/{o.metadata.name}" for o in client.NetworkingV1Api(api).list_namespaced_network_policy(ns, label_selector=sel).items}
-    out |= {f"PodDisruptionBudget/{o.metadata.name}" for o in client.PolicyV1Api(api).list_namespaced_pod_disruption_budget(ns, label_selector=sel).items}
+    out |= {f"Deployment/{o.metadata.name}"
+            for o in client.AppsV1Api(api).list_namespaced_deployment(ns, label_selector=sel).items}
+    out |= {f"Service/{o.metadata.name}"
+            for o in client.CoreV1Api(api).list_namespaced_service(ns, label_selector=sel).items}
+    out |= {f"ConfigMap/{o.metadata.name}"
+            for o in client.CoreV1Api(api).list_namespaced_config_map(ns, label_selector=sel).items}
+    out |= {f"NetworkPolicy/{o.metadata.name}"
+            for o in client.NetworkingV1Api(api).list_namespaced_network_policy(ns, label_selector=sel).items}
+    out |= {f"PodDisruptionBudget/{o.metadata.name}"
+            for o in client.PolicyV1Api(api).list_namespaced_pod_disruption_budget(ns, label_selector=sel).items}
     out |= {f"RayCluster/{o['metadata']['name']}" for o in client.CustomObjectsApi(api).list_namespaced_custom_object(
         "ray.io", "v1", ns, "rayclusters", label_selector=sel)["items"]}
     out |= {f"Pod/{o.metadata.name}" for o in client.CoreV1Api(api).list_namespaced_pod(ns, label_selector=sel).items}
@@ -37,7 +42,8 @@ def _objects(playground, ns: str) -> set[str]:
 def test_cluster_up_list_job_submit_list_stop_cluster_down(playground, namespace, capsys, tmp_path, wait):
     kc = playground.kubeconfig
     bringup = _bringup(tmp_path)
-    rc, out, err = cli(capsys, "cluster", "up", RECIPE, bringup, "-n", namespace, "--kubeconfig", kc, "--timeout", 120, "-q")
+    rc, out, err = cli(capsys, "cluster", "up", RECIPE, bringup, "-n", namespace, "--kubeconfig", kc,
+                       "--timeout", 120, "-q")
     assert rc == 0, out + err
     assert "RayCluster ready" in out
     objs = _objects(playground, namespace)
@@ -53,8 +59,8 @@ def test_cluster_up_list_job_submit_list_stop_cluster_down(playground, namespace
     assert c["name"] == "small" and c["mode"] == "bringup" and c["state"] == "ready" and c["gpus"] == 16
 
     # a job against the running cluster (clusterSelector, no rayClusterSpec)
-    rc, out, err = cli(capsys, "job", "submit", RECIPE, INFRA, "-n", namespace, "--cluster", "small", "--name", "small-job-1",
-                       "--wait", "--kubeconfig", kc, "--timeout", 60, "-q")
+    rc, out, err = cli(capsys, "job", "submit", RECIPE, INFRA, "-n", namespace, "--cluster", "small",
+                       "--name", "small-job-1", "--wait", "--kubeconfig", kc, "--timeout", 60, "-q")
     assert rc == 0, out + err
     job = client.CustomObjectsApi(playground.api_client()).get_namespaced_custom_object(
         "ray.io", "v1", namespace, "rayjobs", "small-job-1")
@@ -149,7 +155,8 @@ def test_doctor_passes_on_the_playground_and_names_blocking_problems(playground,
     core = client.CoreV1Api(playground.api_client())
     core.patch_namespace(namespace, {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}})
     core.create_namespaced_resource_quota(namespace, client.V1ResourceQuota(
-        metadata=client.V1ObjectMeta(name="tight"), spec=client.V1ResourceQuotaSpec(hard={"requests.nvidia.com/gpu": "4"})))
+        metadata=client.V1ObjectMeta(name="tight"),
+        spec=client.V1ResourceQuotaSpec(hard={"requests.nvidia.com/gpu": "4"})))
     bad = infra_variant(tmp_path, "bad.yaml", lambda d: (
         d["infra"].update(priorityClassName="no-such-pc", imagePullSecrets=["no-such-secret"]),
         d["sandbox"].update(replicas=3), d["sandbox"]["resources"].update(cpu="100")))

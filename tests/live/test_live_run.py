@@ -116,7 +116,8 @@ def test_failed_first_install_leaves_nothing(playground, namespace, release, cap
     assert leftovers(k, "small", namespace) == []
 
 
-def test_failed_upgrade_keeps_previous_revision_and_rollback_restores_spec(playground, namespace, release, capsys, tmp_path, helm):
+def test_failed_upgrade_keeps_previous_revision_and_rollback_restores_spec(playground, namespace, release, capsys,
+                                                                          tmp_path, helm):
     kc = playground.kubeconfig
     assert cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--kubeconfig", kc, "--timeout", 60)[0] == 0
     assert _sandbox_cpu(playground, namespace) == "250m"
@@ -157,13 +158,15 @@ def test_concurrent_run_refused_and_ctrl_c_converges(playground, namespace, rele
             time.sleep(0.3)
         else:
             pytest.fail("the first run never reached pending-install")
-        before = [(r["metadata"]["name"], r["metadata"]["resourceVersion"]) for r in release_records(k, "small", namespace)]
+        before = [(r["metadata"]["name"], r["metadata"]["resourceVersion"])
+                  for r in release_records(k, "small", namespace)]
 
         t0 = time.monotonic()
         rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 60)
         assert rc == 1 and "busy" in err and "nothing was changed" in err, err
         assert time.monotonic() - t0 < 5
-        assert [(r["metadata"]["name"], r["metadata"]["resourceVersion"]) for r in release_records(k, "small", namespace)] == before
+        assert [(r["metadata"]["name"], r["metadata"]["resourceVersion"])
+                for r in release_records(k, "small", namespace)] == before
 
         first.send_signal(signal.SIGINT)
         _, ferr = first.communicate(timeout=60)
@@ -185,7 +188,8 @@ def test_stale_lock_and_pending_release_from_a_killed_run_converge(playground, n
     kc = playground.kubeconfig
     assert cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--kubeconfig", kc, "--timeout", 60)[0] == 0
     huge = infra_variant(tmp_path, "huge.yaml", lambda d: d["sandbox"]["resources"].update(cpu="500"))
-    victim = spawn("run", RECIPE, huge, "-n", namespace, "--kubeconfig", kc, "--timeout", 120, "-q", start_new_session=True)
+    victim = spawn("run", RECIPE, huge, "-n", namespace, "--kubeconfig", kc, "--timeout", 120, "-q",
+                   start_new_session=True)
     k = kube(playground)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -253,14 +257,16 @@ def test_gpu_spec_change_is_refused_or_replaced(playground, namespace, release, 
     assert "rolled back to revision 1" in out
     job = client.CustomObjectsApi(playground.api_client()).get_namespaced_custom_object(
         "ray.io", "v1", namespace, "rayjobs", "small")
-    gpus = job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    gpus = (job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
+            ["template"]["spec"]["containers"][0]["resources"]["limits"])
     assert str(gpus["nvidia.com/gpu"]) == "8"  # the apiserver stores quantities as strings
 
 
 def test_quota_note_and_not_applied(playground, namespace, release, capsys, tmp_path):
     q = infra_variant(tmp_path, "q.yaml", lambda d: d["infra"].update(
         resourceQuota={"enabled": True, "hard": {"pods": "1"}}, limitRange={"enabled": True, "max": {"cpu": "1"}}))
-    rc, out, err = cli(capsys, "run", RECIPE, q, "-n", namespace, "--kubeconfig", playground.kubeconfig, "--timeout", 60)
+    rc, out, err = cli(capsys, "run", RECIPE, q, "-n", namespace, "--kubeconfig", playground.kubeconfig,
+                       "--timeout", 60)
     assert rc == 0, err
     assert "infra.resourceQuota is enabled" in err and "render" in err and "infra.limitRange is enabled" in err
     core = client.CoreV1Api(playground.api_client())
@@ -268,7 +274,8 @@ def test_quota_note_and_not_applied(playground, namespace, release, capsys, tmp_
     assert core.list_namespaced_limit_range(namespace).items == []
 
 
-def test_missing_namespace_priorityclass_crd_and_unreachable_api_are_one_line(playground, capsys, tmp_path, monkeypatch):
+def test_missing_namespace_priorityclass_crd_and_unreachable_api_are_one_line(playground, capsys, tmp_path,
+                                                                              monkeypatch):
     kc = playground.kubeconfig
     rc, _, err = cli(capsys, "run", RECIPE, INFRA, "-n", "no-such-ns-x", "--kubeconfig", kc)
     assert rc == 1 and err.strip().count("\n") == 0 and "--create-namespace" in err
@@ -310,8 +317,10 @@ def test_status_names_a_quota_refusal_from_replicaset_events(playground, namespa
     core = client.CoreV1Api(playground.api_client())
     used = len(core.list_namespaced_pod(namespace).items)
     core.create_namespaced_resource_quota(namespace, client.V1ResourceQuota(
-        metadata=client.V1ObjectMeta(name="full"), spec=client.V1ResourceQuotaSpec(hard={"pods": str(used - 1)})))  # already full
-    wait(lambda: (core.read_namespaced_resource_quota("full", namespace).status.used or {}).get("pods"), 30, "quota status")
+        metadata=client.V1ObjectMeta(name="full"),
+        spec=client.V1ResourceQuotaSpec(hard={"pods": str(used - 1)})))  # already full
+    wait(lambda: (core.read_namespaced_resource_quota("full", namespace).status.used or {}).get("pods"), 30,
+         "quota status")
     victim = core.list_namespaced_pod(namespace, label_selector="dockyard.dev/fleet=sandbox").items[0]
     core.delete_namespaced_pod(victim.metadata.name, namespace, grace_period_seconds=0)
 
