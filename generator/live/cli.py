@@ -9,6 +9,8 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from generator import EXIT_BAD_INPUT
+
 
 def _common(timeout: float | None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
@@ -65,7 +67,7 @@ def _handler(module: str, name: str, **extra: Any) -> Callable[[argparse.Namespa
 def _help(p: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
     def show(args: argparse.Namespace) -> int:
         p.print_help()
-        return 2
+        return EXIT_BAD_INPUT
 
     return show
 

@@ -7,6 +7,7 @@ a failure, 2 for bad usage.
 import argparse
 import sys
 
+from generator import EXIT_BAD_INPUT, EXIT_FAILED
 from generator.playground.cli import add_parser
 
 
@@ -23,10 +24,10 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except InputError as exc:
         print(str(exc), file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     except (CheckFailed, ToolMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

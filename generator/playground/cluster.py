@@ -30,6 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
+from generator import EXIT_FAILED
 from generator.playground import control_plane, launch
 from generator.playground import processes as procs
 from generator.playground.control_plane import COMPONENTS, SERVICE_CIDR, SERVICE_IP
@@ -255,7 +256,7 @@ def status(state_dir: Path, out: TextIO = sys.stdout) -> int:
     state = PlaygroundState.load(state_dir)
     if not state:
         say(f"no playground at {state_dir} (start one with `dockyard-k8s playground up`)")
-        return 1
+        return EXIT_FAILED
     say(f"playground {state_dir}" + (" (last start-up FAILED)" if state.failed else ""))
     healthy = True
     rows = [(n, *component_health(state, n)) for n in COMPONENTS]
