@@ -161,12 +161,17 @@ def _main(argv: list[str]) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
-    from generator.errors import CheckFailed, InputError
-    from generator.tools import ToolMissing
-
     if getattr(args, "recipe", None) == "-" and getattr(args, "infra", None) == "-":
         print("error: only one input can be read from stdin (-)", file=sys.stderr)
         return EXIT_BAD_INPUT
+    return dispatch(args)
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run a parsed command; the CLI's errors become one line on stderr and an exit code."""
+    from generator.errors import CheckFailed, InputError
+    from generator.tools import ToolMissing
+
     try:
         code = args.func(args)
         sys.stdout.flush()  # here, so a full disk under stdout is reported like any write error
