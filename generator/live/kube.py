@@ -342,7 +342,9 @@ def describe_error(exc: BaseException, server: str | None = None) -> str | None:
         except ValueError:
             message = (exc.body or exc.reason or "").strip()
         if exc.status == 404 and not _is_object_404(exc):
-            return f"the API server does not serve this resource (404 {message}); is KubeRay installed?"
+            # an unserved path answers plain text "404 page not found": no need to say 404 twice
+            said = message if message.startswith("404") else f"404 {message}"
+            return f"the API server does not serve this resource ({said}); is KubeRay installed?"
         if exc.status in (401, 403):
             return f"the API server refused the request ({exc.status} {exc.reason}): {message}"
         return f"the API server answered {exc.status} {exc.reason}: {message}"

@@ -96,7 +96,7 @@ def test_a_resource_404_is_told_apart_from_an_object_404(monkeypatch, tmp_path):
     install(monkeypatch, tmp_path, "crd_missing", "errors")
     exc = failure(lambda: Kube().request("GET", "/apis/ray.io/v1/namespaces/rec/rayjobs"))
     assert exc.status == 404 and exc.body.strip() == "404 page not found"
-    assert describe_error(exc) == ("the API server does not serve this resource (404 404 page not found); "
+    assert describe_error(exc) == ("the API server does not serve this resource (404 page not found); "
                                    "is KubeRay installed?")
     exc = failure(lambda: Kube().request("GET", "/api/v1/namespaces/absent"))
     assert json.loads(exc.body)["details"]["name"] == "absent"
