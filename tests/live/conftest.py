@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from session_env import SESSION_PREFIX, exit_code, reap_dead_sessions, sessions_root, user_state_dir
+from session_env import SESSION_PREFIX, exit_code, reap_dead_sessions, sessions_root, user_state_dir, wait_for
 
 LIVE_DIR = Path(__file__).resolve().parent
 
@@ -176,18 +176,6 @@ def _has_default_sa(core, ns: str) -> bool:
         if exc.status == 404:
             return False
         raise
-
-
-def wait_for(predicate, timeout: float, what: str, interval: float = 0.25):
-    """Poll `predicate` until it returns a truthy value; fail with `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout} s waiting for {what} (last: {last!r})", pytrace=False)
 
 
 @pytest.fixture

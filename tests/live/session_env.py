@@ -7,7 +7,9 @@ session's (the `playground` fixture points KUBECONFIG and $DOCKYARD_PLAYGROUND_D
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -15,6 +17,7 @@ from generator.live.release import pid_alive
 
 USER_ENV = {k: os.environ.get(k) for k in ("KUBECONFIG", "DOCKYARD_PLAYGROUND_DIR", "XDG_STATE_HOME")}
 SESSION_PREFIX = "session-"
+REAL_NODE_PREFIXES = ("real-node-", "real-ray-")  # test_real_node's and test_real_ray's playgrounds
 
 
 def _state_home() -> Path:
@@ -48,17 +51,63 @@ def exit_code(verb: Callable[..., int], *args: Any, out: TextIO, **kwargs: Any) 
         return EXIT_FAILED
 
 
-def reap_dead_sessions(root: Path) -> None:
-    """Stop and remove playgrounds of test sessions that are gone (killed before their teardown)."""
+def reap_dead_sessions(root: Path, prefixes: tuple[str, ...] = (SESSION_PREFIX,)) -> None:
+    """Stop and remove playgrounds of test sessions that are gone (killed before their teardown):
+    folders <prefix><pid> under `root` whose pid is this process or no longer runs."""
     import io
 
     from generator.playground.cluster import down
 
-    for folder in sorted(root.glob(SESSION_PREFIX + "*")) if root.is_dir() else []:
-        pid = folder.name[len(SESSION_PREFIX):]
-        if pid.isdigit() and (int(pid) == os.getpid() or not pid_alive(int(pid))):
-            exit_code(down, folder, out=io.StringIO())  # best effort, as before: a failure is left for later
-    for lock in root.glob(f".{SESSION_PREFIX}*.lock") if root.is_dir() else []:
-        pid = lock.name[len(SESSION_PREFIX) + 1:-len(".lock")]
-        if pid.isdigit() and not pid_alive(int(pid)) and not (root / lock.name[1:-len(".lock")]).exists():
-            lock.unlink(missing_ok=True)
+    for prefix in prefixes:
+        for folder in sorted(root.glob(prefix + "*")) if root.is_dir() else []:
+            pid = folder.name[len(prefix):]
+            if pid.isdigit() and (int(pid) == os.getpid() or not pid_alive(int(pid))):
+                exit_code(down, folder, out=io.StringIO())  # best effort: a failure is left for later
+        for lock in root.glob(f".{prefix}*.lock") if root.is_dir() else []:
+            pid = lock.name[len(prefix) + 1:-len(".lock")]
+            if pid.isdigit() and not pid_alive(int(pid)) and not (root / lock.name[1:-len(".lock")]).exists():
+                lock.unlink(missing_ok=True)
+
+
+def wait_for(check: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
+    """Poll `check` until it returns a truthy value; fail with `what` after `timeout` seconds."""
+    import pytest
+
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})", pytrace=False)
+
+
+@contextmanager
+def real_node_turn(timeout: float = 1800) -> Iterator[None]:
+    """This session's turn at the machine's one real node (its address ranges are fixed).
+
+    Waits for other live sessions' real nodes, removes those of killed sessions, then waits until no
+    real node (a user's included) holds the ranges. The turn ends with the block, however it ends."""
+    import fcntl
+
+    from generator.playground.node import host
+
+    root = sessions_root()
+    root.mkdir(parents=True, exist_ok=True)
+
+    def locked(fh: Any) -> bool:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+
+    with open(root / ".real-node.lock", "w") as lock:  # closing it ends the turn
+        wait_for(lambda: locked(lock), timeout, "another test session's real node to go down", interval=2)
+        reap_dead_sessions(root, REAL_NODE_PREFIXES)
+        holder = host.range_in_use()  # a route to the node's pod range: a user's real node, say
+        wait_for(lambda: not host.range_in_use(), min(timeout, 600),
+                 f"the real node routed by `{holder}` to go down (`playground down` in its folder stops it)",
+                 interval=5)
+        yield

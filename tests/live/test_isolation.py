@@ -11,7 +11,14 @@ import sys
 
 import pytest
 from live_helpers import INFRA, RECIPE
-from session_env import SESSION_PREFIX, USER_ENV, reap_dead_sessions, sessions_root, user_state_dir
+from session_env import (
+    REAL_NODE_PREFIXES,
+    SESSION_PREFIX,
+    USER_ENV,
+    reap_dead_sessions,
+    sessions_root,
+    user_state_dir,
+)
 
 from generator.tools import REPO
 
@@ -87,12 +94,14 @@ def test_a_killed_sessions_folder_is_reaped_and_a_running_ones_kept(tmp_path):
     dead = subprocess.Popen(["true"])
     dead.wait()  # its pid is gone now
     gone, alive = tmp_path / f"{SESSION_PREFIX}{dead.pid}", tmp_path / f"{SESSION_PREFIX}1"  # pid 1 runs
-    for folder in (gone, alive):
+    dead_node, other = tmp_path / f"{REAL_NODE_PREFIXES[1]}{dead.pid}", tmp_path / f"{REAL_NODE_PREFIXES[0]}1"
+    for folder in (gone, alive, dead_node, other):
         folder.mkdir()
         (folder / "state.json").write_text("{}")  # a playground folder whose start-up was cut short
         (tmp_path / f".{folder.name}.lock").touch()
-    other = tmp_path / "real-node-123"  # another suite's folder: not ours to touch
-    other.mkdir()
-    reap_dead_sessions(tmp_path)
+    reap_dead_sessions(tmp_path)  # the session fixture's call: its own prefix only
     assert not gone.exists() and not (tmp_path / f".{gone.name}.lock").exists()
-    assert alive.exists() and (tmp_path / f".{alive.name}.lock").exists() and other.exists()
+    assert alive.exists() and (tmp_path / f".{alive.name}.lock").exists() and dead_node.exists()
+    reap_dead_sessions(tmp_path, REAL_NODE_PREFIXES)  # the real-node turn's call (a killed run's node)
+    assert not dead_node.exists() and not (tmp_path / f".{dead_node.name}.lock").exists()
+    assert other.exists() and alive.exists()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from session_env import wait_for
 
 from generator.playground.node import spec as S
 
@@ -26,17 +27,6 @@ REAL = {S.NODE_LABEL: "true"}
 TOLERATE = [{"key": S.NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}]
 DATA = Path(__file__).resolve().parent / "data"
 RECIPE = DATA / "small.yaml"
-
-
-def wait_for(check, timeout: float, what: str, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
 
 
 # ---------------------------------------------------------------- the host, before and after
@@ -181,49 +171,32 @@ class Node:
 
 @pytest.fixture(scope="module")
 def node():
-    import fcntl
-
-    from session_env import exit_code, sessions_root
+    from session_env import exit_code, real_node_turn, sessions_root
 
     from generator.playground.cluster import down, load_state, up
     from generator.playground.nodes import Shape
 
-    # one real node per machine (its address ranges are fixed): test sessions take turns
-    sessions_root().mkdir(parents=True, exist_ok=True)
-    lock = open(sessions_root() / ".real-node.lock", "w")
-    wait_for(lambda: _try_lock(fcntl, lock), 1800, "another test session's real node to go down", interval=2)
-    from generator.playground.node import host
-
-    wait_for(lambda: not host.range_in_use(), 1800, "another playground's real node to go down", interval=5)
-    before = host_snapshot()
-    state_dir = sessions_root() / f"real-node-{os.getpid()}"
-    exit_code(down, state_dir, out=io.StringIO())
-    saved = {k: os.environ.get(k) for k in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME")}
-    os.environ.update({k: str(state_dir / "helm" / k.split("_")[1].lower()) for k in saved})
-    out = io.StringIO()
-    t0 = time.monotonic()
-    rc = exit_code(up, state_dir, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), timeout=240, out=out,
-                   real_node=True)
-    try:
-        assert rc == 0, f"playground up --real-node failed (exit {rc}):\n{out.getvalue()}"
-        print(f"\nplayground with a real node up in {time.monotonic() - t0:.1f} s\n{out.getvalue()}")
-        n = Node(state_dir, load_state(state_dir))
-        n.before = before
-        yield n
-    finally:
+    with real_node_turn():
+        before = host_snapshot()
+        state_dir = sessions_root() / f"real-node-{os.getpid()}"
         exit_code(down, state_dir, out=io.StringIO())
-        (state_dir.parent / f".{state_dir.name}.lock").unlink(missing_ok=True)  # state.locked's file
-        for k, v in saved.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
-        lock.close()
-
-
-def _try_lock(fcntl, fh) -> bool:
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
+        saved = {k: os.environ.get(k) for k in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME")}
+        os.environ.update({k: str(state_dir / "helm" / k.split("_")[1].lower()) for k in saved})
+        out = io.StringIO()
+        t0 = time.monotonic()
+        try:
+            rc = exit_code(up, state_dir, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), timeout=240, out=out,
+                           real_node=True)
+            assert rc == 0, f"playground up --real-node failed (exit {rc}):\n{out.getvalue()}"
+            print(f"\nplayground with a real node up in {time.monotonic() - t0:.1f} s\n{out.getvalue()}")
+            n = Node(state_dir, load_state(state_dir))
+            n.before = before
+            yield n
+        finally:
+            exit_code(down, state_dir, out=io.StringIO())
+            (state_dir.parent / f".{state_dir.name}.lock").unlink(missing_ok=True)  # state.locked's file
+            for k, v in saved.items():
+                os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
 
 
 # ---------------------------------------------------------------- the node

@@ -30,10 +30,8 @@ SHAPE = ["cluster.trainer.nodes=1", "cluster.trainer.gpusPerNode=1", "cluster.in
 
 @pytest.fixture(scope="module")
 def ray_node():
-    import fcntl
-
-    from session_env import exit_code, sessions_root
-    from test_real_node import _try_lock, host_snapshot, wait_for
+    from session_env import exit_code, real_node_turn, sessions_root
+    from test_real_node import host_snapshot
 
     from generator.playground.cluster import down, load_state, up
     from generator.playground.nodes import Shape
@@ -41,33 +39,32 @@ def ray_node():
 
     # the Ray image and the device plugin, cached by version (a cold image build is ~3 min)
     subprocess.run(["bash", str(TOOLS_REPO / "hack" / "tools.sh"), "ray-image", "device-plugin"], check=True)
-    sessions_root().mkdir(parents=True, exist_ok=True)
-    lock = open(sessions_root() / ".real-node.lock", "w")
-    wait_for(lambda: _try_lock(fcntl, lock), 1800, "another test session's real node to go down", interval=2)
-    before = host_snapshot()
-    state_dir = sessions_root() / f"real-ray-{os.getpid()}"
-    exit_code(down, state_dir, out=io.StringIO())
-    saved = {k: os.environ.get(k)
-             for k in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME", "DOCKYARD_REAL_NODE_GPUS")}
-    os.environ.update({k: str(state_dir / "helm" / k.split("_")[1].lower()) for k in saved if k.startswith("HELM")})
-    os.environ["DOCKYARD_REAL_NODE_GPUS"] = "2"
-    out = io.StringIO()
-    t0 = time.monotonic()
-    rc = exit_code(up, state_dir, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), timeout=300, out=out,
-                   real_node=True)
-    try:
-        assert rc == 0, f"playground up --real-node failed (exit {rc}):\n{out.getvalue()}"
-        print(f"\nplayground with a real Ray node up in {time.monotonic() - t0:.1f} s\n{out.getvalue()}")
-        state = load_state(state_dir)
-        yield {"state_dir": state_dir, "state": state, "kubeconfig": str(state_dir / "kubeconfig"), "before": before}
-    finally:
+    with real_node_turn():
+        before = host_snapshot()
+        state_dir = sessions_root() / f"real-ray-{os.getpid()}"
         exit_code(down, state_dir, out=io.StringIO())
-        after = host_snapshot()
-        for k, v in saved.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
-        lock.close()
-        added = _added(before, after)
-        assert not added, f"left on the host after `down`: {added}"
+        saved = {k: os.environ.get(k)
+                 for k in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME", "DOCKYARD_REAL_NODE_GPUS")}
+        os.environ.update({k: str(state_dir / "helm" / k.split("_")[1].lower()) for k in saved if k.startswith("HELM")})
+        os.environ["DOCKYARD_REAL_NODE_GPUS"] = "2"
+        out = io.StringIO()
+        t0 = time.monotonic()
+        try:
+            rc = exit_code(up, state_dir, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), timeout=300, out=out,
+                           real_node=True)
+            assert rc == 0, f"playground up --real-node failed (exit {rc}):\n{out.getvalue()}"
+            print(f"\nplayground with a real Ray node up in {time.monotonic() - t0:.1f} s\n{out.getvalue()}")
+            state = load_state(state_dir)
+            yield {"state_dir": state_dir, "state": state, "kubeconfig": str(state_dir / "kubeconfig"),
+                   "before": before}
+        finally:
+            exit_code(down, state_dir, out=io.StringIO())
+            (state_dir.parent / f".{state_dir.name}.lock").unlink(missing_ok=True)  # state.locked's file
+            after = host_snapshot()
+            for k, v in saved.items():
+                os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+            added = _added(before, after)
+            assert not added, f"left on the host after `down`: {added}"
 
 
 def _added(before: dict, after: dict) -> list[str]:
