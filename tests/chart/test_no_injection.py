@@ -50,6 +50,10 @@ NOT_RENDERED = {
     "launch.clusterName": "attach mode only (and then only in NOTES.txt)",
     "infra.image.digest": "left unset, so that infra.image.tag is rendered",
     "sandbox.image.tag": "sandbox.image.digest is set and wins",
+    # an EnvVar has value or valueFrom: entry 0 keeps value, entry 1 valueFrom (values_for drops the other)
+    "sandbox.extraEnv[1].value": "entry 1 reads its value from valueFrom",
+    **{f"sandbox.extraEnv[0].valueFrom.<{part}{n}>": "entry 0 has a literal value"
+       for part in ("key", "value") for n in range(ENTRIES)},
 }
 
 
@@ -118,6 +122,8 @@ def values_for(fill: Callable[[Slot], str], mode: str) -> dict[str, Any]:
     del doc["infra"]["image"]["digest"]
     for group, name in zip(doc["kuberay"]["spec"]["workerGroupSpecs"], ("trainer", "inference"), strict=True):
         group["groupName"] = name
+    for n, env in enumerate(doc["sandbox"]["extraEnv"]):
+        del env["valueFrom" if n == 0 else "value"]
     return ChartValues.model_validate(doc).model_dump(mode="json", by_alias=True, exclude_none=True)
 
 

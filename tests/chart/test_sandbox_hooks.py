@@ -29,6 +29,7 @@ HOOKS = {
     "podLabels": {"team": "rl", "example.com/cost-center": "42"},
     "podAnnotations": {"prometheus.io/scrape": "true", "note": "two\nlines"},
 }
+BOTH_ENV = {"extraEnv": [{"name": "HF_TOKEN", "value": "x", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "t"}}}]}
 BAD_ENV = {"extraEnv": [{"name": "HF_HOME", "value": "/cache"}, {"name": "DOCKYARD_WORK_DIR", "value": "/"}]}
 BAD_LABEL = {"podLabels": {"team": "rl", "app.kubernetes.io/component": "other"}}
 ENV_REFUSAL = "DOCKYARD_WORK_DIR is set by the chart itself (it sets DOCKYARD_EXECUTOR_PORT, DOCKYARD_WORK_DIR"
@@ -83,6 +84,7 @@ def test_the_hooks_pass_the_apiservers_validation(tmp_path, capsys):
     ({"extraEnv": [{"name": "A=B"}]}, ":", "sandbox.extraEnv[0].name: 'A=B' is not valid"),
     ({"extraEnv": [{"name": "A", "value": 1}]}, ":", "sandbox.extraEnv[0].value: wrong type"),
     ({"podLabels": {"team": 1}}, ":", "sandbox.podLabels.team: wrong type"),
+    (BOTH_ENV, ":", "sandbox.extraEnv[0]: HF_TOKEN has both value and valueFrom"),
 ])
 def test_the_generator_refuses_with_the_key_path(tmp_path, capsys, sandbox, where, refusal):
     infra = write(tmp_path, "infra.yaml", deep_merge(BASE_INFRA, {"sandbox": sandbox}))
@@ -103,6 +105,18 @@ def test_refused_by_the_models_and_the_checker_alike(sandbox):
         schema_check.check("infra", data)
     with pytest.raises(schema_check.Refused):
         schema_check.check("values", {"sandbox": sandbox})
+
+
+def test_value_and_value_from_together_are_refused_by_the_models_the_checker_and_helm():
+    data = deep_merge(BASE_INFRA, {"sandbox": BOTH_ENV})
+    with pytest.raises(ValueError, match="both value and valueFrom"):
+        InfraSpec.model_validate(data)
+    with pytest.raises(schema_check.Refused):
+        schema_check.check("infra", data)
+    values = chart_values()
+    values["sandbox"].update(BOTH_ENV)
+    with pytest.raises(CheckFailed, match="/sandbox/extraEnv/0"):
+        render_values(values)
 
 
 def test_accepted_by_the_models_and_the_checker_alike():

@@ -269,6 +269,9 @@ def chart_label_problem(key: str) -> str | None:
 class SandboxEnvVar(Strict):
     """A Kubernetes EnvVar of the executor container."""
 
+    # JSON Schema twin of _value_or_value_from, so Helm refuses the same values.
+    model_config = ConfigDict(json_schema_extra={"not": {"required": ["value", "valueFrom"]}})
+
     name: EnvName = Field(
         description=f"Variable name; not one the chart sets ({', '.join(SANDBOX_CHART_ENV)}).",
         # JSON Schema twin of _not_the_charts, so Helm refuses the same values.
@@ -286,6 +289,13 @@ class SandboxEnvVar(Strict):
         if problem:
             raise ValueError(problem)
         return name
+
+    @model_validator(mode="after")
+    def _value_or_value_from(self) -> SandboxEnvVar:
+        if self.value is not None and self.valueFrom is not None:
+            raise ValueError(f"{self.name} has both value and valueFrom; Kubernetes takes one: keep value for a "
+                             "literal, or valueFrom to read it from a Secret, ConfigMap or field")
+        return self
 
 
 class Sandbox(Strict):
