@@ -103,6 +103,49 @@ class HelmTimedOut(Exception):
     """helm was stopped at the verb's deadline."""
 
 
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+def run_interruptible(coro: Any) -> Any:
+    """asyncio.run(coro), where Ctrl-C, SIGTERM or SIGHUP cancel it (helm gets SIGTERM and its grace;
+    a second signal kills helm) and end in KeyboardInterrupt, as Ctrl-C does elsewhere.
+
+    Python runs signal handlers in the main thread only, and the kernel may hand a signal to any of
+    our threads: a plain handler then waits until the event loop wakes (helm's --timeout, minutes).
+    The loop's own signal handlers wake it through its self-pipe, whichever thread got the signal.
+    """
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        return asyncio.run(coro)
+    sigs = [getattr(signal, name) for name in STOP_SIGNALS]
+    before = {sig: signal.getsignal(sig) for sig in sigs}
+    signalled: list[int] = []
+
+    async def main() -> Any:
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        assert task is not None
+
+        def stop(sig: int) -> None:
+            signalled.append(sig)
+            task.cancel()
+
+        for sig in sigs:
+            loop.add_signal_handler(sig, stop, sig)
+        return await coro
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        if signalled:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        for sig, handler in before.items():
+            if handler is not None:  # None: set outside Python, nothing of ours to restore
+                signal.signal(sig, handler)
+
+
 class Helm:
     """The release verbs over the chosen helm (the pinned Helm 3, `--helm` or $DOCKYARD_HELM), Helm 3 or 4.
 
@@ -132,7 +175,7 @@ class Helm:
         from pyhelm3 import errors
 
         try:
-            return asyncio.run(coro)
+            return run_interruptible(coro)
         except errors.Error as exc:
             raise CheckFailed(f"{what}: {_helm_message(exc)}") from None
         except HelmTimedOut:

@@ -147,12 +147,22 @@ def _pending_run(playground, namespace, tmp_path, *extra, **kw) -> tuple[subproc
     pytest.fail("the run never reached a pending release with a helm child")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
-def test_sigterm_and_sighup_stop_helm_like_ctrl_c(playground, namespace, release, capsys, tmp_path, sig):
+def _to_a_helper_thread(pid: int, sig: int) -> None:
+    """Deliver `sig` to one of the process's non-main threads (the kernel may pick any of them)."""
+    import ctypes
+
+    tid = max(int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid)
+    assert ctypes.CDLL(None, use_errno=True).tgkill(pid, tid, sig) == 0, f"tgkill {pid} {tid}"
+
+
+@pytest.mark.parametrize("sig, to_thread", [(signal.SIGTERM, False), (signal.SIGHUP, False), (signal.SIGTERM, True)],
+                         ids=["sigterm", "sighup", "sigterm-to-a-helper-thread"])
+def test_sigterm_and_sighup_stop_helm_like_ctrl_c(playground, namespace, release, capsys, tmp_path, sig, to_thread):
+    """Also when the signal lands on a helper thread: the run ends now, not at helm's --timeout (~95 s)."""
     from generator.live.snapshot import release_records
 
     proc, helm = _pending_run(playground, namespace, tmp_path, "--timeout", 120)
-    proc.send_signal(sig)
+    _to_a_helper_thread(proc.pid, sig) if to_thread else proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
     assert not _alive(helm), "helm outlived the run"
