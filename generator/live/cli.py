@@ -32,15 +32,9 @@ def _output(p: argparse.ArgumentParser) -> None:
 
 
 def _as_interrupt(signum: int, frame: Any) -> None:
-    """SIGTERM and SIGHUP (CI, `kill`, a closed terminal, a stopped pod) act like Ctrl-C: whatever
-    handles SIGINT now (Python's KeyboardInterrupt, or asyncio cancelling helm) runs."""
-    import signal
-
-    handler = signal.getsignal(signal.SIGINT)
-    if callable(handler):
-        handler(signal.SIGINT, frame)
-    else:
-        raise KeyboardInterrupt
+    """SIGTERM and SIGHUP (CI, `kill`, a closed terminal, a stopped pod) act like Ctrl-C (while helm
+    runs, live/release.py's run_interruptible handles all three)."""
+    raise KeyboardInterrupt
 
 
 def _handler(module: str, name: str, **extra: Any) -> Callable[[argparse.Namespace], int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import signal
 import socket
 import threading
 import time
@@ -47,7 +48,6 @@ def _exec_command_class() -> Any:
     `deadline` (time.monotonic()) when one is set, so a verb ends within its --timeout.
     """
     import shutil
-    import signal
 
     from pyhelm3 import Command, errors
 
@@ -103,9 +103,6 @@ class HelmTimedOut(Exception):
     """helm was stopped at the verb's deadline."""
 
 
-STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
-
-
 def run_interruptible(coro: Any) -> Any:
     """asyncio.run(coro), where Ctrl-C, SIGTERM or SIGHUP cancel it (helm gets SIGTERM and its grace;
     a second signal kills helm) and end in KeyboardInterrupt, as Ctrl-C does elsewhere.
@@ -114,11 +111,9 @@ def run_interruptible(coro: Any) -> Any:
     our threads: a plain handler then waits until the event loop wakes (helm's --timeout, minutes).
     The loop's own signal handlers wake it through its self-pipe, whichever thread got the signal.
     """
-    import signal
-
     if threading.current_thread() is not threading.main_thread():
         return asyncio.run(coro)
-    sigs = [getattr(signal, name) for name in STOP_SIGNALS]
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     before = {sig: signal.getsignal(sig) for sig in sigs}
     signalled: list[int] = []
 

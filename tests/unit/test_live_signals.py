@@ -11,17 +11,14 @@ import pytest
 from generator.live.release import run_interruptible
 
 
-def _work(started: threading.Event, seen: list[str]):
-    async def work() -> str:
-        started.set()
-        try:
-            await asyncio.sleep(5)
-        except asyncio.CancelledError:
-            seen.append("cancelled")
-            raise
-        return "finished"
-
-    return work()
+async def _work(started: threading.Event, seen: list[str]) -> str:
+    started.set()
+    try:
+        await asyncio.sleep(5)
+    except asyncio.CancelledError:
+        seen.append("cancelled")
+        raise
+    return "finished"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["SIGTERM", "SIGHUP", "SIGINT"])

@@ -8,7 +8,6 @@ kubectl, restarting one that dies, until interrupted. `--down` uninstalls the re
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -89,11 +88,7 @@ def dev(args: Any) -> int:
     deployed = any(labels(r).get("status") == "deployed" for r in records)
     forwards: list[Forward] = []
 
-    def on_term(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, on_term)
-    try:
+    try:  # SIGTERM and SIGHUP end here as Ctrl-C does (the CLI's handler)
         if deployed:
             print(f"release {p.release} is already installed in {p.namespace}: using it", flush=True)
             follow(kube, p.release, p.namespace, time.monotonic() + args.timeout,
@@ -122,7 +117,6 @@ def dev(args: Any) -> int:
     finally:
         for f in forwards:
             f.stop()
-        signal.signal(signal.SIGTERM, previous)
     if args.down:
         teardown.uninstall(args.kubeconfig, args.context, p.release, p.namespace, args.timeout or 300)
         return EXIT_OK
