@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -17,7 +16,6 @@ from generator.live.release import pid_alive
 
 USER_ENV = {k: os.environ.get(k) for k in ("KUBECONFIG", "DOCKYARD_PLAYGROUND_DIR", "XDG_STATE_HOME")}
 SESSION_PREFIX = "session-"
-REAL_NODE_PREFIXES = ("real-node-", "real-ray-")  # test_real_node's and test_real_ray's playgrounds
 
 
 def _state_home() -> Path:
@@ -81,33 +79,3 @@ def wait_for(check: Callable[[], Any], timeout: float, what: str, interval: floa
             return last
         time.sleep(interval)
     pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})", pytrace=False)
-
-
-@contextmanager
-def real_node_turn(timeout: float = 1800) -> Iterator[None]:
-    """This session's turn at the machine's one real node (its address ranges are fixed).
-
-    Waits for other live sessions' real nodes, removes those of killed sessions, then waits until no
-    real node (a user's included) holds the ranges. The turn ends with the block, however it ends."""
-    import fcntl
-
-    from generator.playground.node import host
-
-    root = sessions_root()
-    root.mkdir(parents=True, exist_ok=True)
-
-    def locked(fh: Any) -> bool:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            return False
-
-    with open(root / ".real-node.lock", "w") as lock:  # closing it ends the turn
-        wait_for(lambda: locked(lock), timeout, "another test session's real node to go down", interval=2)
-        reap_dead_sessions(root, REAL_NODE_PREFIXES)
-        holder = host.range_in_use()  # a route to the node's pod range: a user's real node, say
-        wait_for(lambda: not host.range_in_use(), min(timeout, 600),
-                 f"the real node routed by `{holder}` to go down (`playground down` in its folder stops it)",
-                 interval=5)
-        yield

@@ -11,14 +11,8 @@ import sys
 
 import pytest
 from live_helpers import INFRA, RECIPE
-from session_env import (
-    REAL_NODE_PREFIXES,
-    SESSION_PREFIX,
-    USER_ENV,
-    reap_dead_sessions,
-    sessions_root,
-    user_state_dir,
-)
+from real_node_session import PREFIXES as REAL_NODE_PREFIXES
+from session_env import SESSION_PREFIX, USER_ENV, reap_dead_sessions, sessions_root, user_state_dir
 
 from generator.tools import REPO
 

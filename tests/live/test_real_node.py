@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from real_node_session import host_snapshot, real_node_playground
 from session_env import wait_for
 
 from generator.playground.node import spec as S
@@ -27,37 +28,6 @@ REAL = {S.NODE_LABEL: "true"}
 TOLERATE = [{"key": S.NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}]
 DATA = Path(__file__).resolve().parent / "data"
 RECIPE = DATA / "small.yaml"
-
-
-# ---------------------------------------------------------------- the host, before and after
-
-
-SYSCTLS = ["kernel/panic", "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
-           "vm/overcommit_memory", "vm/panic_on_oom", "net/ipv4/ip_forward", "net/ipv4/conf/all/route_localnet",
-           "net/bridge/bridge-nf-call-iptables", "net/netfilter/nf_conntrack_max"]
-
-
-def host_snapshot() -> dict:
-    from generator.tools import cache_dir
-
-    def out(*argv):
-        return subprocess.run(argv, capture_output=True, text=True).stdout
-
-    return {
-        "sysctls": {k: Path("/proc/sys", k).read_text() for k in SYSCTLS if Path("/proc/sys", k).exists()},
-        "iptables": sorted(line for line in out("iptables-save").splitlines() if line.startswith("-A")),
-        "ipsets": out("ipset", "list", "-n").split(),
-        "netns": out("ip", "netns", "list").split(),
-        "links": sorted(line.split(":")[1].strip() for line in out("ip", "-o", "link").splitlines()),
-        "routes": sorted(out("ip", "route").splitlines()),
-        # (mounts under the tool cache belong to image builds that may run beside this session)
-        "mounts": sorted(m for m in (line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines())
-                         if not m.startswith(str(cache_dir()) + "/")),
-        "cgroups": sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/*") if p.is_dir()),
-        # paths the components write whatever their configuration says (kept in the node's mount namespace)
-        "paths": {p: Path(p).exists() for p in ("/run/containerd", "/run/xtables.lock", "/var/lib/cni",
-                                                 "/var/lib/kubelet", "/opt/containerd", "/run/netns")},
-    }
 
 
 # ---------------------------------------------------------------- the module's playground
@@ -171,32 +141,10 @@ class Node:
 
 @pytest.fixture(scope="module")
 def node():
-    from session_env import exit_code, real_node_turn, sessions_root
-
-    from generator.playground.cluster import down, load_state, up
-    from generator.playground.nodes import Shape
-
-    with real_node_turn():
-        before = host_snapshot()
-        state_dir = sessions_root() / f"real-node-{os.getpid()}"
-        exit_code(down, state_dir, out=io.StringIO())
-        saved = {k: os.environ.get(k) for k in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME")}
-        os.environ.update({k: str(state_dir / "helm" / k.split("_")[1].lower()) for k in saved})
-        out = io.StringIO()
-        t0 = time.monotonic()
-        try:
-            rc = exit_code(up, state_dir, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), timeout=240, out=out,
-                           real_node=True)
-            assert rc == 0, f"playground up --real-node failed (exit {rc}):\n{out.getvalue()}"
-            print(f"\nplayground with a real node up in {time.monotonic() - t0:.1f} s\n{out.getvalue()}")
-            n = Node(state_dir, load_state(state_dir))
-            n.before = before
-            yield n
-        finally:
-            exit_code(down, state_dir, out=io.StringIO())
-            (state_dir.parent / f".{state_dir.name}.lock").unlink(missing_ok=True)  # state.locked's file
-            for k, v in saved.items():
-                os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    with real_node_playground("real-node-", timeout=240) as (state_dir, state, before):
+        n = Node(state_dir, state)
+        n.before = before
+        yield n
 
 
 # ---------------------------------------------------------------- the node

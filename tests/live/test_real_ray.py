@@ -12,7 +12,6 @@ Services, reached by the operator and the CLI through the apiserver's service pr
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import time
 import uuid
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 from live_helpers import cli
+from real_node_session import real_node_playground
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = REPO / "values-examples" / "grpo_swe.yaml"
@@ -30,51 +30,12 @@ SHAPE = ["cluster.trainer.nodes=1", "cluster.trainer.gpusPerNode=1", "cluster.in
 
 @pytest.fixture(scope="module")
 def ray_node():
-    from session_env import exit_code, real_node_turn, sessions_root
-    from test_real_node import host_snapshot
-
-    from generator.playground.cluster import down, load_state, up
-    from generator.playground.nodes import Shape
     from generator.tools import REPO as TOOLS_REPO
 
     # the Ray image and the device plugin, cached by version (a cold image build is ~3 min)
     subprocess.run(["bash", str(TOOLS_REPO / "hack" / "tools.sh"), "ray-image", "device-plugin"], check=True)
-    with real_node_turn():
-        before = host_snapshot()
-        state_dir = sessions_root() / f"real-ray-{os.getpid()}"
-        exit_code(down, state_dir, out=io.StringIO())
-        saved = {k: os.environ.get(k)
-                 for k in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME", "DOCKYARD_REAL_NODE_GPUS")}
-        os.environ.update({k: str(state_dir / "helm" / k.split("_")[1].lower()) for k in saved if k.startswith("HELM")})
-        os.environ["DOCKYARD_REAL_NODE_GPUS"] = "2"
-        out = io.StringIO()
-        t0 = time.monotonic()
-        try:
-            rc = exit_code(up, state_dir, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), timeout=300, out=out,
-                           real_node=True)
-            assert rc == 0, f"playground up --real-node failed (exit {rc}):\n{out.getvalue()}"
-            print(f"\nplayground with a real Ray node up in {time.monotonic() - t0:.1f} s\n{out.getvalue()}")
-            state = load_state(state_dir)
-            yield {"state_dir": state_dir, "state": state, "kubeconfig": str(state_dir / "kubeconfig"),
-                   "before": before}
-        finally:
-            exit_code(down, state_dir, out=io.StringIO())
-            (state_dir.parent / f".{state_dir.name}.lock").unlink(missing_ok=True)  # state.locked's file
-            after = host_snapshot()
-            for k, v in saved.items():
-                os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
-            added = _added(before, after)
-            assert not added, f"left on the host after `down`: {added}"
-
-
-def _added(before: dict, after: dict) -> list[str]:
-    """What `after` holds that `before` did not (other sessions may remove things meanwhile, never add ours)."""
-    out = [f"sysctl {k}: {before['sysctls'].get(k)!r} -> {v!r}" for k, v in after["sysctls"].items()
-           if before["sysctls"].get(k) != v]
-    out += [f"path {p}" for p, there in after["paths"].items() if there and not before["paths"].get(p)]
-    for key in ("iptables", "ipsets", "netns", "links", "routes", "mounts", "cgroups"):
-        out += [f"{key}: {x}" for x in after[key] if x not in before[key]]
-    return out
+    with real_node_playground("real-ray-", timeout=300, env={"DOCKYARD_REAL_NODE_GPUS": "2"}) as (state_dir, state, _):
+        yield {"state_dir": state_dir, "state": state, "kubeconfig": str(state_dir / "kubeconfig")}
 
 
 def _ns() -> str:
