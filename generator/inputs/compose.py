@@ -12,7 +12,8 @@ from pathlib import Path
 
 import yaml
 
-from generator.errors import InputError, Problem, from_validation
+from generator.errors import InputError, Problem
+from generator.inputs.explain import from_validation
 from generator.inputs.loader import Document, apply_overrides, load
 from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 
