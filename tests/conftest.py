@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,16 @@ def render():
         return render_values(chart_values(**over))
 
     return _render
+
+
+@pytest.fixture(autouse=True)
+def _recorded_cluster_answered_every_request():
+    """A request the recorded fake cluster (tests/unit/fake_cluster.py) had no answer for fails the test at
+    teardown, even when the code under test swallowed the fake's AssertionError in an `except Exception`."""
+    yield
+    fakes = sys.modules.get("fake_cluster")  # imported only by the tests that install a fake
+    if fakes is not None:
+        fakes.check_installed()
 
 
 def write(tmp_path: Path, name: str, data: Any) -> Path:

@@ -8,7 +8,10 @@ is raised as urllib3's MaxRetryError(NewConnectionError) with the recorded text.
 
 Replays are keyed by method + path + query (+ the body's `match` part for SelfSubjectAccessReviews and dry-run
 pods: generator.maint.recording.match_of). Several answers to one key come in recorded order, the last
-repeating. A request nothing was recorded for fails the test (re-record with `make record`).
+repeating. A request nothing was recorded for fails the test (re-record with `make record`): at once, and
+again at the test's teardown (tests/conftest.py calls `check_installed`), since the code under test may
+swallow the AssertionError in its own `except Exception`. A test that makes one on purpose says so
+(`fake.expect_unmatched`).
 
 Leases (the run lock) are state, not replay: a lock test turns on the holder's pid, host and renewTime *now*,
 which an answer recorded earlier cannot hold. The fake keeps Lease objects and answers POST/GET/PUT/DELETE as
@@ -64,7 +67,8 @@ class FakeCluster:
         self.answers: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
         self.served: dict[tuple[Any, ...], int] = {}
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # what the code asked, in order
-        self.unmatched: list[str] = []
+        self.unmatched: list[str] = []  # requests nothing answers: checked again at the test's teardown
+        self.expected_unmatched: list[str] = []  # those the test makes on purpose (expect_unmatched)
         self.timeouts: list[float | None] = []  # each request's total timeout (seconds), as urllib3 got it
         for name in scenarios:
             fresh: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
@@ -86,7 +90,11 @@ class FakeCluster:
         self.timeouts.append(timeout.total if timeout is not None else None)
         m = LEASES.match(path)
         if m:
-            return self._lease(method, m.group(1), m.group(2), sent)
+            try:
+                return self._lease(method, m.group(1), m.group(2), sent)
+            except AssertionError:  # a lease request the model does not answer: unmatched as well
+                self.unmatched.append(f"{method} {path} {query}")
+                raise
         key = _key(method, path, query, match_of(path, sent))
         answers = self.answers.get(key)
         if not answers:
@@ -104,6 +112,10 @@ class FakeCluster:
 
     def clear(self) -> None:
         pass
+
+    def expect_unmatched(self, *requests: str) -> None:
+        """These unmatched requests (as `unmatched` spells them) are the test's purpose: not a teardown failure."""
+        self.expected_unmatched += requests
 
     @staticmethod
     def _response(status: int, reason: str, data: bytes, content_type: str = "application/json") -> Any:
@@ -179,12 +191,33 @@ def write_kubeconfig(folder: Path, namespace: str | None = None) -> Path:
     return path
 
 
+INSTALLED: list[FakeCluster] = []  # the fakes of the running test, checked and forgotten at its teardown
+
+
+def check_installed() -> None:
+    """At a test's teardown (tests/conftest.py): fail on any request a fake of this test had no answer for
+    (beyond those it expected), even when the code under test caught the AssertionError; forget the fakes."""
+    fakes, INSTALLED[:] = list(INSTALLED), []
+    missed = []
+    for fake in fakes:
+        expected = list(fake.expected_unmatched)
+        for request in fake.unmatched:
+            if request in expected:
+                expected.remove(request)
+            else:
+                missed.append(request)
+    assert not missed, (f"the recorded fake cluster had no answer for {len(missed)} request(s), whatever the "
+                        f"code did with the error: {missed} (re-record: make record, or fake.expect_unmatched)")
+
+
 def install(monkeypatch: Any, tmp_path: Path, *scenarios: str, namespace: str | None = None) -> FakeCluster:
     """Every kubernetes ApiClient made in the test talks to a FakeCluster of these scenarios; KUBECONFIG
-    points at a kubeconfig for it (context namespace `namespace`)."""
+    points at a kubeconfig for it (context namespace `namespace`). Its unmatched requests fail the test at
+    teardown (check_installed)."""
     from kubernetes.client import rest
 
     fake = FakeCluster(*scenarios)
+    INSTALLED.append(fake)
     original = rest.RESTClientObject.__init__
 
     def init(self: Any, configuration: Any) -> None:
