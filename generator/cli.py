@@ -22,7 +22,9 @@ OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)  # a write 
 def _inputs_args(p: argparse.ArgumentParser, output: bool = True) -> None:
     p.add_argument("recipe", help="the recipe YAML (what to train); - reads it from stdin")
     p.add_argument("infra", help="the infra spec YAML (where to run it)")
-    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="recipe overrides: dotted key path = YAML value")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                   help="recipe overrides: a.b.c=VALUE, a.b[N]=VALUE for item N of a list; VALUE is YAML "
+                        "(the grammar: README, Commands)")
     if output:
         p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (replaced atomically) instead of stdout")
 

@@ -7,6 +7,7 @@ expand to.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -29,7 +30,7 @@ class Document:
     """A parsed YAML mapping, the text it was read from and the line (1-based) of each key path."""
 
     def __init__(self, path: str, data: dict[str, Any], lines: dict[tuple[str | int, ...], int] | None = None,
-                 overridden: set[tuple[str, ...]] | None = None, text: str = ""):
+                 overridden: set[tuple[str | int, ...]] | None = None, text: str = ""):
         self.path, self.data, self.text = path, data, text
         self.lines = {} if lines is None else lines
         self.overridden = set() if overridden is None else overridden
@@ -269,33 +270,82 @@ def load(path: str | Path) -> Document:
     return Document(file, data, lines, text=text)
 
 
-def apply_overrides(doc: Document, overrides: list[str]) -> None:
-    """Apply `dotted.key=yaml-value` overrides to the document in place."""
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        if not sep or not key or any(not part for part in key.split(".")):
-            raise InputError([Problem("<command line>", None, key or item, f"bad override {item!r}",
-                                      "KEY=VALUE with a dotted key path, e.g. cluster.trainer.nodes=4")])
-        parts = key.split(".")
-        if len(parts) >= MAX_DEPTH:
-            raise InputError([Problem("<command line>", None, key[:60] + "…", f"the key path has {len(parts)} parts",
-                                      f"at most {MAX_DEPTH - 1}")])
-        try:
-            value = parse(raw, "<command line>", MAX_DEPTH - len(parts))[0] if raw != "" else ""
-        except InputError as exc:
-            message = exc.problems[0].message.removeprefix("malformed YAML: ")
-            raise InputError([Problem("<command line>", None, key, f"value is not YAML: {message}",
-                                      "a YAML scalar, list or mapping")]) from None
-        node = doc.data
-        for i, part in enumerate(parts[:-1]):
-            child = node.get(part)
+# Overrides ----------------------------------------------------------------------------------------
+
+OVERRIDE_GRAMMAR = "KEY=VALUE: a dotted key path, [N] for a list item (e.g. cluster.trainer.nodes=4, policy.tags[0]=x)"
+_SEGMENT = re.compile(r"([^.\[\]]+)((?:\[[0-9]+\])*)")
+_INDEX = re.compile(r"\[([0-9]+)\]")
+
+
+def _where(path: tuple[str | int, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else ("." if i else "") + p for i, p in enumerate(path))
+
+
+def _key_path(key: str) -> tuple[str | int, ...] | None:
+    """`a.b[0].c` -> ("a", "b", 0, "c"); None when it is not of the grammar."""
+    out: list[str | int] = []
+    for segment in key.split("."):
+        match = _SEGMENT.fullmatch(segment)
+        if match is None:
+            return None
+        out.append(match[1])
+        out.extend(int(n) for n in _INDEX.findall(match[2]))
+    return tuple(out)
+
+
+def _bad(key: str, message: str, expected: str, suggestion: str = "") -> InputError:
+    return InputError([Problem("<command line>", None, key, message, expected, suggestion)])
+
+
+def _set(data: dict[str, Any], path: tuple[str | int, ...], value: Any, item: str) -> None:
+    """Set `value` at `path`: a missing (or null) mapping key on the way becomes a mapping; a list
+    index must name an item that exists."""
+    node: Any = data
+    for i, part in enumerate(path):
+        where, last = _where(path[: i + 1]), i == len(path) - 1
+        if isinstance(part, int):
+            if not isinstance(node, list):
+                raise _bad(where, f"cannot set {_where(path)}: {_where(path[:i])} is a {type(node).__name__}, "
+                                  "not a list", "[N] only after a key that holds a list")
+            if part >= len(node):
+                raise _bad(where, f"index {part} is out of range: {_where(path[:i])} has {len(node)} item"
+                                  + ("" if len(node) == 1 else "s"),
+                           f"an index from 0 to {len(node) - 1}" if node else "an existing item (the list is empty)",
+                           f"{_where(path[:i])}=[...] to set the whole list")
+        elif isinstance(node, list):
+            fix = item.replace(f"{_where(path[:i])}.{part}", f"{_where(path[:i])}[{part}]", 1)
+            raise _bad(where, f"cannot set {_where(path)}: {_where(path[:i])} is a list, and a list item "
+                              "is written [N]", "a key path with [N] for a list item",
+                       fix if part.isdigit() else "")
+        elif not isinstance(node, dict):
+            raise _bad(_where(path[:i]), f"cannot set {_where(path)}: {_where(path[:i])} is a "
+                                         f"{type(node).__name__}, not a mapping", "a key path through mappings")
+        if last:
+            node[part] = value
+        else:
+            child = node[part] if isinstance(part, int) else node.get(part)
+            if child is None and isinstance(path[i + 1], int):
+                raise _bad(where, f"cannot set {_where(path)}: {where} is not set, and [N] sets an item of an "
+                                  "existing list", "a key that holds a list", f"{where}=[...] to set the whole list")
             if child is None:
                 child = node[part] = {}
-            if not isinstance(child, dict):
-                where = ".".join(parts[: i + 1])
-                raise InputError([Problem("<command line>", None, where,
-                                          f"cannot set {key}: {where} is a {type(child).__name__}, not a mapping",
-                                          "a key path through mappings")])
             node = child
-        node[parts[-1]] = value
-        doc.overridden.add(tuple(parts))
+
+
+def apply_overrides(doc: Document, overrides: list[str]) -> None:
+    """Apply `KEY=VALUE` overrides to the document in place (see OVERRIDE_GRAMMAR): the key a dotted
+    path of mapping keys, `[N]` after a key for an item of its list; the value YAML."""
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        path = _key_path(key) if sep and key else None
+        if path is None:
+            raise _bad(key or item, f"bad override {item!r}", OVERRIDE_GRAMMAR)
+        if len(path) >= MAX_DEPTH:
+            raise _bad(key[:60] + "…", f"the key path has {len(path)} parts", f"at most {MAX_DEPTH - 1}")
+        try:
+            value = parse(raw, "<command line>", MAX_DEPTH - len(path))[0] if raw != "" else ""
+        except InputError as exc:
+            message = exc.problems[0].message.removeprefix("malformed YAML: ")
+            raise _bad(key, f"value is not YAML: {message}", "a YAML scalar, list or mapping") from None
+        _set(doc.data, path, value, item)
+        doc.overridden.add(path)

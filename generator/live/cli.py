@@ -69,7 +69,9 @@ def _help(p: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
 def _inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("recipe", help="the recipe YAML")
     p.add_argument("infra", help="the infra spec YAML")
-    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="recipe overrides: dotted key path = YAML value")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                   help="recipe overrides: a.b.c=VALUE, a.b[N]=VALUE for item N of a list; VALUE is YAML "
+                        "(the grammar: README, Commands)")
 
 
 def _run_flags(p: argparse.ArgumentParser) -> None:

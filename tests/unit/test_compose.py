@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from generator.cli import main
@@ -34,6 +35,36 @@ def test_overrides_are_yaml_typed_and_reach_the_shipped_recipe():
     assert shipped["policy"]["tags"] == ["a", "b"]
     assert shipped["new"] == {"key": True}
     assert shipped["data"] == {"dataset_name": "swe-gym"}  # untouched keys survive
+
+
+def test_a_list_item_is_set_by_its_index():
+    """`KEY[N]=VALUE` sets an existing item (it once made a key named `sandbox_urls[0]`)."""
+    inputs = load_inputs(RECIPE, INFRA, ["env.code.sandbox_urls[0]=http://x:1", "policy.tags=[a, {k: 1}]",
+                                         "policy.tags[1].k=2"])
+    shipped = yaml.safe_load(values_dict(compose(inputs))["recipe"]["config"])
+    assert shipped["env"]["code"] == {"sandbox_urls": ["http://x:1"]}
+    assert shipped["policy"]["tags"] == ["a", {"k": 2}]
+
+
+@pytest.mark.parametrize("override, error", [
+    ("env.code.sandbox_urls[1]=x",
+     "error: <command line>: env.code.sandbox_urls[1]: index 1 is out of range: env.code.sandbox_urls has 1 item\n"
+     "  expected: an index from 0 to 0\n"
+     "  did you mean: env.code.sandbox_urls=[...] to set the whole list\n"),
+    ("env.code.sandbox_urls.0=x",
+     "error: <command line>: env.code.sandbox_urls.0: cannot set env.code.sandbox_urls.0: env.code.sandbox_urls is "
+     "a list, and a list item is written [N]\n"
+     "  expected: a key path with [N] for a list item\n"
+     "  did you mean: env.code.sandbox_urls[0]=x\n"),
+    ("policy[0]=x", "error: <command line>: policy[0]: cannot set policy[0]: policy is a dict, not a list\n"),
+    ("nothing.here[0]=x", "nothing.here: cannot set nothing.here[0]: nothing.here is not set"),
+    ("env.code.sandbox_urls[-1]=x", "env.code.sandbox_urls[-1]: bad override 'env.code.sandbox_urls[-1]=x'"),
+    ("env.code[x]=1", "bad override 'env.code[x]=1'\n  expected: KEY=VALUE: a dotted key path, [N] for a list item"),
+])
+def test_list_indices_out_of_the_grammar_exit_2(capsys, override, error):
+    assert main(["values", str(RECIPE), str(INFRA), override]) == 2
+    err = capsys.readouterr().err
+    assert error in err and err.count("error:") == 1, err
 
 
 def test_values_output_is_stable_and_written_to_a_file(tmp_path, capsys):
