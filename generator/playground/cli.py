@@ -41,8 +41,8 @@ def _up(args: argparse.Namespace) -> int:
     ):
         if value < minimum:
             raise _usage_error(f"{flag} must be >= {minimum}, got {value}")
-    if args.gpu_nodes + args.cpu_nodes == 0:
-        raise _usage_error("the playground needs at least one node (--gpu-nodes or --cpu-nodes)")
+    if args.gpu_nodes + args.cpu_nodes == 0 and not args.real_node:  # the real node is one
+        raise _usage_error("the playground needs at least one node (--gpu-nodes, --cpu-nodes or --real-node)")
     if args.gpu_nodes + args.cpu_nodes > 1000:
         raise _usage_error("at most 1000 nodes")
     for flag, value in (("--node-cpu", args.node_cpu), ("--node-memory", args.node_memory)):

@@ -180,7 +180,7 @@ def _start_control_plane(state: PlaygroundState, state_dir: Path, argv: dict[str
 
     api = api_for(state)
     names = crds.install(api, tool_dir("kuberay") / "crds")
-    for node in manifests(state.shape, state.kube_version):
+    for node in manifests(state.shape, state.kube_version, real_node=state.real_node is not None):
         api.create("/api/v1/nodes", node)
     launch.wait("KubeRay CRDs to be Established", lambda: crds.established(api, names), deadline)
     say(f"  {len(names)} KubeRay CRDs installed server-side ({time.monotonic() - t0:.1f} s)")

@@ -2,6 +2,11 @@
 
 Every node reports InternalIP 127.0.0.1 (kwok's kubelet endpoint is there) and gets its own pod
 CIDR inside 127.64.0.0/10, so every pod IP kwok hands out is a loopback address.
+
+Beside a real node (`up --real-node`) the simulated nodes are tainted, so a pod that asks for nothing
+runs for real: GPU nodes as GKE taints them (`nvidia.com/gpu=present:NoSchedule`; the apiserver's
+ExtendedResourceToleration plugin adds the toleration to every pod requesting `nvidia.com/gpu`), CPU
+nodes with SIMULATED_TAINT (only pods that tolerate it land there).
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ POD_CIDR = "127.64.0.0/10"  # per-node /20 slices: 1024 nodes of 4094 pods
 NODE_IP = "127.0.0.1"
 GPU_PRODUCT = "NVIDIA-H100-80GB-HBM3"
 GPU_MEMORY_MIB = "81559"
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+SIMULATED_TAINT = {"key": "playground.dockyard.dev/simulated", "value": "true", "effect": "NoSchedule"}
 
 
 @dataclass(frozen=True)
@@ -38,7 +45,8 @@ def node_pod_cidr(index: int) -> str:
     return f"{ipaddress.ip_address(base)}/20"
 
 
-def node_manifest(name: str, index: int, shape: Shape, gpus: int, kube_version: str) -> dict:
+def node_manifest(name: str, index: int, shape: Shape, gpus: int, kube_version: str,
+                  beside_real_node: bool = False) -> dict:
     labels = {
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
@@ -66,6 +74,9 @@ def node_manifest(name: str, index: int, shape: Shape, gpus: int, kube_version: 
         )
         capacity["nvidia.com/gpu"] = str(gpus)
     cidr = node_pod_cidr(index)
+    spec: dict = {"podCIDR": cidr, "podCIDRs": [cidr]}
+    if beside_real_node:
+        spec["taints"] = [dict(GPU_TAINT if gpus else SIMULATED_TAINT)]
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -77,7 +88,7 @@ def node_manifest(name: str, index: int, shape: Shape, gpus: int, kube_version: 
                 "node.alpha.kubernetes.io/ttl": "0",
             },
         },
-        "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
+        "spec": spec,
         "status": {
             "capacity": capacity,
             "allocatable": dict(capacity),
@@ -101,8 +112,9 @@ def node_manifest(name: str, index: int, shape: Shape, gpus: int, kube_version: 
     }
 
 
-def manifests(shape: Shape, kube_version: str) -> list[dict]:
+def manifests(shape: Shape, kube_version: str, real_node: bool = False) -> list[dict]:
+    """The simulated Node objects; `real_node`: tainted, so the real node takes the pods that ask for nothing."""
     gpu, cpu = shape.names()
-    out = [node_manifest(n, i, shape, shape.gpus_per_node, kube_version) for i, n in enumerate(gpu)]
-    out += [node_manifest(n, len(gpu) + i, shape, 0, kube_version) for i, n in enumerate(cpu)]
+    out = [node_manifest(n, i, shape, shape.gpus_per_node, kube_version, real_node) for i, n in enumerate(gpu)]
+    out += [node_manifest(n, len(gpu) + i, shape, 0, kube_version, real_node) for i, n in enumerate(cpu)]
     return out

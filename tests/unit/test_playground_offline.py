@@ -163,7 +163,8 @@ def test_a_folder_that_is_not_a_playground_is_refused_exit_2(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,message", [
     (["--gpu-nodes", "-1"], "--gpu-nodes must be >= 0, got -1"),
-    (["--gpu-nodes", "0", "--cpu-nodes", "0"], "the playground needs at least one node (--gpu-nodes or --cpu-nodes)"),
+    (["--gpu-nodes", "0", "--cpu-nodes", "0"],
+     "the playground needs at least one node (--gpu-nodes, --cpu-nodes or --real-node)"),
     (["--node-memory", "lots"], "--node-memory: 'lots' is not a positive Kubernetes quantity (e.g. 64, 500m, 512Gi)"),
     (["--timeout", "0"], "--timeout must be positive"),
 ])

@@ -125,7 +125,8 @@ def test_control_plane_flags_for_a_real_node():
     from generator.playground import node
 
     argv = {
-        "kube-apiserver": ["apiserver", "--service-cluster-ip-range=127.32.0.0/16", "--x=1"],
+        "kube-apiserver": ["apiserver", "--service-cluster-ip-range=127.32.0.0/16", "--x=1",
+                           "--enable-admission-plugins=NodeRestriction,PodSecurity"],
         "kube-controller-manager": ["kcm", "--controllers=*,-endpointslice-controller",
                                     "--service-cluster-ip-range=127.32.0.0/16"],
         "kwok": ["kwok", "--manage-all-nodes=true", "--cidr=1"],
@@ -133,6 +134,11 @@ def test_control_plane_flags_for_a_real_node():
     node.adjust_control_plane(argv, ("/c.crt", "/c.key"))
     assert "--service-cluster-ip-range=10.96.0.0/16" in argv["kube-apiserver"]
     assert "--kubelet-client-certificate=/c.crt" in argv["kube-apiserver"] and "--x=1" in argv["kube-apiserver"]
+    # GPU pods tolerate the simulated GPU nodes' nvidia.com/gpu taint without asking (nodes.py)
+    assert "--enable-admission-plugins=NodeRestriction,PodSecurity,ExtendedResourceToleration" in argv["kube-apiserver"]
+    node.adjust_control_plane(argv, ("/c.crt", "/c.key"))  # idempotent: one flag, the plugin once
+    plugins = [a for a in argv["kube-apiserver"] if a.startswith("--enable-admission-plugins=")]
+    assert plugins == ["--enable-admission-plugins=NodeRestriction,PodSecurity,ExtendedResourceToleration"]
     assert not any(a.startswith("--controllers=") for a in argv["kube-controller-manager"])  # EndpointSlices on
     assert "--manage-all-nodes=true" not in argv["kwok"]  # kwok must not manage the real node
     assert "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake" in argv["kwok"]
@@ -158,6 +164,84 @@ def test_cli_accepts_real_node():
     add_parser(parser.add_subparsers())
     assert parser.parse_args(["playground", "up", "--real-node"]).real_node is True
     assert parser.parse_args(["playground", "up"]).real_node is False
+
+
+def test_cli_accepts_the_real_node_as_the_only_node(tmp_path, monkeypatch, capsys):
+    from generator.cli import main
+    from generator.playground import cluster
+
+    calls = []
+    monkeypatch.setattr(cluster, "up", lambda _dir, shape, timeout, real_node: calls.append((shape, real_node)) or 0)
+    argv = ["playground", "up", "--state-dir", str(tmp_path / "pg"), "--gpu-nodes", "0", "--cpu-nodes", "0"]
+    assert main([*argv, "--real-node"]) == 0, capsys.readouterr().err
+    assert [(s.gpu_nodes, s.cpu_nodes, real) for s, real in calls] == [(0, 0, True)]
+    assert main(argv) == 2 and len(calls) == 1  # without it there is no node at all
+    assert "needs at least one node (--gpu-nodes, --cpu-nodes or --real-node)" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- where pods land beside a real node
+
+
+def _tolerated(taint: dict, tolerations: list[dict]) -> bool:
+    def one(t: dict) -> bool:
+        if t.get("effect") not in (None, "", taint["effect"]):
+            return False
+        if t.get("operator") == "Exists":
+            return t.get("key") in (None, "", taint["key"])
+        return t.get("key") == taint["key"] and t.get("value", "") == taint.get("value", "")
+
+    return any(one(t) for t in tolerations)
+
+
+def _admitted(pod: dict) -> dict:
+    """The pod spec as the playground's apiserver stores it: ExtendedResourceToleration (asserted on the
+    flags above) adds an `nvidia.com/gpu` toleration to every pod that requests the resource."""
+    spec = dict(pod)
+    if any(_gpus(c) for c in spec.get("containers") or []):
+        spec["tolerations"] = [*(spec.get("tolerations") or []),
+                               {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    return spec
+
+
+def _gpus(container: dict) -> int:
+    res = container.get("resources") or {}
+    return int({**(res.get("limits") or {}), **(res.get("requests") or {})}.get("nvidia.com/gpu", 0))
+
+
+def _fits(pod: dict, node: dict) -> bool:
+    """The scheduler's filters that tell these nodes apart: taints, nodeSelector, nvidia.com/gpu."""
+    labels, spec = node["metadata"]["labels"], node.get("spec") or {}
+    if any(labels.get(k) != v for k, v in (pod.get("nodeSelector") or {}).items()):
+        return False
+    if not all(_tolerated(t, pod.get("tolerations") or []) for t in spec.get("taints") or []
+               if t["effect"] in ("NoSchedule", "NoExecute")):
+        return False
+    have = int(((node.get("status") or {}).get("allocatable") or {}).get("nvidia.com/gpu", 0))
+    return all(_gpus(c) <= have for c in pod.get("containers") or [])
+
+
+def _where(rendered, nodes: list[dict]) -> dict[str, list[str]]:
+    return {role: [n["metadata"]["name"] for n in nodes if _fits(_admitted(pod), n)]
+            for role, pod in rendered.pod_specs().items()}
+
+
+def test_beside_a_real_node_pods_that_ask_for_nothing_run_on_it(tmp_path, render):
+    """`up --real-node` with the default shape: the chart's sandbox pool, its `helm test` pod, the Ray
+    head and the submitter fit only the real node; the GPU workers only the simulated GPU nodes. Asked
+    (a toleration of the simulated taint), a pod may still go to a simulated CPU node."""
+    from generator.playground import nodes
+
+    real = C.node_object(S.NodeSpec(tmp_path / "pg"))
+    kwok = nodes.manifests(nodes.Shape(), "v1.36.3", real_node=True)
+    where = _where(render(), [*kwok, real])
+    assert where == {"sandbox": ["real-node-0"], "test": ["real-node-0"], "submitter": ["real-node-0"],
+                     "head": ["real-node-0"], "trainer": ["gpu-node-0", "gpu-node-1"],
+                     "inference": ["gpu-node-0", "gpu-node-1"]}, where
+    asked = [{"key": nodes.SIMULATED_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}]
+    where = _where(render(sandbox={"tolerations": asked, "nodeSelector": {"type": "kwok"}}), [*kwok, real])
+    assert where["sandbox"] == where["test"] == ["cpu-node-0"], where
+    # without a real node the simulated world is as it was: no taint anywhere
+    assert not any("taints" in n["spec"] for n in nodes.manifests(nodes.Shape(), "v1.36.3"))
 
 
 def test_mount_namespace_keeps_hardcoded_paths_and_kernel_settings_private(tmp_path):

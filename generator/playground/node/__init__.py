@@ -43,6 +43,7 @@ TOOLS = {  # cache entry -> versions.env key (hack/tools.sh node builds them all
     "kube-router": "KUBE_ROUTER_VERSION",
     "node-images": "NODE_IMAGES_VERSION",
 }
+ADMISSION = "--enable-admission-plugins="
 __all__ = ["NodeError", "adjust_control_plane", "health", "preflight", "prepare", "start", "teardown"]
 
 
@@ -97,9 +98,12 @@ def _set_flag(args: list[str], prefix: str, value: str | None) -> None:
 
 def adjust_control_plane(argv: dict[str, list[str]], kubelet_client: tuple[str, str]) -> None:
     """The control plane's flags with a real node: a Service range that routes inside the node's
-    namespace, the EndpointSlice controllers on, a client certificate for the kubelet, and kwok
-    managing only its own (annotated) nodes."""
+    namespace, the EndpointSlice controllers on, a client certificate for the kubelet, kwok
+    managing only its own (annotated) nodes, and ExtendedResourceToleration (GPU pods tolerate the
+    GPU nodes' taint, nodes.py)."""
     api = argv["kube-apiserver"]
+    plugins = [p for a in api if a.startswith(ADMISSION) for p in a.removeprefix(ADMISSION).split(",") if p]
+    _set_flag(api, ADMISSION, ADMISSION + ",".join(dict.fromkeys([*plugins, "ExtendedResourceToleration"])))
     _set_flag(api, "--service-cluster-ip-range=", f"--service-cluster-ip-range={S.SERVICE_CIDR}")
     _set_flag(api, "--kubelet-client-certificate=", f"--kubelet-client-certificate={kubelet_client[0]}")
     _set_flag(api, "--kubelet-client-key=", f"--kubelet-client-key={kubelet_client[1]}")

@@ -227,7 +227,9 @@ def health_port(name: str) -> tuple[int, str] | None:
 
 
 def node_object(spec: S.NodeSpec) -> dict[str, Any]:
-    """Created before kubelet registers: labels of a CPU node, the pod range, a taint; no kwok annotation."""
+    """Created before kubelet registers: labels of a CPU node, the pod range; no kwok annotation and no
+    taint: the simulated nodes beside it are tainted instead (nodes.py), so pods that ask for nothing
+    (the sandbox pool, `helm test`, a Ray head) run here for real."""
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -239,7 +241,5 @@ def node_object(spec: S.NodeSpec) -> dict[str, Any]:
             "kubernetes.io/arch": "amd64",
             "kubernetes.io/hostname": spec.name,
         }},
-        "spec": {"podCIDR": S.POD_CIDR, "podCIDRs": [S.POD_CIDR],
-                 # only pods that ask for the real node land on it (tolerate this and select the label)
-                 "taints": [{"key": S.NODE_LABEL, "value": "true", "effect": "NoSchedule"}]},
+        "spec": {"podCIDR": S.POD_CIDR, "podCIDRs": [S.POD_CIDR]},
     }
