@@ -5,26 +5,59 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck disable=SC1091
-source "$root/tools/versions.env"
+source "${DOCKYARD_VERSIONS_ENV:-$root/tools/versions.env}"
 CACHE=${DOCKYARD_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dockyard-k8s}
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
 mkdir -p "$CACHE"
 
 say() { printf '[tools] %s\n' "$*" >&2; }
 
+# Scratch space of this run (wrapper modules), removed on any exit; $partial is the cache entry
+# being built, removed unless it was installed.
+scratch=$(mktemp -d)
+partial=
+trap 'rm -rf "$scratch" ${partial:+"$partial"}' EXIT
+scratch_dir() { mktemp -d "$scratch/XXXXXX"; }
+
+# recipe_key FUNC [SRC]: a hash of what a build depends on — the text of FUNC and of every function
+# of this script it calls (transitively), the value of every *_VERSION pin that text reads (e.g.
+# helm's KUBERNETES_VERSION) and the files under SRC.
+recipe_key() {
+  local fn=$1 src=${2:-} body seen=" $1 " f grew=1
+  body=$(declare -f "$fn")
+  while [ $grew = 1 ]; do
+    grew=0
+    for f in $(declare -F | awk '{print $3}'); do
+      case $seen in *" $f "*) continue ;; esac
+      if grep -qw -- "$f" <<<"$body"; then body+=$'\n'$(declare -f "$f"); seen+="$f "; grew=1; fi
+    done
+  done
+  { printf '%s\n' "$body"
+    grep -oE '\b[A-Z][A-Z0-9_]*_VERSION\b' <<<"$body" | sort -u | while read -r v; do printf '%s=%s\n' "$v" "${!v:-}"; done
+    [ -z "$src" ] || find "$src" -type f -print0 | sort -z | xargs -0 cat
+  } | sha256sum | cut -c1-16
+}
+
 # build NAME VERSION FUNC [SRC]: run FUNC with $out (a temp dir) unless $CACHE/NAME-VERSION holds a
-# build made by the same recipe (.complete records a hash of FUNC and of the files under SRC, so a
-# changed recipe or source rebuilds).
+# build with the same recipe_key. One build per entry at a time (a lock file); the new entry replaces
+# the old one by rename, so a reader sees the old build or the new one, never half of one.
 build() {
   local name=$1 version=$2 fn=$3 dest="$CACHE/$1-$2" recipe
-  recipe=$({ declare -f "$fn"; [ -z "${4:-}" ] || find "$4" -type f -print0 | sort -z | xargs -0 cat; } | sha256sum | cut -c1-16)
-  if [ "$(cat "$dest/.complete" 2>/dev/null)" = "$recipe" ]; then say "$name $version: cached ($dest)"; return; fi
+  recipe=$(recipe_key "$fn" "${4:-}")
+  if [ -n "${key_only:-}" ]; then printf '%s %s %s\n' "$name" "$version" "$recipe"; return; fi
+  exec {lock}>"$CACHE/.$name-$version.lock"
+  flock "$lock"
+  if [ "$(cat "$dest/.complete" 2>/dev/null)" = "$recipe" ]; then
+    say "$name $version: cached ($dest)"; exec {lock}>&-; return
+  fi
   say "$name $version: building (cold builds take minutes; progress below)"
   local start=$SECONDS out
-  out=$(mktemp -d "$CACHE/.$name.XXXXXX")
+  out=$(mktemp -d "$CACHE/.$name.XXXXXX"); partial=$out
   "$fn" "$out" "$version"
   echo "$recipe" > "$out/.complete"
-  rm -rf "$dest" && mv "$out" "$dest"
+  if [ -e "$dest" ]; then mv "$dest" "$out.old" && mv "$out" "$dest" && rm -rf "$out.old"; else mv "$out" "$dest"; fi
+  partial=
+  exec {lock}>&-
   say "$name $version: built in $((SECONDS - start)) s -> $dest ($(du -sh "$dest" | cut -f1))"
 }
 
@@ -49,45 +82,55 @@ build_kubeconform() {
   GOBIN=$1 go install -ldflags "-s -w" "github.com/yannh/kubeconform/cmd/kubeconform@$2"
 }
 
-# wrapper module: requires the target module, optional replace lines, builds packages with -o.
-wrapper() {
-  local dir=$1; shift
-  mkdir -p "$dir" && cd "$dir"
-  printf 'module dockyard.local/wrapper\n\ngo 1.26\n' > go.mod
-  printf 'package wrapper\n' > doc.go
+# go_module DIR NAME: an empty Go module NAME in DIR, and cd there.
+go_module() {
+  mkdir -p "$1" && cd "$1"
+  printf 'module %s\n\ngo 1.26\n' "$2" > go.mod
+}
+
+# kube_module DIR NAME VERSION [CMD...]: a Go module NAME in DIR (cd there) that requires
+# k8s.io/kubernetes@VERSION with its staging modules replaced by their published versions (as
+# k8s.io/kubernetes's own go.mod does with local paths), importing each CMD (k8s.io/kubernetes/cmd/CMD)
+# under the `tools` build tag, tidied. $kube_ld: the version stamp Kubernetes' release build sets.
+kube_module() {
+  local dir=$1 name=$2 v=$3 gomod minor=${3#v1.}; shift 3; minor=${minor%%.*}
+  go_module "$dir" "$name"
+  gomod=$(go mod download -json "k8s.io/kubernetes@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+  grep -oE '^\s*k8s.io/[a-z0-9-]+ => ./staging/src/' "$gomod" | awk '{print $1}' | sort -u | while read -r m; do
+    printf 'replace %s => %s v0.%s\n' "$m" "$m" "${v#v1.}" >> go.mod
+  done
+  # the require must be resolved with the replaces already in place
+  printf 'require k8s.io/kubernetes %s\n' "$v" >> go.mod
+  if [ $# -gt 0 ]; then
+    { printf '//go:build tools\npackage wrapper\nimport (\n'; printf '_ "k8s.io/kubernetes/cmd/%s"\n' "$@"; printf ')\n'; } > tools.go
+  fi
+  go mod tidy
+  kube_ld="-s -w"
+  local p now; now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    kube_ld+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+    kube_ld+=" -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.buildDate=$now"
+  done
+}
+
+# kube_commands OUT VERSION CMD...: Kubernetes' commands, version-stamped, into OUT.
+kube_commands() {
+  local out=$1 v=$2 c; shift 2
+  ( kube_module "$(scratch_dir)" dockyard.local/wrapper "$v" "$@"
+    for c in "$@"; do
+      say "kubernetes $v: $c"
+      go build -tags tools -trimpath -ldflags "$kube_ld" -o "$out/$c" "k8s.io/kubernetes/cmd/$c"
+    done )
 }
 
 build_etcd() {
-  local w; w=$(mktemp -d)
-  ( wrapper "$w"
+  ( go_module "$(scratch_dir)" dockyard.local/wrapper
     go get "go.etcd.io/etcd/server/v3@$2"
     go build -trimpath -ldflags "-s -w" -o "$1/etcd" go.etcd.io/etcd/server/v3 )
-  rm -rf "$w"
 }
 
 build_kubernetes() {
-  local w v=$2 minor; w=$(mktemp -d); minor=${v#v1.}; minor=${minor%%.*}
-  local staging=v0.${v#v1.}
-  ( wrapper "$w"
-    local gomod; gomod=$(go mod download -json "k8s.io/kubernetes@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
-    grep -oE '^\s*k8s.io/[a-z0-9-]+ => ./staging/src/' "$gomod" | awk '{print $1}' | sort -u | while read -r m; do
-      printf 'replace %s => %s %s\n' "$m" "$m" "$staging" >> go.mod
-    done
-    # the require must be resolved with the replaces already in place
-    printf 'require k8s.io/kubernetes %s\n' "$v" >> go.mod
-    printf '//go:build tools\npackage wrapper\nimport (\n_ "k8s.io/kubernetes/cmd/kube-apiserver"\n_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n_ "k8s.io/kubernetes/cmd/kube-scheduler"\n_ "k8s.io/kubernetes/cmd/kubectl"\n)\n' > tools.go
-    go mod tidy -e >/dev/null 2>&1 || true
-    go mod download
-    local now; now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-    local ld="-s -w"
-    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-      ld="$ld -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.gitTreeState=clean -X $p.buildDate=$now"
-    done
-    for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-      say "kubernetes: $c"
-      go build -tags tools -trimpath -ldflags "$ld" -o "$1/$c" "k8s.io/kubernetes/cmd/$c"
-    done )
-  rm -rf "$w"
+  kube_commands "$1" "$2" kube-apiserver kube-controller-manager kube-scheduler kubectl
 }
 
 build_kwok() {
@@ -109,20 +152,11 @@ build_registry() {
 }
 
 # kube-validate (tools/kube-validate): the apiserver's own validation, offline, for `check`. A
-# wrapper module like build_kubernetes's, so it links the pinned Kubernetes' validation packages.
+# module like build_kubernetes's, so it links the pinned Kubernetes' validation packages.
 build_kube_validate() {
-  local w v=$2 staging=v0.${2#v1.}; w=$(mktemp -d)
-  ( cd "$w"
-    cp "$root"/tools/kube-validate/*.go .
-    printf 'module dockyard.local/kube-validate\n\ngo 1.26\n' > go.mod
-    local gomod; gomod=$(go mod download -json "k8s.io/kubernetes@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
-    grep -oE '^\s*k8s.io/[a-z0-9-]+ => ./staging/src/' "$gomod" | awk '{print $1}' | sort -u | while read -r m; do
-      printf 'replace %s => %s %s\n' "$m" "$m" "$staging" >> go.mod
-    done
-    printf 'require k8s.io/kubernetes %s\n' "$v" >> go.mod
-    go mod tidy
-    go build -trimpath -ldflags "-s -w -X main.version=$v" -o "$1/kube-validate" . )
-  rm -rf "$w"
+  ( local w; w=$(scratch_dir); cp "$root"/tools/kube-validate/*.go "$w/"
+    kube_module "$w" dockyard.local/kube-validate "$2"
+    go build -trimpath -ldflags "-s -w -X main.version=$2" -o "$1/kube-validate" . )
 }
 
 # Only the CRDs (no build): what `check` needs to validate RayJob and RayCluster offline.
@@ -141,28 +175,9 @@ build_checkov() {
 
 # --- the playground's real node (issue 13): `hack/tools.sh node` builds all of these ---
 
-# kubelet and kube-proxy: the control plane's wrapper module and version stamp, own cache entry.
+# kubelet and kube-proxy: the control plane's module and version stamp, own cache entry.
 build_kubernetes_node() {
-  local w v=$2 minor; w=$(mktemp -d); minor=${v#v1.}; minor=${minor%%.*}
-  local staging=v0.${v#v1.}
-  ( wrapper "$w"
-    local gomod; gomod=$(go mod download -json "k8s.io/kubernetes@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
-    grep -oE '^\s*k8s.io/[a-z0-9-]+ => ./staging/src/' "$gomod" | awk '{print $1}' | sort -u | while read -r m; do
-      printf 'replace %s => %s %s\n' "$m" "$m" "$staging" >> go.mod
-    done
-    printf 'require k8s.io/kubernetes %s\n' "$v" >> go.mod
-    printf '//go:build tools\npackage wrapper\nimport (\n_ "k8s.io/kubernetes/cmd/kubelet"\n_ "k8s.io/kubernetes/cmd/kube-proxy"\n)\n' > tools.go
-    go mod tidy -e >/dev/null 2>&1 || true
-    go mod download
-    local now ld="-s -w"; now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-      ld="$ld -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.gitTreeState=clean -X $p.buildDate=$now"
-    done
-    for c in kubelet kube-proxy; do
-      say "kubernetes-node: $c"
-      go build -tags tools -trimpath -ldflags "$ld" -o "$1/$c" "k8s.io/kubernetes/cmd/$c"
-    done )
-  rm -rf "$w"
+  kube_commands "$1" "$2" kubelet kube-proxy
 }
 
 # runc with seccomp (cgo; needs libseccomp-dev: hack/node-deps.sh).
@@ -213,9 +228,16 @@ build_ray_image() {
   python3 "$root/generator/playground/node/ray_image.py" build "$1" "$2"
 }
 
+# hack/tools.sh --key TOOL: print TOOL's recipe key and build nothing (tests: a bumped pin rebuilds).
+if [ "${1:-}" = --key ]; then key_only=1; shift; fi
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds kube-validate checkov kubernetes etcd kwok kuberay registry node ray-image)
-for t in "${tools[@]}"; do
+node_tools=(runc containerd cni-plugins coredns kube-router node-images kubernetes-node device-plugin)
+expanded=()
+for t in "${tools[@]}"; do if [ "$t" = node ]; then expanded+=("${node_tools[@]}"); else expanded+=("$t"); fi; done
+# the real node's Debian packages (runc's libseccomp, the images' static binaries, mmdebstrap)
+node_deps() { [ -n "${key_only:-}" ] || bash "$root/hack/node-deps.sh"; }
+for t in "${expanded[@]}"; do
   case $t in
     helm) build helm "$HELM_VERSION" build_helm ;;
     helm4) build helm4 "$HELM4_VERSION" build_helm ;;
@@ -228,16 +250,15 @@ for t in "${tools[@]}"; do
     kube-validate) build kube-validate "$KUBERNETES_VERSION" build_kube_validate "$root/tools/kube-validate" ;;
     checkov) build checkov "$CHECKOV_VERSION" build_checkov ;;
     registry) build registry "$REGISTRY_VERSION" build_registry ;;
-    node) bash "$root/hack/tools.sh" runc containerd cni-plugins coredns kube-router node-images kubernetes-node device-plugin ;;
     kubernetes-node) build kubernetes-node "$KUBERNETES_VERSION" build_kubernetes_node ;;
-    runc) bash "$root/hack/node-deps.sh" && build runc "$RUNC_VERSION" build_runc ;;
+    runc) node_deps && build runc "$RUNC_VERSION" build_runc ;;
     containerd) build containerd "$CONTAINERD_VERSION" build_containerd ;;
     cni-plugins) build cni-plugins "$CNI_PLUGINS_VERSION" build_cni_plugins ;;
     coredns) build coredns "$COREDNS_VERSION" build_coredns ;;
     kube-router) build kube-router "$KUBE_ROUTER_VERSION" build_kube_router ;;
     device-plugin) build device-plugin "$KUBERNETES_VERSION" build_device_plugin "$root/tools/device-plugin" ;;
-    ray-image) bash "$root/hack/node-deps.sh" && build ray-image "$RAY_VERSION" build_ray_image "$root/generator/playground/node/ray_image.py" ;;
-    node-images) bash "$root/hack/node-deps.sh" && build node-images "$NODE_IMAGES_VERSION" build_node_images "$root/tools/node-images" ;;
+    ray-image) node_deps && build ray-image "$RAY_VERSION" build_ray_image "$root/generator/playground/node/ray_image.py" ;;
+    node-images) node_deps && build node-images "$NODE_IMAGES_VERSION" build_node_images "$root/tools/node-images" ;;
     *) say "unknown tool: $t"; exit 2 ;;
   esac
 done
