@@ -48,7 +48,8 @@ playground: venv ## bring up the local playground cluster
 playground-down: venv ## stop the local playground cluster
 	$(PY) -m generator playground down
 
-demo: venv tools ## tools, playground, run the example job, status
+demo: venv ## build only what the demo runs (helm, the control plane), playground, run the example job, status
+	bash hack/tools.sh helm kubernetes etcd kwok kuberay
 	$(PY) -m generator playground up --gpu-nodes 3
 	$(PY) -m generator run values-examples/grpo_swe.yaml values-examples/grpo_swe.infra.yaml --wait --create-namespace
 	$(PY) -m generator status grpo-swe

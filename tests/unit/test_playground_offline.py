@@ -182,3 +182,65 @@ def test_python_m_generator_playground_maps_errors_like_the_cli(tmp_path):
                          cwd=REPO, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and out.stderr.startswith(f"error: {tmp_path} exists and is not a playground")
     assert "Traceback" not in out.stderr
+
+
+# ---------------------------------------------------------------- make demo
+
+
+def _recipe(target: str) -> tuple[list[str], list[str]]:
+    """(prerequisites, recipe lines) of a Makefile target."""
+    lines = (REPO / "Makefile").read_text().splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith(f"{target}:"))
+    prereqs = lines[head].split(":", 1)[1].split("##")[0].split()
+    body = []
+    for line in lines[head + 1:]:
+        if not line.startswith("\t"):
+            break
+        body.append(line.strip())
+    return prereqs, body
+
+
+def _reached(*modules: str) -> set[str]:
+    """The generator modules `modules` import, transitively (lazy imports inside functions too)."""
+    import ast
+
+    seen: set[str] = set()
+    todo = list(modules)
+    while todo:
+        mod = todo.pop()
+        path = REPO / Path(*mod.split("."))
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        if mod in seen or not path.is_file():
+            continue
+        seen.add(mod)
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                todo += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+                todo += [base, *(f"{base}.{a.name}" for a in node.names)]
+    return seen
+
+
+def test_make_demo_builds_only_what_the_demo_runs():
+    """`make demo` runs `playground up` (the control plane's tools), `run --wait` and `status` (helm): it
+    builds those, not `make tools` (the real node, the Ray image, checkov, kubeconform, ...)."""
+    from generator.playground.control_plane import TOOLS
+
+    prereqs, body = _recipe("demo")
+    assert "tools" not in prereqs, prereqs
+    builds = [line.split()[2:] for line in body if line.startswith("bash hack/tools.sh")]
+    assert len(builds) == 1 and sorted(builds[0]) == sorted(["helm", *TOOLS]), builds
+    verbs = [line.split()[3] for line in body if line.startswith("$(PY) -m generator ")]
+    assert verbs == ["playground", "run", "status"], body
+    assert "--real-node" not in " ".join(body)
+    # `run` and `status` reach helm and no other tool: no kubeconform, kube-validate or checkov
+    reached = _reached("generator.live.verbs.run", "generator.live.verbs.status")
+    assert "generator.render.helm" in reached
+    tools = {"generator.render.kubeconform", "generator.render.apivalidate", "generator.render.scan",
+             "generator.render.check", "generator.playground.node"}
+    assert not reached & tools, sorted(reached & tools)
