@@ -54,7 +54,7 @@ def install(p: Plan, *, kubeconfig: str | None, context: str | None, timeout: fl
         kube.ensure_namespace(p.namespace)
         progress.say(f"created namespace {p.namespace}")
     helm = Helm(kube, deadline=deadline)
-    with RunLock(kube, p.namespace, p.release, "run", until=deadline) as lock:
+    with RunLock(kube, p.namespace, p.release, "run", deadline=deadline) as lock:
         records = release_records(kube, p.release, p.namespace)
         require_ours(records, p.release, p.namespace, "run")
         _recover(helm, p, records, progress, max(5.0, deadline - time.monotonic()))

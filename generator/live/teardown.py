@@ -44,7 +44,7 @@ def uninstall(kubeconfig: str | None, context: str | None, release: str | None, 
     kube = Kube(kubeconfig, context)
     kube.deadline = deadline
     name, ns, _ = resolve(kube, release, namespace)
-    with RunLock(kube, ns, name, "uninstall", until=deadline):
+    with RunLock(kube, ns, name, "uninstall", deadline=deadline):
         require_ours(release_records(kube, name, ns), name, ns, "uninstall")
         Helm(kube, deadline=deadline).uninstall(name, ns, timeout=timeout)
         left = wait_until(lambda: not leftovers(kube, name, ns), max(1.0, deadline - time.monotonic()))

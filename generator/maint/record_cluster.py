@@ -156,7 +156,8 @@ def record_status(admin: Any, kubeconfig: str) -> None:
 def record_lease(admin: Any) -> None:
     from kubernetes.client.exceptions import ApiException
 
-    from generator.live.release import HOLDER_PID, RunLock, lease_name
+    from generator.live import holders
+    from generator.live.release import HOLDER_PID, HOLDER_PROCESS, RunLock, lease_name
 
     leases = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases"
     lease = f"{leases}/{lease_name(RELEASE)}"
@@ -176,12 +177,13 @@ def record_lease(admin: Any) -> None:
         lock.release_lock()
         with contextlib.suppress(ApiException):
             admin.request("GET", lease)
-        # a holder that stopped renewing a minute ago and whose process is gone: taken over
+        # a holder on this host whose process is gone: taken over at once
         holder = f"{socket.gethostname()}/{_dead_pid()}"
         when = (datetime.now(UTC) - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         admin.request("POST", leases, body={
             "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": lease_name(RELEASE), "annotations": {HOLDER_PID: holder}},
+            "metadata": {"name": lease_name(RELEASE),
+                         "annotations": {HOLDER_PID: holder, HOLDER_PROCESS: f"{holders.machine()}/1"}},
             "spec": {"holderIdentity": f"{holder}/run/0badc0de", "leaseDurationSeconds": 15, "acquireTime": when,
                      "renewTime": when}})
         taker = RunLock(admin, NAMESPACE, RELEASE, "run")

@@ -6,10 +6,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import os
-import subprocess
-import sys
-from datetime import UTC
 
 import pytest
 import yaml
@@ -123,28 +119,6 @@ def test_the_committed_chart_carries_the_marker():
 
     meta = yaml.safe_load((CHART_DIR / "Chart.yaml").read_text())
     assert foreign_chart(release_secret(meta)) is None
-
-
-def test_a_stale_lease_is_taken_over_only_when_its_holder_is_gone():
-    import socket
-    from datetime import datetime, timedelta
-
-    from generator.live.release import HOLDER_PID, HOLDER_UNTIL, RunLock
-
-    lock = RunLock.__new__(RunLock)
-    here = socket.gethostname()
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-
-    def lease(**notes):
-        return {"metadata": {"annotations": notes}}
-
-    assert "still alive" in lock._holder_alive(lease(**{HOLDER_PID: f"{here}/{os.getpid()}"}))
-    assert lock._holder_alive(lease(**{HOLDER_PID: f"{here}/{dead.pid}"})) is None
-    later = (datetime.now(UTC) + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    earlier = (datetime.now(UTC) - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    assert "may work until" in lock._holder_alive(lease(**{HOLDER_PID: "elsewhere/1", HOLDER_UNTIL: later}))
-    assert lock._holder_alive(lease(**{HOLDER_PID: "elsewhere/1", HOLDER_UNTIL: earlier})) is None
 
 
 def test_helm_errors_drop_client_go_log_lines():

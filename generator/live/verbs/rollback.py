@@ -40,7 +40,7 @@ def rollback(args: Any) -> int:
     kube.deadline = deadline
     release, ns, records = resolve(kube, args.release, args.namespace)
     helm = Helm(kube, deadline=deadline)
-    with RunLock(kube, ns, release, "rollback", until=deadline):
+    with RunLock(kube, ns, release, "rollback", deadline=deadline):
         records = release_records(kube, release, ns)
         require_ours(records, release, ns, "rollback")
         by_version = {int(labels(r)["version"]): r for r in records}

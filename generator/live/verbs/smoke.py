@@ -135,7 +135,7 @@ def smoke(args: Any) -> int:
 
     helm = Helm(kube, deadline=deadline)
     try:
-        with RunLock(kube, p.namespace, p.release, "smoke", until=deadline):
+        with RunLock(kube, p.namespace, p.release, "smoke", deadline=deadline):
             helm.upgrade(p.release, p.namespace, values, timeout=max(5.0, deadline - time.monotonic()),
                          description="dockyard-k8s smoke")
         say(f"smoke: release {p.release} installed in {p.namespace} with the probe as entrypoint "
