@@ -65,23 +65,31 @@ class Room:
     pods_denied: bool = False  # RBAC: pods of every namespace cannot be listed
 
 
-def read_room(kube: Kube, release: str, namespace: str) -> Room:
+def _read_nodes(kube: Kube, room: Room) -> list[Any]:
     from kubernetes.client.exceptions import ApiException
 
-    room = Room()
     try:
         nodes = [n for n in kube.core.list_node().items if not n.spec.unschedulable]
     except ApiException as exc:
         if exc.status != 403:
             raise
         nodes, room.nodes_denied = [], True
+    room.alloc = {n.metadata.name: {k: qty(v) for k, v in (n.status.allocatable or {}).items()} for n in nodes}
+    room.used = {n.metadata.name: {} for n in nodes}
+    return nodes
+
+
+def read_room(kube: Kube, release: str, namespace: str) -> Room:
+    from kubernetes.client.exceptions import ApiException
+
+    room = Room()
+    _read_nodes(kube, room)
     try:
         pods = kube.core.list_pod_for_all_namespaces(field_selector=RUNNING).items
     except ApiException as exc:
         if exc.status != 403:
             raise
         pods, room.pods_denied = [], True
-    room.used = {n.metadata.name: {} for n in nodes}
     for p in pods:
         if (p.metadata.labels or {}).get(INSTANCE) == release and p.metadata.namespace == namespace:
             continue  # this release's own pods (an upgrade replaces them)
@@ -92,12 +100,32 @@ def read_room(kube: Kube, release: str, namespace: str) -> Room:
                 req.update((c.resources.requests or {}) if c.resources else {})
                 for k, v in req.items():
                     on_node[k] = on_node.get(k, 0.0) + qty(v)
-    room.alloc = {n.metadata.name: {k: qty(v) for k, v in (n.status.allocatable or {}).items()} for n in nodes}
     return room
 
 
-def gpu_rows(room: Room, cluster: Any) -> list[Row]:
-    """One row per GPU fleet (enough nodes with enough GPUs) and one for the whole gang against what is free now."""
+def never_fits(kube: Kube, cluster: Any) -> Row | None:
+    """doctor's first failing GPU row on an empty cluster (every node's allocatable GPUs, no other pod):
+    the gang can never be scheduled, however long one waits. None when it fits, or nodes cannot be read."""
+    room = Room()
+    _read_nodes(kube, room)
+    if room.nodes_denied:
+        return None
+    return next((r for r in gpu_rows(room, cluster, empty=True) if r.mark == FAIL), None)
+
+
+def refuse_never_fits(kube: Kube, cluster: Any, what: str) -> None:
+    """CheckFailed (exit 1) before anything is installed, in never_fits' row's words."""
+    from generator.errors import CheckFailed
+
+    row = never_fits(kube, cluster)
+    if row is not None:
+        raise CheckFailed(f"the cluster can never schedule this gang ({row.check}: {row.detail}): {what} would wait "
+                          f"out its whole --timeout; nothing was changed. {row.remedy}")
+
+
+def gpu_rows(room: Room, cluster: Any, empty: bool = False) -> list[Row]:
+    """One row per GPU fleet (enough nodes with enough GPUs) and one for the whole gang against what is
+    free now (`empty`: against every node's allocatable, as if no other pod ran)."""
     if room.nodes_denied:
         return [Row(WARN, f"GPU capacity: {group}", forbidden("list", "nodes", None, "GPU capacity unknown"),
                     "ask a cluster admin whether the GPUs are there (or for a ClusterRole to list nodes)")
@@ -112,29 +140,36 @@ def gpu_rows(room: Room, cluster: Any) -> list[Row]:
                         f"{g.nodes} pod(s) × {g.gpusPerNode} {GPU}: {len(fit)} node(s) have ≥ {g.gpusPerNode} "
                         "allocatable",
                         "" if mark == OK else f"add GPU nodes with ≥ {g.gpusPerNode} GPUs, or lower cluster.{group}"))
-    rows.append(_gang_row(room, cluster, gpu_nodes))
+    rows.append(_gang_row(room, cluster, gpu_nodes, empty))
     return rows
 
 
-def _gang_row(room: Room, cluster: Any, gpu_nodes: dict[str, float]) -> Row:
-    """Every worker pod at once, against the GPUs free now (first fit, biggest pod first)."""
-    free = {n: c - room.used[n].get(GPU, 0.0) for n, c in gpu_nodes.items()}
-    want = sorted([cluster.trainer.gpusPerNode] * cluster.trainer.nodes
-                  + [cluster.inference.gpusPerNode] * cluster.inference.nodes, reverse=True)
-    placed = 0
-    for w in want:
+def place(free: dict[str, float], want: list[float]) -> int:
+    """How many of the pods (GPUs each) fit the nodes' free GPUs: first fit, biggest pod first."""
+    free, placed = dict(free), 0
+    for w in sorted(want, reverse=True):
         node = next((n for n, c in sorted(free.items(), key=lambda x: x[1]) if c >= w), None)
         if node:
             free[node] -= w
             placed += 1
+    return placed
+
+
+def _gang_row(room: Room, cluster: Any, gpu_nodes: dict[str, float], empty: bool = False) -> Row:
+    """Every worker pod at once, against the GPUs free now (or, `empty`, every node's allocatable)."""
+    free = {n: c - (0.0 if empty else room.used[n].get(GPU, 0.0)) for n, c in gpu_nodes.items()}
+    want = ([cluster.trainer.gpusPerNode] * cluster.trainer.nodes
+            + [cluster.inference.gpusPerNode] * cluster.inference.nodes)
+    placed = place(free, want)
     fits = placed == len(want)
-    detail = (f"{placed}/{len(want)} worker pods fit in the free GPUs "
-              + ("if no other pod used any" if room.pods_denied else "now")
+    when = "if no other pod used any" if empty or room.pods_denied else "now"
+    detail = (f"{placed}/{len(want)} worker pods fit in the {'allocatable' if empty else 'free'} GPUs {when}"
               + f" ({int(sum(want))} wanted, {int(sum(gpu_nodes.values()))} allocatable on {len(gpu_nodes)} node(s))"
-              + (f"; {IN_USE_UNKNOWN}" if room.pods_denied else ""))
+              + (f"; {IN_USE_UNKNOWN}" if room.pods_denied and not empty else ""))
     if not fits:
         return Row(FAIL, "GPU capacity: gang", detail,
-                   "free GPUs (other jobs), add GPU nodes, or shrink cluster.trainer/inference")
+                   ("add GPU nodes, or shrink cluster.trainer/inference" if empty
+                    else "free GPUs (other jobs), add GPU nodes, or shrink cluster.trainer/inference"))
     if room.pods_denied:
         return Row(WARN, "GPU capacity: gang", detail, "ask a cluster admin whether the GPUs are free")
     return Row(OK, "GPU capacity: gang", detail)

@@ -40,7 +40,8 @@ def follow(kube: Kube, release: str, namespace: str, deadline: float, progress: 
             progress.update(snap, phase)
             if snap.ready():
                 return snap
-            failure = snap.failure()
+            failure = snap.failure() or (_vanished(kube, release, namespace) if snap.revision is None or not snap.fleets
+                                              else None)
             if failure:
                 raise CheckFailed(failure + reasons(snap))
             if time.monotonic() >= deadline:
@@ -52,6 +53,21 @@ def follow(kube: Kube, release: str, namespace: str, deadline: float, progress: 
             time.sleep(max(0.0, read_at + MIN_INTERVAL - time.monotonic()))
     finally:
         stop.set()
+
+
+def _vanished(kube: Kube, release: str, namespace: str) -> str | None:
+    """What went from under a wait that sees no revision or no object of its release: its namespace, or
+    the release itself (None when both are there: the objects are yet to come)."""
+    deleting = kube.namespace_deletion(namespace)
+    if deleting:
+        return f"namespace {namespace} is {deleting}; {release} cannot become ready there"
+    if not kube.namespace_exists(namespace):
+        return f"namespace {namespace} was deleted while waiting for {release}: nothing of it is left"
+    from generator.live.snapshot import release_records
+
+    if not release_records(kube, release, namespace):
+        return f"release {release} was uninstalled from {namespace} while waiting for it"
+    return None
 
 
 def _watch(kube: Kube, release: str, namespace: str, changed: threading.Event, stop: threading.Event) -> None:

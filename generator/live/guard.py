@@ -1,13 +1,17 @@
 """What a change to a release would do to running training, and whose release it is.
 
-`impact()` compares the release's deployed manifest with the one an operation would install (a new
-render for `run`, an older revision for `rollback`) against the live RayJobs and RayClusters. Losses
-(a running RayJob or RayCluster deleted, or a RayJob whose spec KubeRay would not apply, #1776) are
-refused unless the user passes --replace; a recipe change under a running job is announced.
+`impact()` compares the manifest an operation acts on — what Helm itself diffs against: the newest
+revision for rollback and uninstall (a failed or pending revision applied its objects too), the deployed
+one, else the newest failed one, for upgrade — with the one it would leave (a new render for `run`, an
+older revision for `rollback` and for the recovery of an interrupted run, nothing for removing a
+release) against the live RayJobs and RayClusters. Losses (a running RayJob or RayCluster deleted, or a
+RayJob whose spec KubeRay would not apply, #1776) are refused unless the user passes --replace
+(`enforce()`); a recipe change under a running job is announced.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,10 +56,10 @@ class Impact:
     replace: list[tuple[str, str]] = field(default_factory=list)  # (plural, name) to delete first with --replace
     notes: list[str] = field(default_factory=list)  # announced, never refused
 
-    def refuse_unless(self, replace: bool, verb: str) -> None:
+    def refuse_unless(self, replace: bool, verb: str, why: str = "") -> None:
         if self.lost and not replace:
             raise CheckFailed(
-                f"`{verb}` would lose running training:\n  " + "\n  ".join(self.lost)
+                f"`{verb}` would lose running training{': ' + why if why else ''}:\n  " + "\n  ".join(self.lost)
                 + "\nnothing was changed. Rerun with --replace to accept that (the jobs restart from scratch), "
                 "or wait until they finish")
 
@@ -66,8 +70,21 @@ def manifest_objects(text: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(text or "") if isinstance(d, dict)]
 
 
-def deployed_manifest(records: list[dict[str, Any]]) -> str | None:
+def live_manifest(records: list[dict[str, Any]]) -> str | None:
+    """The manifest of the newest revision, deployed or not: a failed or pending install or upgrade
+    created its objects too (the RayJob of a `helm install --wait` that timed out trains on), and
+    `helm rollback` and `helm uninstall` act on it. None when there is none (or it was uninstalled)."""
+    if not records or labels(records[-1]).get("status") == "uninstalled":
+        return None
+    return decode_release(records[-1]).get("manifest", "")
+
+
+def upgrade_base(records: list[dict[str, Any]]) -> str | None:
+    """The manifest `helm upgrade` diffs against (what it deletes when absent from the new one): the
+    deployed revision, else the newest when it failed (Helm upgrades over a failed-only release)."""
     rec = next((r for r in reversed(records) if labels(r).get("status") == "deployed"), None)
+    if rec is None and records and labels(records[-1]).get("status") in ("failed", "superseded"):
+        rec = records[-1]
     return decode_release(rec).get("manifest", "") if rec else None
 
 
@@ -142,6 +159,20 @@ def impact(kube: Kube, namespace: str, current: str | None, target: str) -> Impa
             if kind == "RayJob":
                 out.replace.append((RAY_PLURALS[kind], name))
     return out
+
+
+def enforce(kube: Kube, namespace: str, current: str | None, target: str, *, replace: bool, verb: str,
+            say: Any, deadline: float, why: str = "") -> Impact:
+    """The one gate of every path that deletes or replaces live Ray objects: refuse a loss of running
+    training unless --replace, announce the notes, and with --replace delete what must be recreated."""
+    hit = impact(kube, namespace, current, target)
+    hit.refuse_unless(replace, verb, why)
+    for note in hit.notes:
+        say(note)
+    if replace:
+        for plural, name in dict.fromkeys(hit.replace):
+            delete_ray(kube, namespace, plural, name, say, max(5.0, deadline - time.monotonic()))
+    return hit
 
 
 def delete_ray(kube: Kube, namespace: str, plural: str, name: str, say: Any, timeout: float) -> None:

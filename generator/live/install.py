@@ -1,7 +1,7 @@
 """`run`'s install step: the plan's values through `helm upgrade --install` under the run lock.
 
-Before Helm runs: a release an interrupted run left pending is recovered, and the change is checked
-against running training (guard.impact; --replace deletes what cannot be changed in place). While
+Before Helm runs: a release an interrupted run left pending is recovered, and the recovery and the change
+are checked against running training (guard.enforce; --replace deletes what cannot be changed in place). While
 Helm runs, the release is re-read so a failure can say what the pods were waiting on.
 """
 
@@ -15,12 +15,12 @@ from typing import Any
 
 from generator.errors import CheckFailed
 from generator.live.follow import reasons
-from generator.live.guard import delete_ray, deployed_manifest, end_state, impact, require_ours
+from generator.live.guard import end_state, enforce, live_manifest, require_ours, upgrade_base
 from generator.live.kube import Kube
 from generator.live.plan import Plan
 from generator.live.progress import Progress
 from generator.live.release import PENDING, Helm, RunLock
-from generator.live.snapshot import Snapshot, labels, release_records, take
+from generator.live.snapshot import Snapshot, decode_release, labels, release_records, take
 
 WATCH_INTERVAL = 1.0  # seconds between two reads of the release while helm works (its reasons explain a failure)
 
@@ -36,8 +36,9 @@ class Installed:
 
 
 def install(p: Plan, *, kubeconfig: str | None, context: str | None, timeout: float, quiet: bool,
-            replace: bool, create_namespace: bool) -> Installed:
-    """Install or upgrade the release (helm, atomic) and say which revision is deployed."""
+            replace: bool, create_namespace: bool, wait: bool = False) -> Installed:
+    """Install or upgrade the release (helm, atomic) and say which revision is deployed. With `wait`
+    (the caller waits for the gang), a gang no node set could ever hold is refused before Helm runs."""
     progress = Progress(quiet=quiet, title=f"{p.release} ({p.namespace})")
     for note in p.notes:
         print(note, file=sys.stderr)
@@ -47,6 +48,10 @@ def install(p: Plan, *, kubeconfig: str | None, context: str | None, timeout: fl
     kube.deadline = deadline
     if p.mode != "attach":
         kube.require_ray()
+        if wait:
+            from generator.live.capacity import refuse_never_fits
+
+            refuse_never_fits(kube, p.cluster, "`run --wait`")
     kube.require_priority_class(p.priority_class)
     if not kube.namespace_exists(p.namespace):
         if not create_namespace:
@@ -57,7 +62,7 @@ def install(p: Plan, *, kubeconfig: str | None, context: str | None, timeout: fl
     with RunLock(kube, p.namespace, p.release, "run", deadline=deadline) as lock:
         records = release_records(kube, p.release, p.namespace)
         require_ours(records, p.release, p.namespace, "run")
-        _recover(helm, p, records, progress, max(5.0, deadline - time.monotonic()))
+        _recover(helm, kube, p, records, progress, replace, deadline)
         records = release_records(kube, p.release, p.namespace)
         _guard(kube, p, records, replace, progress, deadline)
         since = max((int(labels(r)["version"]) for r in records), default=0)
@@ -70,40 +75,44 @@ def install(p: Plan, *, kubeconfig: str | None, context: str | None, timeout: fl
     return Installed(kube, progress, deadline, t0)
 
 
-def _recover(helm: Helm, p: Plan, records: list[Any], out: Progress, timeout: float) -> None:
-    """A release left pending or failed by an interrupted run (we hold the lock, so nobody else is
-    running): roll back to the last deployed revision, or uninstall a never-deployed release."""
+def _recover(helm: Helm, kube: Kube, p: Plan, records: list[Any], out: Progress, replace: bool,
+             deadline: float) -> None:
+    """A release left pending by an interrupted run (we hold the lock, so nobody else is running): roll
+    back to the last deployed revision, or uninstall a never-deployed one; a release left `uninstalling`
+    is removed. Each goes through the training-loss gate against the newest revision's manifest (what is
+    live). A release with only failed revisions needs no recovery: Helm upgrades over its last one."""
     if not records:
         return
     status = labels(records[-1]).get("status")
     deployed = [r for r in records if labels(r).get("status") == "deployed"]
-    if status in PENDING:
-        if deployed:
-            rev = int(labels(deployed[-1])["version"])
-            out.say(f"release {p.release} was left {status} by an interrupted run: rolling back to revision {rev}")
-            helm.rollback(p.release, p.namespace, rev, timeout=timeout)
-        else:
-            out.say(f"release {p.release} was left {status} by an interrupted first install: removing it")
-            helm.uninstall(p.release, p.namespace, timeout=timeout)
-    elif not deployed and status in ("failed", "uninstalling"):
-        out.say(f"release {p.release} has no deployed revision (last: {status}): removing it before installing")
+    live = live_manifest(records)
+    timeout = max(5.0, deadline - time.monotonic())
+    if status in PENDING and deployed:
+        rev = int(labels(deployed[-1])["version"])
+        why = f"release {p.release} was left {status} by an interrupted run, and rolling it back to revision {rev}"
+        enforce(kube, p.namespace, live, decode_release(deployed[-1]).get("manifest", ""), replace=replace,
+                verb="run", say=out.say, deadline=deadline, why=why + " changes what runs")
+        out.say(f"release {p.release} was left {status} by an interrupted run: rolling back to revision {rev}")
+        helm.rollback(p.release, p.namespace, rev, timeout=timeout)
+    elif status in PENDING or status == "uninstalling":
+        what = "an interrupted first install" if status in PENDING else "an interrupted uninstall"
+        enforce(kube, p.namespace, live, "", replace=replace, verb="run", say=out.say, deadline=deadline,
+                why=f"release {p.release} was left {status} by {what}, and recovering it means removing it")
+        out.say(f"release {p.release} was left {status} by {what}: removing it")
         helm.uninstall(p.release, p.namespace, timeout=timeout)
+    elif not deployed and status == "failed":
+        out.say(f"release {p.release} has no deployed revision (last: failed): upgrading over it")
 
 
 def _guard(kube: Kube, p: Plan, records: list[Any], replace: bool, progress: Progress, deadline: float) -> None:
     """Refuse to lose running training unless --replace; with it, delete what must be recreated."""
-    current = deployed_manifest(records)
+    current = upgrade_base(records)
     if current is None:
         return
     from generator.render.helm import template
 
-    hit = impact(kube, p.namespace, current, template(p.values, p.release, p.namespace))
-    hit.refuse_unless(replace, "run")
-    for note in hit.notes:
-        progress.say(note)
-    if replace:
-        for plural, name in dict.fromkeys(hit.replace):
-            delete_ray(kube, p.namespace, plural, name, progress.say, max(5.0, deadline - time.monotonic()))
+    enforce(kube, p.namespace, current, template(p.values, p.release, p.namespace), replace=replace, verb="run",
+            say=progress.say, deadline=deadline)
 
 
 def _rollback_reserve(left: float) -> float:

@@ -13,6 +13,7 @@ class Plan:
     mode: str
     values: dict[str, Any]
     notes: list[str]
+    cluster: Any = None  # the recipe's cluster (trainer/inference nodes × GPUs): the gang
 
     @property
     def priority_class(self) -> str | None:
@@ -39,4 +40,4 @@ def plan(recipe: str, infra: str, overrides: list[str], release: str | None, nam
                          f"`dockyard-k8s render {recipe} {infra} | kubectl apply -f -`")
             block["enabled"] = False
     return Plan(release or values.recipe.name, namespace or inputs.infra.infra.namespace,
-                inputs.infra.launch.mode, vals, notes)
+                inputs.infra.launch.mode, vals, notes, inputs.recipe.cluster)

@@ -247,6 +247,51 @@ def kuberay_operator_row(kube: Kube) -> Row:
                "" if ready else "check the operator's pods and logs")
 
 
+LEADER_LEASE = "ray-operator-leader"  # KubeRay's LeaderElectionID (ray-operator main.go)
+RECONCILE_WATCH = 5.0  # seconds a live leader surely renews in (controller-runtime renews every 2 s)
+
+
+def kuberay_reconciling_row(kube: Kube, watch: float = RECONCILE_WATCH) -> Row:
+    """Whether a KubeRay operator is reconciling: its leader Lease changes while this process watches
+    it (judged on our own clock, never by comparing the holder's renewTime with ours)."""
+    import time
+
+    from kubernetes.client.exceptions import ApiException
+
+    path = "/apis/coordination.k8s.io/v1/leases"
+    try:
+        leases = kube.list(path, field_selector=f"metadata.name={LEADER_LEASE}")
+    except ApiException as exc:
+        if exc.status != 403:
+            raise
+        return Row(WARN, "KubeRay reconciling", forbidden("list", "leases.coordination.k8s.io", None,
+                                                          "whether the operator reconciles is unknown"))
+    if not leases:
+        return Row(WARN, "KubeRay reconciling",
+                   f"no leader Lease {LEADER_LEASE} in any namespace (leader election off?): whether an operator "
+                   "reconciles is unknown", "run the KubeRay operator with --enable-leader-election (its chart's "
+                   "default) so this can be checked")
+    lease = leases[0]
+    where = f"{lease['metadata']['namespace']}/{LEADER_LEASE}"
+    holder = (lease.get("spec") or {}).get("holderIdentity")
+    if not holder:
+        return Row(FAIL, "KubeRay reconciling", f"leader Lease {where} has no holder: no operator leads",
+                   "start the KubeRay operator; RayJobs and RayClusters do not progress, and their finalizers "
+                   "(ray.io/rayjob-finalizer) are not removed, until one runs")
+    seen, t0 = lease["metadata"]["resourceVersion"], time.monotonic()
+    while time.monotonic() - t0 < watch:
+        time.sleep(0.5)
+        now = kube.request("GET", f"/apis/coordination.k8s.io/v1/namespaces/{lease['metadata']['namespace']}"
+                                  f"/leases/{LEADER_LEASE}")
+        if now["metadata"]["resourceVersion"] != seen:
+            return Row(OK, "KubeRay reconciling", f"leader Lease {where} renewed by {holder} "
+                                                  f"({time.monotonic() - t0:.1f}s after it was first read)")
+    return Row(FAIL, "KubeRay reconciling",
+               f"leader Lease {where} (holder {holder}) was not renewed in {watch:.0f}s of watching: the operator is "
+               "stopped or stuck", "check the KubeRay operator's pods and logs; RayJobs and RayClusters do not "
+               "progress, and their finalizers (ray.io/rayjob-finalizer) are not removed, until it reconciles")
+
+
 # what the values name: a PriorityClass, pull secrets --------------------------------------------------
 
 def priority_class_row(kube: Kube, name: str | None) -> Row:

@@ -135,24 +135,22 @@ def release_records(kube: Kube, release: str, namespace: str | None) -> list[dic
 
 # Pods -------------------------------------------------------------------------------------------
 
+def container_gpus(container: dict[str, Any]) -> int:
+    """GPUs a container holds: its request, which Kubernetes defaults to the limit (for an extended
+    resource the two must be equal when both are set)."""
+    res = container.get("resources") or {}
+    val = (res.get("requests") or {}).get(GPU)
+    if val is None:
+        val = (res.get("limits") or {}).get(GPU)
+    return int(val or 0)
+
+
 def _pod_gpus(spec: dict[str, Any] | None) -> int:
-    total = 0
-    for c in (spec or {}).get("containers") or []:
-        res = c.get("resources") or {}
-        for src in (res.get("limits"), res.get("requests")):
-            if src and GPU in src:
-                total += int(src[GPU])
-                break
-    return total
+    return sum(container_gpus(c) for c in (spec or {}).get("containers") or [])
 
 
 def _template_gpus(template: dict[str, Any]) -> int:
-    total = 0
-    for c in (template.get("spec") or {}).get("containers") or []:
-        res = c.get("resources") or {}
-        val = (res.get("limits") or {}).get(GPU) or (res.get("requests") or {}).get(GPU)
-        total += int(val or 0)
-    return total
+    return _pod_gpus(template.get("spec"))
 
 
 def _pod_ready(pod: dict[str, Any]) -> bool:
@@ -195,7 +193,7 @@ def _when(ts: str | None) -> str:
     (eventTime) RFC 3339 stamps, both UTC, compared on equal terms."""
     if not ts:
         return ""
-    return str(datetime.fromisoformat(ts.replace("Z", "+00:00")))
+    return str(datetime.fromisoformat(ts))
 
 
 # The snapshot -------------------------------------------------------------------------------------
@@ -235,7 +233,7 @@ def _read_record(snap: Snapshot, records: list[Any]) -> None:
     ts = labels(last).get("modifiedAt")
     created = last["metadata"].get("creationTimestamp")
     if created:  # RFC 3339 UTC, shown as the typed client's datetime.isoformat would show it
-        snap.updated = datetime.fromisoformat(created.replace("Z", "+00:00")).isoformat(timespec="seconds")
+        snap.updated = datetime.fromisoformat(created).isoformat(timespec="seconds")
     elif ts and ts.isdigit():
         snap.updated = datetime.fromtimestamp(int(ts), UTC).isoformat(timespec="seconds")
 
@@ -243,7 +241,7 @@ def _read_record(snap: Snapshot, records: list[Any]) -> None:
 def _read_ray(snap: Snapshot, jobs: Objects, clusters: Objects) -> dict[str, Any] | None:
     """The release's RayJob and RayCluster into the snapshot; the RayCluster spec in force (or None)."""
     release = snap.release
-    job = next((j for j in jobs if j["metadata"]["name"] == release), jobs[0] if jobs else None)
+    job = next((j for j in jobs if j["metadata"]["name"] == release), None)  # the chart names it after the release
     cluster_name = None
     ray_spec = None
     if job:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from generator.errors import CheckFailed
-from generator.live.guard import require_ours
+from generator.live.guard import impact, live_manifest, require_ours
 from generator.live.kube import INSTANCE, Kube
 from generator.live.release import Helm, RunLock, wait_until
 from generator.live.resolve import resolve
@@ -36,6 +36,30 @@ def leftovers(kube: Kube, release: str, ns: str) -> list[str]:
     return out
 
 
+def held(kube: Kube, release: str, ns: str) -> list[str]:
+    """The release's RayJobs and RayClusters that are being deleted but held by a finalizer, and who
+    removes it: what an uninstall waits on when the KubeRay operator is not reconciling."""
+    out = []
+    for plural, kind in (("rayjobs", "RayJob"), ("rayclusters", "RayCluster")):
+        for o in kube.list_ray(plural, ns, f"{INSTANCE}={release}"):
+            meta = o["metadata"]
+            if meta.get("deletionTimestamp") and meta.get("finalizers"):
+                out.append(f"{kind} {meta['name']} is held by finalizer {', '.join(meta['finalizers'])} (deleted at "
+                           f"{meta['deletionTimestamp']}), which only the KubeRay operator removes: is it running "
+                           "and reconciling? (`dockyard-k8s doctor` checks)")
+    return out
+
+
+def _why_held(kube: Kube, release: str, ns: str) -> str:
+    try:
+        lines = held(kube, release, ns)
+    except Exception as exc:  # the reason is a bonus: never hide the error it explains
+        from generator.live.kube import describe_error
+
+        return f"\n  (what holds it could not be read: {describe_error(exc) or type(exc).__name__})"
+    return "".join(f"\n  {line}" for line in lines)
+
+
 def uninstall(kubeconfig: str | None, context: str | None, release: str | None, namespace: str | None,
               timeout: float) -> None:
     """Uninstall the release (the only one in scope when unnamed) and wait until nothing of it is left."""
@@ -45,9 +69,17 @@ def uninstall(kubeconfig: str | None, context: str | None, release: str | None, 
     kube.deadline = deadline
     name, ns, _ = resolve(kube, release, namespace)
     with RunLock(kube, ns, name, "uninstall", deadline=deadline):
-        require_ours(release_records(kube, name, ns), name, ns, "uninstall")
-        Helm(kube, deadline=deadline).uninstall(name, ns, timeout=timeout)
+        records = release_records(kube, name, ns)
+        require_ours(records, name, ns, "uninstall")
+        # uninstall is the request to remove: it never refuses, but names the running training it ends
+        for line in impact(kube, ns, live_manifest(records), "").lost:
+            print(f"uninstall ends running training: {line}", flush=True)
+        try:
+            Helm(kube, deadline=deadline).uninstall(name, ns, timeout=timeout)
+        except CheckFailed as exc:
+            raise CheckFailed(f"{exc}{_why_held(kube, name, ns)}") from None
         left = wait_until(lambda: not leftovers(kube, name, ns), max(1.0, deadline - time.monotonic()))
     if not left:
-        raise CheckFailed(f"release {name} uninstalled, but objects remain: {', '.join(leftovers(kube, name, ns))}")
+        raise CheckFailed(f"release {name} uninstalled, but objects remain: {', '.join(leftovers(kube, name, ns))}"
+                          + _why_held(kube, name, ns))
     print(f"release {name} uninstalled from {ns}: nothing left ({time.monotonic() - t0:.1f}s)")

@@ -192,7 +192,9 @@ def argv(state: PlaygroundState, bins: Binaries, state_dir: Path) -> dict[str, l
         "kuberay-operator": [
             bins.kuberay_operator,
             f"--kubeconfig={kc / 'kuberay-operator.kubeconfig'}",
-            "--enable-leader-election=false",
+            # on, as in KubeRay's own chart: `doctor` judges whether it reconciles by its leader Lease
+            "--enable-leader-election=true",
+            "--leader-election-namespace=kube-system",
             # The dashboard of a RayJob's cluster is reached through the apiserver's service proxy,
             # never by resolving `<head-svc>.<ns>.svc.cluster.local`: see docs/playground.md.
             "--use-kubernetes-proxy=true",

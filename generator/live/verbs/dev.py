@@ -95,7 +95,7 @@ def dev(args: Any) -> int:
                    Progress(quiet=args.quiet, title=f"{p.release} ({p.namespace})"))
         else:
             done = install(p, kubeconfig=args.kubeconfig, context=args.context, timeout=args.timeout, quiet=args.quiet,
-                           replace=args.replace, create_namespace=args.create_namespace)
+                           replace=args.replace, create_namespace=args.create_namespace, wait=True)
             until_ready(done.kube, p.release, p.namespace, p.mode, done.deadline, done.progress, done.t0)
         head = _head_pod(kube, p.namespace, p.release)
         forwards = [Forward(kube, p.namespace, f"pod/{head}", args.dashboard_port, 8265, "the Ray dashboard"),

@@ -36,6 +36,7 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     rows += preflight.rbac_rows(kube, namespace)
     rows.append(preflight.kuberay_crds_row(kube))
     rows.append(preflight.kuberay_operator_row(kube))
+    rows.append(preflight.kuberay_reconciling_row(kube))
     infra = values.get("infra") or {}
     priority_class = preflight.priority_class_row(kube, infra.get("priorityClassName"))
     rows.append(priority_class)

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
-from generator.live.guard import delete_ray, deployed_manifest, end_state, impact, require_ours
+from generator.live.guard import end_state, enforce, live_manifest, require_ours
 from generator.live.kube import Kube, usage_error
 from generator.live.release import Helm, RunLock
 from generator.live.resolve import resolve
@@ -46,14 +46,9 @@ def rollback(args: Any) -> int:
         by_version = {int(labels(r)["version"]): r for r in records}
         current = int(labels(records[-1])["version"])
         target = _target(by_version, current, release, target)
-        hit = impact(kube, ns, deployed_manifest(records), decode_release(by_version[target]).get("manifest", ""))
-        hit.refuse_unless(args.replace, f"rollback {release} {target}")
-        for note in hit.notes:
-            print(note, flush=True)
-        if args.replace:
-            for plural, name in dict.fromkeys(hit.replace):
-                delete_ray(kube, ns, plural, name, lambda line: print(line, flush=True),
-                           max(5.0, deadline - time.monotonic()))
+        enforce(kube, ns, live_manifest(records), decode_release(by_version[target]).get("manifest", ""),
+                replace=args.replace, verb=f"rollback {release} {target}",
+                say=lambda line: print(line, flush=True), deadline=deadline)
         try:
             helm.rollback(release, ns, target, timeout=max(5.0, deadline - time.monotonic()))
         except CheckFailed as exc:

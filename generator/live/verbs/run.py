@@ -15,7 +15,8 @@ from generator.live.plan import Plan, plan
 def run(args: Any, mode: str | None = None) -> int:
     p = plan(args.recipe, args.infra, args.overrides, args.release, args.namespace, mode)
     done = install(p, kubeconfig=args.kubeconfig, context=args.context, timeout=args.timeout, quiet=args.quiet,
-                   replace=args.replace, create_namespace=args.create_namespace)
+                   replace=args.replace, create_namespace=args.create_namespace,
+                   wait=bool(args.wait or getattr(args, "follow", False)))
     if getattr(args, "follow", False) and p.mode == "rayjob":
         return _follow_job(p, done)
     if not args.wait:

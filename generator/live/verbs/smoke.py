@@ -124,6 +124,9 @@ def smoke(args: Any) -> int:
     kube = Kube(args.kubeconfig, args.context)
     kube.deadline = deadline
     kube.require_ray()
+    from generator.live.capacity import refuse_never_fits
+
+    refuse_never_fits(kube, p.cluster, "`smoke`")
     if not kube.namespace_exists(p.namespace):
         if not args.create_namespace:
             raise CheckFailed(f"namespace {p.namespace} does not exist: pass --create-namespace, or create it")
