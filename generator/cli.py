@@ -58,18 +58,36 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    """The offline check (generator.render.check), and with --server the live dry run
+    (generator.live.server_check), whose cluster failures are one line like the live verbs'."""
+    if args.server:
+        from generator.live.kube import cluster_errors
+
+        return cluster_errors(_check)(args)
+    return _check(args)
+
+
+def _check(args: argparse.Namespace) -> int:
     from generator.render.kubeconform import Run
 
     validator = Run()  # starts now, so kubeconform's start-up overlaps the imports below
-    from generator.render.check import run_check
+    try:
+        from generator.render.check import checked, report
 
-    server = None
-    if args.server:
-        from generator.live.kube import Kube
+        server = None
+        if args.server:  # a bad kubeconfig is told before anything renders
+            from generator.live.kube import Kube
 
-        server = Kube(args.kubeconfig, args.context)
-    return run_check(args.recipe, args.infra, args.overrides, validator=validator, security=args.security,
-                     server=server)
+            server = Kube(args.kubeconfig, args.context)
+    except BaseException:
+        validator.cancel()
+        raise
+    found = checked(args.recipe, args.infra, args.overrides, validator=validator)
+    if server is not None:
+        from generator.live.server_check import add_dry_run
+
+        add_dry_run(found, server)
+    return report(found, security=args.security)
 
 
 OWN_VERBS = ("values", "render", "check")  # need none of the subcommand groups in other packages

@@ -1,4 +1,5 @@
-"""Where the pinned tools live: ${XDG_CACHE_HOME:-~/.cache}/dockyard-k8s/<tool>-<version>/."""
+"""Where things live outside the repo: the pinned tools, ${XDG_CACHE_HOME:-~/.cache}/dockyard-k8s/<tool>-<version>/,
+and the local playground's state (its kubeconfig is the live verbs' last default)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 VERSIONS_FILE = REPO / "tools" / "versions.env"
 CHART_DIR = REPO / "charts" / "dockyard"
+
+
+PLAYGROUND_DIR_ENV = "DOCKYARD_PLAYGROUND_DIR"
+
+
+def playground_state_dir() -> Path:
+    """`$DOCKYARD_PLAYGROUND_DIR`, else `${XDG_STATE_HOME:-~/.local/state}/dockyard-k8s/playground`. Here and
+    not in generator.playground: the product reads the playground's kubeconfig without depending on the dev
+    cluster's package (which imports this)."""
+    env = os.environ.get(PLAYGROUND_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "dockyard-k8s" / "playground"
 
 
 class ToolMissing(RuntimeError):

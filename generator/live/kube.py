@@ -22,7 +22,6 @@ NAME_LABEL = "app.kubernetes.io/name=dockyard"
 
 Objects = list[dict[str, Any]]  # API objects read as plain JSON (Kube.list; `list` is a method name there)
 
-LAST_SERVER: str | None = None
 REQUEST_FLOOR = 2.0  # seconds a request may take past a verb's deadline (reading the end state)
 
 
@@ -31,7 +30,8 @@ def usage_error(message: str, where: str = "<command line>") -> InputError:
 
 
 def resolve_kubeconfig(explicit: str | None) -> str:
-    """--kubeconfig, else $KUBECONFIG (first entry), else ~/.kube/config, else the playground's."""
+    """--kubeconfig, else $KUBECONFIG (first entry), else ~/.kube/config, else the playground's
+    (generator.tools.playground_state_dir: the product never imports the playground package)."""
     if explicit:
         if not Path(explicit).is_file():
             raise usage_error(f"--kubeconfig {explicit}: no such file")
@@ -45,9 +45,9 @@ def resolve_kubeconfig(explicit: str | None) -> str:
     home = Path.home() / ".kube" / "config"
     if home.is_file():
         return str(home)
-    from generator.playground import default_state_dir
+    from generator.tools import playground_state_dir
 
-    pg = default_state_dir() / "kubeconfig"
+    pg = playground_state_dir() / "kubeconfig"
     if pg.is_file():
         return str(pg)
     raise CheckFailed("no kubeconfig: pass --kubeconfig, set KUBECONFIG, or start the local playground "
@@ -73,12 +73,10 @@ class Kube:
         self.context_namespace = ((chosen or {}).get("context") or {}).get("namespace")
         cfg.retries = 0
         self.server = cfg.host
-        global LAST_SERVER
-        LAST_SERVER = cfg.host
         self.api = client.ApiClient(cfg)
         self.calls = 0
         self.request_timeout = 30.0  # seconds, per request
-        self.deadline: float | None = None  # time.monotonic() past which a request gets GRACE seconds at most
+        self.deadline: float | None = None  # time.monotonic() past which a request gets REQUEST_FLOOR seconds
         original = self.api.call_api
 
         @functools.wraps(original)
@@ -88,7 +86,11 @@ class Kube:
             if self.deadline is not None:
                 limit = min(limit, max(REQUEST_FLOOR, self.deadline - time.monotonic()))
             kw.setdefault("_request_timeout", limit)
-            return original(*a, **kw)
+            try:
+                return original(*a, **kw)
+            except Exception as exc:
+                setattr(exc, _SERVER_ATTR, self.server)  # for cluster_errors' line (server_of)
+                raise
 
         self.api.call_api = counted  # type: ignore[method-assign]
         self._call_uncounted = original
@@ -164,16 +166,6 @@ class Kube:
     def custom(self):
         from kubernetes import client
         return client.CustomObjectsApi(self.api)
-
-    @functools.cached_property
-    def coordination(self):
-        from kubernetes import client
-        return client.CoordinationV1Api(self.api)
-
-    @functools.cached_property
-    def batch(self):
-        from kubernetes import client
-        return client.BatchV1Api(self.api)
 
     def close(self) -> None:
         self.api.close()
@@ -351,6 +343,16 @@ def describe_error(exc: BaseException, server: str | None = None) -> str | None:
     return None
 
 
+_SERVER_ATTR = "dockyard_kube_server"
+
+
+def server_of(exc: BaseException) -> str | None:
+    """The API server a failed request of a Kube went to (each Kube marks its own requests' failures),
+    None for any other failure."""
+    server = getattr(exc, _SERVER_ATTR, None)
+    return server if isinstance(server, str) else None
+
+
 def cluster_errors(handler: Callable[..., int]) -> Callable[..., int]:
     """Turn expected client failures into CheckFailed (exit 1, one line, no traceback)."""
 
@@ -361,7 +363,7 @@ def cluster_errors(handler: Callable[..., int]) -> Callable[..., int]:
         except (CheckFailed, InputError, KeyboardInterrupt):
             raise
         except Exception as exc:
-            line = describe_error(exc, LAST_SERVER)
+            line = describe_error(exc, server_of(exc))
             if line is None:
                 raise
             raise CheckFailed(line) from None

@@ -1,4 +1,5 @@
-"""`check --server`: every rendered object sent to the apiserver with dryRun=All (server-side apply)."""
+"""`check --server`: every rendered object sent to the apiserver with dryRun=All (server-side apply). The
+offline check (generator/render/check.py) finds and returns; `add_dry_run` adds this step's lines and row."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import yaml
 
 if TYPE_CHECKING:
     from generator.live.kube import Kube
+    from generator.render.check import Checked
 
 
 @dataclass
@@ -61,3 +63,17 @@ def dry_run(kube: Kube, manifests: str, namespace: str) -> list[DryRun]:
         warnings = [w.split(" ", 2)[-1].strip('"').replace('\\"', '"') for w in raw.split(", 299 ") if w]
         out.append(DryRun(kind, name, True, warnings=warnings))
     return out
+
+
+def add_dry_run(found: Checked, kube: Kube) -> None:
+    """The dry run of what `check` rendered: a line per refusal and warning, the `server dry-run` row."""
+    dry = dry_run(kube, found.manifests, found.namespace)
+    refused = [d for d in dry if not d.accepted]
+    lines = []
+    for d in dry:
+        if not d.accepted:
+            lines.append(f"  ✗ server refused {d.kind} {d.name}: {d.message}")
+        lines += [f"  ! server warns on {d.kind} {d.name}: {w}" for w in d.warnings]
+    detail = (f"{len(dry) - len(refused)} accepted, {len(refused)} refused "
+              f"(dryRun=All, namespace {found.namespace}, {kube.server})")
+    found.add(lines, ("✗" if refused else "✓", "server dry-run", detail), bool(refused))

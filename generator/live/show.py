@@ -31,6 +31,6 @@ def age(ts: Any) -> str:
     if not ts:
         return "-"
     if isinstance(ts, str):
-        ts = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+        ts = datetime.fromisoformat(ts)
     s = int((datetime.now(UTC) - ts).total_seconds())
     return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h"

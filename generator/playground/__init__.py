@@ -8,16 +8,9 @@ Nothing heavy is imported here: `generator.playground.cli` is loaded at CLI star
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+# The state folder's path lives in generator.tools: the live verbs find the playground's kubeconfig there
+# without importing this package.
+from generator.tools import PLAYGROUND_DIR_ENV as STATE_ENV
+from generator.tools import playground_state_dir as default_state_dir
 
-STATE_ENV = "DOCKYARD_PLAYGROUND_DIR"
-
-
-def default_state_dir() -> Path:
-    """`$DOCKYARD_PLAYGROUND_DIR`, else `${XDG_STATE_HOME:-~/.local/state}/dockyard-k8s/playground`."""
-    env = os.environ.get(STATE_ENV)
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "dockyard-k8s" / "playground"
+__all__ = ["STATE_ENV", "default_state_dir"]

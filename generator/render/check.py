@@ -1,12 +1,17 @@
-"""`check`: models, values schema (enforced by helm), one `helm template`, then side by side one
+"""`check`, offline: models, values schema (enforced by helm), one `helm template`, then side by side one
 `kubeconform -strict` (shapes) and one `kube-validate` (the apiserver's own validation), and the size
-of Helm's release Secret."""
+of Helm's release Secret. `checked` returns what they found, `report` prints it; `check --server`'s dry
+run is live code (generator/live/server_check.py): the CLI adds its lines and row before printing.
+
+A failure of any of these tools (it is missing, cannot start, crashes, ends with an unexpected code,
+prints what is not its report) is a CheckFailed of one line, and the other tools are stopped and reaped.
+"""
 
 from __future__ import annotations
 
 import sys
 
-from generator.errors import EXIT_FAILED, EXIT_OK
+from generator.errors import EXIT_FAILED, EXIT_OK, CheckFailed
 from generator.render import apivalidate, helm, kubeconform
 from generator.tools import versions
 
@@ -14,29 +19,41 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TextIO
 
-    from generator.live.kube import Kube
-    from generator.live.server_check import DryRun
+Row = tuple[str, str, str]  # mark, step, detail
 
 
-def run_check(recipe: str, infra: str, overrides: list[str], out: TextIO | None = None,
-              validator: kubeconform.Run | None = None, security: bool = False, server: Kube | None = None) -> int:
+class Checked:
+    """What `check` found: the heading, the lines under it (objects, refusals, warnings), the summary
+    rows, whether any step failed; and the rendered stream and its namespace, for the steps the CLI adds."""
+
+    __slots__ = ("heading", "lines", "rows", "failed", "manifests", "namespace")
+
+    def __init__(self, heading: str, lines: list[str], rows: list[Row], failed: bool, manifests: str,
+                 namespace: str) -> None:
+        self.heading, self.lines, self.rows, self.failed = heading, lines, rows, failed
+        self.manifests, self.namespace = manifests, namespace
+
+    def add(self, lines: list[str], row: Row, failed: bool) -> None:
+        """One more step's lines and summary row (`check --server`)."""
+        self.lines += lines
+        self.rows.append(row)
+        self.failed = self.failed or failed
+
+
+def checked(recipe: str, infra: str, overrides: list[str], validator: kubeconform.Run | None = None) -> Checked:
     """`validator` is a kubeconform.Run started by the caller, so its start-up overlaps ours (the
-    kube-validate process starts here, before the inputs are read, for the same reason);
-    `server` is a live.kube.Kube for a dry run of every object on the apiserver (`check --server`).
+    kube-validate process starts here, before the inputs are read, for the same reason).
     helm starts as soon as the inputs are read (`helm.started`), for the release and namespace they
     most likely give, and gets the values once validated (without pydantic on the happy path,
-    `compose.composed`); a wrong guess only means a second helm (`helm.render`)."""
+    `compose.composed`); a wrong guess only means a second helm (`helm.render`). Whatever fails, no
+    process is left running."""
     from generator.inputs.reading import release_guess
 
-    out = out or sys.stdout
     validator = validator or kubeconform.Run()
-    early = None
+    early: helm.Template | None = None
+    api: apivalidate.Run | None = None
     try:
         api = apivalidate.Run()
-    except BaseException:
-        validator.cancel()
-        raise
-    try:
         early = helm.started(*(release_guess(recipe, infra, overrides) or (None, None)), tests=True)
         from generator.inputs.compose import composed  # YAML and the schema check: while helm starts
 
@@ -44,42 +61,44 @@ def run_check(recipe: str, infra: str, overrides: list[str], out: TextIO | None 
         vals = c.values
         manifests = helm.render(early, vals, c.release, c.namespace, tests=True)
         api.feed(manifests)  # returns at once: kube-validate runs beside kubeconform
+        results = kubeconform.in_stream_order(validator.finish(manifests), manifests)
+        api_report = api.finish(manifests)
     except BaseException:
         if early is not None and early.proc.returncode is None:
             early.cancel()
         validator.cancel()
-        api.cancel()
+        if api is not None:
+            api.cancel()
         raise
-    results = kubeconform.in_stream_order(validator.finish(manifests), manifests)
-    api_report = api.finish(manifests)
+    try:
+        size, exact = apivalidate.release_size(vals, manifests)
+    except OSError as exc:
+        raise CheckFailed(f"the release-size estimate cannot read {exc.filename or 'the chart'}: "
+                          f"{exc.strerror or exc}") from None
     refusals: dict[tuple[str, str], list[apivalidate.Finding]] = {}
     for f in api_report.findings:
         refusals.setdefault((f.kind, f.name), []).append(f)
     refused = len(refusals)
     bad = [r for r in results if r.status != "valid"]
     width = max((len(r.kind) for r in results), default=4)
-    print(f"check {recipe} + {infra}: release {c.release}, namespace {c.namespace}, mode {c.mode}", file=out)
+    lines: list[str] = []
     for r in results:
         mark = "✓" if r.status == "valid" and (r.kind, r.name) not in refusals else "✗"
         line = f"  {mark} {r.kind:<{width}}  {r.name}"
         if r.status != "valid":
             line += f"  — {r.status}: {r.message}"
-        print(line, file=out)
-        for f in refusals.pop((r.kind, r.name), []):
-            print(f"      apiserver refuses {_where(f)}{_hint(f)}", file=out)
+        lines.append(line)
+        lines += [f"      apiserver refuses {_where(f)}{_hint(f)}" for f in refusals.pop((r.kind, r.name), [])]
     for found in refusals.values():  # objects kubeconform did not list (none expected)
-        for f in found:
-            print(f"  ✗ apiserver refuses {f.kind} {f.name}: {_where(f)}{_hint(f)}", file=out)
-    for w in api_report.warnings:
-        print(f"  ! apiserver warns on {w.kind} {w.name}: {w.message}", file=out)
-    size, exact = apivalidate.release_size(vals, manifests)
+        lines += [f"  ✗ apiserver refuses {f.kind} {f.name}: {_where(f)}{_hint(f)}" for f in found]
+    lines += [f"  ! apiserver warns on {w.kind} {w.name}: {w.message}" for w in api_report.warnings]
     too_big = size > apivalidate.SECRET_LIMIT
     if too_big:
-        print(f"  ✗ the Helm release Secret would hold ~{size} bytes (base64 of the gzipped release: chart files, "
-              f"values, rendered manifest); the apiserver refuses a Secret over {apivalidate.SECRET_LIMIT} bytes "
-              f"(1 MiB), so `helm install` fails — keep large data out of the recipe (in the image or a volume)",
-              file=out)
-    rows = [
+        lines.append(f"  ✗ the Helm release Secret would hold ~{size} bytes (base64 of the gzipped release: chart "
+                     f"files, values, rendered manifest); the apiserver refuses a Secret over "
+                     f"{apivalidate.SECRET_LIMIT} bytes (1 MiB), so `helm install` fails — keep large data out of "
+                     f"the recipe (in the image or a volume)")
+    rows: list[Row] = [
         ("✓", "models", "recipe and infra spec are valid"),
         ("✓", "values schema", "charts/dockyard/values.schema.json accepts the values (enforced by helm)"),
         ("✓", "helm template", f"{len(results)} objects rendered (helm {_helm_label()})"),
@@ -93,31 +112,31 @@ def run_check(recipe: str, infra: str, overrides: list[str], out: TextIO | None 
         ("✗" if too_big else "✓", "release size",
          f"{'~' if exact else '≤ '}{size // 1024} KiB of 1024 KiB (Helm's release Secret, gzip + base64)"),
     ]
-    server_refused: list[DryRun] = []
-    if server is not None:
-        from generator.live.server_check import dry_run
+    heading = f"check {recipe} + {infra}: release {c.release}, namespace {c.namespace}, mode {c.mode}"
+    return Checked(heading, lines, rows, bool(bad or api_report.findings or too_big), manifests, c.namespace)
 
-        namespace = c.namespace
-        dry = dry_run(server, manifests, namespace)
-        server_refused = [d for d in dry if not d.accepted]
-        for d in dry:
-            if not d.accepted:
-                print(f"  ✗ server refused {d.kind} {d.name}: {d.message}", file=out)
-            for w in d.warnings:
-                print(f"  ! server warns on {d.kind} {d.name}: {w}", file=out)
-        rows.append(("✗" if server_refused else "✓", "server dry-run",
-                     (f"{len(dry) - len(server_refused)} accepted, {len(server_refused)} refused "
-                      f"(dryRun=All, namespace {namespace}, {server.server})")))
+
+def report(found: Checked, out: TextIO | None = None, security: bool = False) -> int:
+    """Print what `check` found; its exit code (1 when a step failed)."""
+    out = out or sys.stdout
+    print(found.heading, file=out)
+    for line in found.lines:
+        print(line, file=out)
     print(file=out)
-    for mark, step, detail in rows:
+    for mark, step, detail in found.rows:
         print(f"{mark} {step:<14} {detail}", file=out)
     if security:
         from generator.render.security import table
 
-        print(f"\nhardening controls per pod template (rendered; see docs/validation-ledger.md)\n{table(manifests)}",
-              end="", file=out)
-    failed = bad or server_refused or api_report.findings or too_big
-    return EXIT_FAILED if failed else EXIT_OK
+        print(f"\nhardening controls per pod template (rendered; see docs/validation-ledger.md)\n"
+              f"{table(found.manifests)}", end="", file=out)
+    return EXIT_FAILED if found.failed else EXIT_OK
+
+
+def run_check(recipe: str, infra: str, overrides: list[str], out: TextIO | None = None,
+              validator: kubeconform.Run | None = None, security: bool = False) -> int:
+    """`check` without `--server`: find, print, the exit code."""
+    return report(checked(recipe, infra, overrides, validator), out, security)
 
 
 def _count(n: int, noun: str) -> str:
