@@ -125,7 +125,11 @@ def _wait_gone(rec: Process, timeout: float) -> bool:
     return not is_running(rec)
 
 
-def stop(records: list[Process], timeout: float = 10.0) -> list[str]:
+STOP_SECONDS = 10.0  # a stopped process's time to go after SIGTERM, before SIGKILL
+KILL_SECONDS = 5.0  # and after SIGKILL (so `down` takes at most their sum per process)
+
+
+def stop(records: list[Process], timeout: float = STOP_SECONDS) -> list[str]:
     """Stop the recorded processes one by one, in the order given (clients before the apiserver,
     the apiserver before etcd: an apiserver whose etcd is gone hangs in shutdown).
 
@@ -141,7 +145,7 @@ def stop(records: list[Process], timeout: float = 10.0) -> list[str]:
         _signal(rec, signal.SIGTERM)
         if not _wait_gone(rec, timeout):
             _signal(rec, signal.SIGKILL)
-            _wait_gone(rec, 5)
+            _wait_gone(rec, KILL_SECONDS)
     reap()
     return signalled
 

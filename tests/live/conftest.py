@@ -65,6 +65,8 @@ class Playground:
 
 @pytest.fixture(scope="session")
 def playground():
+    from bounds import SESSION_UP
+
     from generator.playground.cluster import down, load_state, up
     from generator.playground.nodes import Shape
 
@@ -77,7 +79,7 @@ def playground():
     try:
         out = io.StringIO()
         t0 = time.monotonic()
-        rc = exit_code(up, state_dir, Shape(**SESSION_SHAPE), timeout=180, out=out)
+        rc = exit_code(up, state_dir, Shape(**SESSION_SHAPE), timeout=SESSION_UP, out=out)
         if rc != 0:
             pytest.fail(f"playground up failed (exit {rc}):\n{out.getvalue()}", pytrace=False)
         print(f"\nsession playground started in {time.monotonic() - t0:.1f} s at {state_dir}")

@@ -9,17 +9,23 @@ import os
 import subprocess
 import sys
 
+import bounds
 import pytest
 from live_helpers import INFRA, RECIPE
 from real_node_session import PREFIXES as REAL_NODE_PREFIXES
 from session_env import SESSION_PREFIX, USER_ENV, reap_dead_sessions, sessions_root, user_state_dir
+from test_live_run import pytestmark as INNER_MARK
 
 from generator.tools import REPO
 
-pytestmark = pytest.mark.timeout(420)
-
 # An inner test session: a live test that needs all 16 GPUs of a fresh session playground.
 INNER = "tests/live/test_live_run.py::test_run_wait_status_logs_history_uninstall[helm3]"
+INNER_TEST = INNER_MARK.args[0]  # the inner test's own bound (test_live_run.py's timeout mark)
+USER_UP, USER_RUN, STATUS = 180, 150, 60  # the user's playground and job: --timeout; `status` (no --timeout)
+# the inner session: its playground up (tests/live/conftest.py), the test, its playground down
+INNER_SESSION = bounds.playground_up(bounds.SESSION_UP) + INNER_TEST + bounds.playground_down()
+
+pytestmark = pytest.mark.timeout(420)
 
 
 def test_session_playground_is_its_own(playground):
@@ -39,11 +45,13 @@ def test_session_playground_is_its_own(playground):
         assert user["kubeconfig"] != playground.kubeconfig
 
 
-def _cli(env: dict, *argv, timeout: float = 200) -> subprocess.CompletedProcess:
+def _cli(env: dict, *argv, timeout: float) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "generator", *map(str, argv)], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.timeout(bounds.playground_up(USER_UP) + bounds.verb(USER_RUN) + INNER_SESSION + STATUS
+                     + bounds.playground_down())
 def test_a_session_beside_a_users_busy_playground_leaves_it_alone(tmp_path):
     """A user's playground at the default folder, with a release holding every GPU and KUBECONFIG
     exported: a test session started then runs on its own playground, passes, and leaves the user's
@@ -57,30 +65,32 @@ def test_a_session_beside_a_users_busy_playground_leaves_it_alone(tmp_path):
                         "HELM_DATA_HOME")}
     env.update(XDG_STATE_HOME=str(home), PYTHONUNBUFFERED="1")
     user_dir = home / "dockyard-k8s" / "playground"
-    up = _cli(env, "playground", "up", "--gpu-nodes", 2, "--cpu-nodes", 1, "--timeout", 180)
+    up = _cli(env, "playground", "up", "--gpu-nodes", 2, "--cpu-nodes", 1, "--timeout", USER_UP,
+              timeout=bounds.playground_up(USER_UP))
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         before = load_state(user_dir)
         env["KUBECONFIG"] = before["kubeconfig"]  # as the README's `export KUBECONFIG=...` leaves it
-        run = _cli(env, "run", RECIPE, INFRA, "-n", "dockyard", "--create-namespace", "--wait", "--timeout", 150)
+        run = _cli(env, "run", RECIPE, INFRA, "-n", "dockyard", "--create-namespace", "--wait", "--timeout", USER_RUN,
+                   timeout=bounds.verb(USER_RUN))
         assert run.returncode == 0, run.stdout + run.stderr  # the user's job: all 16 GPUs taken
 
         inner = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", INNER],
-                               cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+                               cwd=REPO, env=env, capture_output=True, text=True, timeout=INNER_SESSION)
         assert inner.returncode == 0, inner.stdout[-3000:] + inner.stderr[-2000:]
         assert "1 passed" in inner.stdout
 
         after = load_state(user_dir)
         assert after == before  # same processes, ports, kubeconfig
         assert all(component_health(PlaygroundState.from_dict(after), c)[0] for c in COMPONENTS)
-        st = _cli(env, "status", "small", "-n", "dockyard", "-o", "json", timeout=60)
+        st = _cli(env, "status", "small", "-n", "dockyard", "-o", "json", timeout=STATUS)
         assert st.returncode == 0, st.stderr
         status = json.loads(st.stdout)
         assert (status["revision"], status["release_status"], status["ready"]) == (1, "deployed", True)
         # the inner session stopped its own playground and left no folder behind
         assert not list((home / "dockyard-k8s" / "test-playgrounds").glob(SESSION_PREFIX + "*"))
     finally:
-        _cli(env, "playground", "down", timeout=60)
+        _cli(env, "playground", "down", timeout=bounds.playground_down())
     assert not user_dir.exists()
 
 

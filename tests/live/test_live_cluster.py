@@ -7,6 +7,7 @@ import re
 import signal
 import time
 
+import bounds
 import pytest
 from kubernetes import client
 from live_helpers import INFRA, RECIPE, cli, infra_variant, spawn
@@ -84,14 +85,20 @@ def test_cluster_up_list_job_submit_list_stop_cluster_down(playground, namespace
     assert leases == []
 
 
+DEV_TIMEOUT = 120
+URL_TIMEOUT = 20  # each request through a port-forward (_get)
+
+
+# the bounds are dev's own (tests/live/bounds.py): up and forwarding, two requests, Ctrl-C and the teardown
+@pytest.mark.timeout(bounds.dev_forwards_open(DEV_TIMEOUT) + 2 * URL_TIMEOUT + bounds.dev_down(DEV_TIMEOUT))
 def test_dev_forwards_on_loopback_and_down_tears_down(playground, namespace, tmp_path):
     kc = playground.kubeconfig
     bringup = _bringup(tmp_path)
     proc = spawn("dev", RECIPE, bringup, "-n", namespace, "--dashboard-port", 0, "--sandbox-port", 0, "--down",
-                 "--kubeconfig", kc, "--timeout", 120, "-q")
+                 "--kubeconfig", kc, "--timeout", DEV_TIMEOUT, "-q")
     lines = []
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + bounds.dev_forwards_open(DEV_TIMEOUT)
         while time.monotonic() < deadline:
             line = proc.stdout.readline()
             if not line:
@@ -113,7 +120,7 @@ def test_dev_forwards_on_loopback_and_down_tears_down(playground, namespace, tmp
         assert "simulated Ray dashboard" in answers[0] and "simulated sandbox executor" in answers[1], answers
     finally:
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=90)
+        out, err = bounds.ended(proc, bounds.dev_down(DEV_TIMEOUT), f"dev --down --timeout {DEV_TIMEOUT} after Ctrl-C")
     assert proc.returncode == 0, out + err
     assert "nothing left" in out
     assert _objects(playground, namespace) == set()
@@ -122,7 +129,7 @@ def test_dev_forwards_on_loopback_and_down_tears_down(playground, namespace, tmp
 def _get(url: str) -> str:
     import urllib.request
 
-    with urllib.request.urlopen(url, timeout=20) as resp:  # a 127.0.0.1 URL printed by `dev`
+    with urllib.request.urlopen(url, timeout=URL_TIMEOUT) as resp:  # a 127.0.0.1 URL printed by `dev`
         return resp.read().decode()
 
 

@@ -7,6 +7,7 @@ import json
 import signal
 import time
 
+import bounds
 import pytest
 from kubernetes import client
 from live_helpers import INFRA, RECIPE, cli, infra_variant, kube, spawn
@@ -142,12 +143,17 @@ def test_failed_upgrade_keeps_previous_revision_and_rollback_restores_spec(playg
     assert "deployed" in out and "superseded" in out
 
 
+CTRL_C_TIMEOUT = 120  # the interrupted run's and the converging run's --timeout
+
+
+@pytest.mark.timeout(2 * bounds.verb(CTRL_C_TIMEOUT))  # the interrupted run, then the one that converges
 def test_concurrent_run_refused_and_ctrl_c_converges(playground, namespace, release, capsys, tmp_path):
     from generator.live.snapshot import release_records
 
     kc = playground.kubeconfig
     huge = infra_variant(tmp_path, "huge.yaml", lambda d: d["sandbox"]["resources"].update(cpu="500"))
-    first = spawn("run", RECIPE, huge, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120, "-q")
+    t0 = time.monotonic()
+    first = spawn("run", RECIPE, huge, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", CTRL_C_TIMEOUT, "-q")
     try:
         k = kube(playground)
         deadline = time.monotonic() + 30
@@ -161,22 +167,23 @@ def test_concurrent_run_refused_and_ctrl_c_converges(playground, namespace, rele
         before = [(r["metadata"]["name"], r["metadata"]["resourceVersion"])
                   for r in release_records(k, "small", namespace)]
 
-        t0 = time.monotonic()
+        t1 = time.monotonic()
         rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 60)
         assert rc == 1 and "busy" in err and "nothing was changed" in err, err
-        assert time.monotonic() - t0 < 5
+        assert time.monotonic() - t1 < 5
         assert [(r["metadata"]["name"], r["metadata"]["resourceVersion"])
                 for r in release_records(k, "small", namespace)] == before
 
-        first.send_signal(signal.SIGINT)
-        _, ferr = first.communicate(timeout=60)
+        first.send_signal(signal.SIGINT)  # helm gets SIGTERM and until the run's deadline + GRACE to roll back
+        _, ferr = bounds.ended(first, t0 + bounds.verb(CTRL_C_TIMEOUT) - time.monotonic(), "the first run after Ctrl-C")
         assert first.returncode == 130 and "Traceback" not in ferr, ferr
     finally:
         if first.poll() is None:
             first.kill()
             first.communicate()
 
-    rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120)
+    rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout",
+                       CTRL_C_TIMEOUT)
     assert rc == 0, out + err
     assert _status(capsys, playground, namespace)["ready"]
 

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import bounds
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -360,16 +361,22 @@ def test_service_ips_are_loopback_and_never_routed(k8s, namespace):
 # ------------------------------------------------------------------ up / status / down
 
 
-def _cli(*args, env=None, timeout=240):
+UP = bounds.playground_up(bounds.PLAYGROUND_UP)  # `up` without --timeout: healthy within it, or stopped after it
+DOWN = bounds.playground_down()
+STATUS = 60  # `status`: health checks, no --timeout of its own
+
+
+def _cli(*args, env=None, timeout=UP):
     return subprocess.run(
         [sys.executable, "-m", "generator.playground", *args],
         capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env,
     )
 
 
+@pytest.mark.timeout(UP + STATUS)
 def test_second_up_reports_the_running_cluster_and_status_is_healthy(playground):
     before = playground.pids()
-    out = _cli("up", "--state-dir", str(playground.state_dir), timeout=60)
+    out = _cli("up", "--state-dir", str(playground.state_dir))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "already running" in out.stdout
     assert f"export KUBECONFIG={playground.kubeconfig}" in out.stdout
@@ -378,7 +385,7 @@ def test_second_up_reports_the_running_cluster_and_status_is_healthy(playground)
     after = {n: int(r["pid"]) for n, r in load_state(playground.state_dir)["components"].items()}
     assert after == before
 
-    st = _cli("status", "--state-dir", str(playground.state_dir), timeout=60)
+    st = _cli("status", "--state-dir", str(playground.state_dir), timeout=STATUS)
     assert st.returncode == 0, st.stdout + st.stderr
     for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kuberay-operator"):
         assert any(line.split()[:2] == [name, "ok"] for line in st.stdout.splitlines()), st.stdout
@@ -403,6 +410,7 @@ def test_bad_usage_exits_2(tmp_path):
     assert (precious / "keep.txt").read_text() == "mine"
 
 
+@pytest.mark.timeout(UP + 2 * DOWN)
 def test_down_leaves_no_process_behind(playground, tmp_path):
     """A second, small playground in its own state folder: up, check, down, nothing left."""
     from dataclasses import asdict
@@ -414,7 +422,7 @@ def test_down_leaves_no_process_behind(playground, tmp_path):
     t0 = time.monotonic()
     out = _cli("up", "--gpu-nodes", "1", "--gpus-per-node", "2", "--cpu-nodes", "1", "--state-dir", str(state_dir))
     assert out.returncode == 0, out.stdout + out.stderr
-    assert time.monotonic() - t0 < 120
+    assert time.monotonic() - t0 < bounds.PLAYGROUND_UP + bounds.SLACK  # it was healthy within its --timeout
     assert f"export KUBECONFIG={state_dir / 'kubeconfig'}" in out.stdout
     state = PlaygroundState.load(state_dir)
     assert state
@@ -423,7 +431,7 @@ def test_down_leaves_no_process_behind(playground, tmp_path):
     # its ports differ from the session playground's: the two do not collide
     assert not set(asdict(state.ports).values()) & set(playground.state["ports"].values())
 
-    down = _cli("down", "--state-dir", str(state_dir), timeout=60)
+    down = _cli("down", "--state-dir", str(state_dir), timeout=DOWN)
     assert down.returncode == 0, down.stdout + down.stderr
     left = [r for r in recs if is_running(r)]
     assert not left, left
@@ -434,5 +442,5 @@ def test_down_leaves_no_process_behind(playground, tmp_path):
     session = PlaygroundState.from_dict(playground.state)
     assert all(component_health(session, c)[0] for c in COMPONENTS)
     # and a second down is a no-op
-    again = _cli("down", "--state-dir", str(state_dir), timeout=30)
+    again = _cli("down", "--state-dir", str(state_dir), timeout=DOWN)
     assert again.returncode == 0 and "no playground" in again.stdout
