@@ -43,10 +43,11 @@ def held(kube: Kube, release: str, ns: str) -> list[str]:
     for plural, kind in (("rayjobs", "RayJob"), ("rayclusters", "RayCluster")):
         for o in kube.list_ray(plural, ns, f"{INSTANCE}={release}"):
             meta = o["metadata"]
-            if meta.get("deletionTimestamp") and meta.get("finalizers"):
-                out.append(f"{kind} {meta['name']} is held by finalizer {', '.join(meta['finalizers'])} (deleted at "
-                           f"{meta['deletionTimestamp']}), which only the KubeRay operator removes: is it running "
-                           "and reconciling? (`dockyard-k8s doctor` checks)")
+            for fin in meta.get("finalizers") or [] if meta.get("deletionTimestamp") else []:
+                who = ("only the KubeRay operator removes: is it running and reconciling? (`dockyard-k8s doctor` "
+                       "checks)") if fin.startswith("ray.io/") else "the controller that added it removes"
+                out.append(f"{kind} {meta['name']} is held by the finalizer {fin} (deleted at "
+                           f"{meta['deletionTimestamp']}), which {who}")
     return out
 
 

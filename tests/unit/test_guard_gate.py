@@ -94,8 +94,8 @@ def test_rolling_back_a_pending_upgrade_is_judged_against_the_pending_manifest()
 def test_a_failed_only_release_is_upgraded_over_not_removed():
     cluster = Cluster(**{"rayjobs/small": RUNNING_JOB})
     said = _recover(cluster, [record(1, "failed", rayjob())])
-    assert cluster.helm_calls == [] and said == ["release small has no deployed revision (last: failed): "
-                                                 "upgrading over it"]
+    assert cluster.helm_calls == []
+    assert said == ["release small has no deployed revision (last: failed): upgrading over it"]
 
 
 def _room(*gpus_per_node, used=0.0) -> Room:
@@ -125,3 +125,14 @@ def test_gpus_are_counted_one_way():
     assert container_gpus(both) == 1  # the request is what the scheduler places
     assert container_gpus({"resources": {"limits": {"nvidia.com/gpu": 2}}}) == 2  # requests default to limits
     assert container_gpus({}) == 0
+
+
+def test_the_snapshot_takes_the_release_s_rayjob_never_another():
+    from generator.live.snapshot import Snapshot, _read_ray
+
+    snap = Snapshot("small", "ns")
+    other = {"metadata": {"name": "small-smoke"}, "status": {"jobDeploymentStatus": "Running"}, "spec": {}}
+    assert _read_ray(snap, [other], []) is None and snap.rayjob is None
+    mine = {"metadata": {"name": "small"}, "status": {"jobDeploymentStatus": "Running"}, "spec": {}}
+    _read_ray(snap, [other, mine], [])
+    assert snap.rayjob["name"] == "small"
