@@ -30,6 +30,14 @@ test: venv lint tools ## the lint gate (before the tool builds), then every test
 unit: venv ## the fast tests only (no playground)
 	$(PY) -m pytest -q -m 'not live'
 
+.PHONY: test-random
+test-random: venv ## the property tests on a fresh random seed, printed (make test's are derandomized); replay: make test-random SEED=N
+	bash hack/tools.sh helm kubeconform kuberay-crds
+	@seed=$${SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; echo "hypothesis seed $$seed"; \
+	$(PY) -m pytest -q --hypothesis-profile=random --hypothesis-seed=$$seed \
+	  $$(grep -rl --include='test_*.py' '^from hypothesis import.*given' tests) \
+	  || { echo "failed with hypothesis seed $$seed: replay with make test-random SEED=$$seed"; exit 1; }
+
 validate: venv ## kubeconform over every example's rendered output
 	$(PY) -m generator.maint.validate_examples
 

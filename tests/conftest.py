@@ -9,9 +9,18 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import settings
 
 from generator.inputs.models import ChartValues
 from generator.tools import REPO
+
+# Property tests take derandomize from the profile (none pins it). `make test`: "derandomized", the same
+# examples every run (reproducible CI). `make test-random`: "random", a new seed each run, printed by the
+# target; a failure replays with `make test-random SEED=N` (or pytest --hypothesis-seed=N) and its blob.
+settings.register_profile("derandomized", derandomize=True)
+settings.register_profile("random", derandomize=False, database=None, print_blob=True)
+if settings.get_current_profile_name() == "default":  # not chosen (--hypothesis-profile), not re-imported as
+    settings.load_profile("derandomized")  # tests.conftest: before the test modules build their settings
 
 EXAMPLES = REPO / "values-examples"
 RECIPE = EXAMPLES / "grpo_swe.yaml"

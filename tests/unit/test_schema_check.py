@@ -168,7 +168,7 @@ def mutated(draw: st.DrawFn, base: st.SearchStrategy[Any]) -> Any:
     return data
 
 
-SETTINGS = settings(max_examples=250, deadline=None, derandomize=True, database=None,
+SETTINGS = settings(max_examples=250, deadline=None, database=None,  # derandomized: the profile (tests/conftest.py)
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.data_too_large])
 
