@@ -129,6 +129,8 @@ def _describe(err: ErrorDetails, root: type[BaseModel], path: tuple[Any, ...]) -
                 "string_too_long", "string_too_short"):
         bound = err["msg"].replace("Input should be ", "").replace("String should ", "").replace("List should ", "")
         return f"{given!r} is out of range", bound, ""
+    if kind == "refused":
+        return ctx["message"], ctx.get("expected", ""), ""
     if kind == "value_error":
         msg = err["msg"].removeprefix("Value error, ")
         return msg, "", ""
@@ -159,8 +161,7 @@ def from_validation(exc: ValidationError, root: type[BaseModel], docs: list[tupl
         loc = tuple(err["loc"])
         doc_prefix, doc = next(((p, d) for p, d in docs if loc[: len(p)] == p), docs[0])
         rel = _data_path(doc.data, loc[len(doc_prefix):])
-        if err["type"] == "non_finite":  # raised for free-form data: the key inside it
-            rel += tuple((err.get("ctx") or {}).get("inside", ()))
+        rel += tuple((err.get("ctx") or {}).get("inside", ()))  # free-form data (non_finite, refused): the key in it
         if rel in seen:
             continue
         seen.add(rel)

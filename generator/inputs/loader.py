@@ -135,6 +135,15 @@ def _yaml_problem(exc: yaml.YAMLError, text: str, file: str) -> Problem:
     return Problem(file, _line(exc, text), "", message, "valid YAML")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _whole_characters(text: str) -> str:
+    """`"\\ud83d\\ude80"` (JSON's escape of U+1F680, which PyYAML reads as two halves) as the one
+    character; a lone half raises UnicodeDecodeError (UTF-8 cannot carry it: Helm could not be given it)."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+
+
 class _Builder:
     """Python data from composed nodes, recording lines, refusing duplicate and non-scalar keys and
     tagged collections, applying `<<` merge keys: explicit keys win; a key that two merged mappings
@@ -159,7 +168,13 @@ class _Builder:
 
     def scalar(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
         try:
-            return self.loader.construct_object(node, deep=True)
+            value = self.loader.construct_object(node, deep=True)
+            return _whole_characters(value) if isinstance(value, str) and _SURROGATE.search(value) else value
+        except UnicodeDecodeError as exc:  # from _whole_characters
+            char = f"U+{int.from_bytes(exc.object[exc.start:exc.start + 2], 'little'):04X}"
+            raise self.problem(node, path, f"the value holds {char}, half of a UTF-16 surrogate pair (a \\u escape "
+                                           "without its other half), which is not a character",
+                               "whole characters: raw in UTF-8, or escaped as \\U0001F680") from None
         except yaml.MarkedYAMLError as exc:
             raise self.problem(node, path, f"cannot read the value: {exc.problem or exc}",
                                "a plain YAML value") from None
@@ -310,7 +325,8 @@ def _set(data: dict[str, Any], path: tuple[str | int, ...], value: Any, item: st
             if part >= len(node):
                 raise _bad(where, f"index {part} is out of range: {_where(path[:i])} has {len(node)} item"
                                   + ("" if len(node) == 1 else "s"),
-                           f"an index from 0 to {len(node) - 1}" if node else "an existing item (the list is empty)",
+                           {0: "an existing item (the list is empty)", 1: "index 0"}.get(
+                               len(node), f"an index from 0 to {len(node) - 1}"),
                            f"{_where(path[:i])}=[...] to set the whole list")
         elif isinstance(node, list):
             fix = item.replace(f"{_where(path[:i])}.{part}", f"{_where(path[:i])}[{part}]", 1)
@@ -345,7 +361,8 @@ def apply_overrides(doc: Document, overrides: list[str]) -> None:
         try:
             value = parse(raw, "<command line>", MAX_DEPTH - len(path))[0] if raw != "" else ""
         except InputError as exc:
-            message = exc.problems[0].message.removeprefix("malformed YAML: ")
-            raise _bad(key, f"value is not YAML: {message}", "a YAML scalar, list or mapping") from None
+            inner = exc.problems[0]
+            expected = "a YAML scalar, list or mapping" if inner.expected == "valid YAML" else inner.expected
+            raise _bad(key, f"value is not YAML: {inner.message.removeprefix('malformed YAML: ')}", expected) from None
         _set(doc.data, path, value, item)
         doc.overridden.add(path)

@@ -5,6 +5,8 @@ two cannot drift apart."""
 from __future__ import annotations
 
 import ipaddress
+import json
+import math
 import re
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
@@ -20,6 +22,12 @@ CIDR_RE = (
 MAX_RAYJOB_NAME = 47  # KubeRay's limits on the names the recipe's name becomes
 MAX_RAYCLUSTER_NAME = 53
 RAY_RESOURCE_PARAMS = ("num-cpus", "num-gpus", "memory", "resources")
+# What Helm's toYaml drops (the whole object it is in) or mangles: the chart's dockyard.validate.badChars.
+TOYAML_BAD = re.compile("[\x7f-\x9f\u2028\u2029\ufffe\uffff]")
+TOYAML_BAD_NAMES = "U+007F to U+009F, U+2028, U+2029, U+FFFE, U+FFFF"
+RAY_RESOURCES_EXPECTED = "a JSON object of Ray resource name: number in a string, e.g. '{\"custom\": 2}'"
+
+Where = tuple  # a key path inside a value: str keys, int list indices
 
 
 def quantity_string_ok(value: str) -> bool:
@@ -71,4 +79,110 @@ def kuberay_overlay_problem(groups: list[tuple[str, dict[str, Any]]]) -> str | N
         for key in ("replicas", "minReplicas", "maxReplicas"):
             if key in spec:
                 return f"{name}: {key} comes from the recipe's cluster.<group>.nodes; remove it from the overlay"
+    return None
+
+
+def toyaml_problem(value: Any) -> tuple[Where, str, str] | None:
+    """The first string or key inside `value` that Helm's toYaml drops or mangles, or a "<<" key
+    (toYaml writes it unquoted: YAML's merge key): (its path inside `value`, message, expected).
+    The chart refuses the same (dockyard.validate.toYamlSafe)."""
+    mangled = "which Helm's toYaml drops or mangles (with the object it is in)"
+    stack: list[tuple[Where, Any]] = [((), value)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, dict):
+            for key in node:
+                bad = TOYAML_BAD.search(key) if isinstance(key, str) else None
+                if key == "<<":
+                    message = "the key '<<' is YAML's merge key, which Helm's toYaml writes unquoted: it would merge " \
+                              "into or break the object"
+                    return where + (key,), message, "another key name"
+                if bad:  # the path stops at the mapping: the key is named in the message
+                    return where, f"the key {key!r} holds U+{ord(bad[0]):04X}, {mangled}", \
+                        f"a key without {TOYAML_BAD_NAMES}"
+            stack.extend((where + (k,), v) for k, v in reversed(node.items()))
+        elif isinstance(node, list):
+            stack.extend((where + (i,), v) for i, v in reversed(list(enumerate(node))))
+        elif isinstance(node, str):
+            bad = TOYAML_BAD.search(node)
+            if bad:
+                return where, f"{node!r} holds U+{ord(bad[0]):04X}, {mangled}", f"a string without {TOYAML_BAD_NAMES}"
+    return None
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def ray_resources_problem(given: Any) -> str | None:
+    """Why the chart (dockyard.ray.resourcesParam) or `ray start --resources` refuses a group's
+    rayStartParams.resources, or None. Read as the chart reads it: outer quotes trimmed, \\" unescaped."""
+    if not given:
+        return None  # unset: the chart writes the fleet's resource alone
+    if not isinstance(given, str):
+        return f"{given!r} is not a JSON object in a string"
+    try:
+        parsed = json.loads(given.strip("\"'").replace('\\"', '"'), parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        parsed = None
+    if not isinstance(parsed, dict):
+        return f"{given!r} is not a JSON object"
+    for name, number in parsed.items():
+        if "'" in name:
+            return f"the Ray resource name {name!r} holds a single quote (the chart writes the object single-quoted)"
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
+            return f"the Ray resource {name!r} is {json.dumps(number)}, not a number"
+        if not math.isfinite(float(number)) or number < 0:
+            return f"the Ray resource {name!r} is {number}, not a number from 0 to 1.8e308"
+    return None
+
+
+def _containers_problem(containers: Any, main: str) -> tuple[Where, str, str] | None:
+    if not isinstance(containers, list):
+        return (), f"containers must be a list, got {containers!r}", "a list of containers"
+    for i, c in enumerate(containers):
+        if not isinstance(c, dict):
+            return (i,), f"a container must be a mapping, got {c!r}", "a container such as {name: log, image: …}"
+        name = c.get("name")
+        if name is not None and not isinstance(name, str):
+            return (i, "name"), f"a container name must be a string, got {name!r}", "a name such as log"
+        for key in ("env", "volumeMounts"):
+            items = c.get(key)
+            if items is not None and not (isinstance(items, list) and all(isinstance(e, dict) for e in items)):
+                return (i, key), f"{key} must be a list of mappings, got {items!r}", "a list such as [{name: …}]"
+        if not name or name == main:  # merged into the Ray container, whose GPU counts the chart sets
+            res = c.get("resources")
+            if "resources" in c and not isinstance(res, dict):
+                return (i, "resources"), f"resources must be a mapping, got {res!r}", "{limits: {…}, requests: {…}}"
+            for key in ("limits", "requests"):
+                if isinstance(res, dict) and key in res and not isinstance(res[key], dict):
+                    return ((i, "resources", key), f"resources.{key} must be a mapping, got {res[key]!r}",
+                            "quantities by resource name, e.g. {cpu: 4}")
+    return None
+
+
+def overlay_shape_problem(role: str, spec: dict[str, Any]) -> tuple[Where, str, str] | None:
+    """What the chart's merge of one group overlay (ray/_group.tpl) cannot walk: (its path inside the
+    group, message, expected), or None. `role` is head, trainer or inference."""
+    problem = ray_resources_problem((spec.get("rayStartParams") or {}).get("resources")) if isinstance(
+        spec.get("rayStartParams"), dict) and not spec.get("resources") else None
+    if problem:
+        return ("rayStartParams", "resources"), problem, RAY_RESOURCES_EXPECTED
+    template = spec.get("template")
+    if template is None:
+        return None
+    if not isinstance(template, dict):
+        return ("template",), f"template must be a mapping (a pod template), got {template!r}", "{metadata: …, spec: …}"
+    pod = template.get("spec")
+    if pod is None:
+        return None
+    if not isinstance(pod, dict):
+        return ("template", "spec"), f"template.spec must be a mapping (a pod spec), got {pod!r}", "a pod spec"
+    for key in ("volumes", "imagePullSecrets"):
+        if pod.get(key) is not None and not isinstance(pod[key], list):
+            return ("template", "spec", key), f"{key} must be a list, got {pod[key]!r}", f"a list of {key}"
+    if pod.get("containers") is not None:
+        found = _containers_problem(pod["containers"], "ray-head" if role == "head" else "ray-worker")
+        if found:
+            return ("template", "spec", "containers", *found[0]), found[1], found[2]
     return None

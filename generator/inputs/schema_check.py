@@ -243,8 +243,10 @@ def _overlay(spec: dict[str, Any]) -> None:
     workers = spec.get("workerGroupSpecs", [])
     if rules.duplicate_group([g["groupName"] for g in workers]) is not None:
         raise Refused
-    if rules.kuberay_overlay_problem([("headGroupSpec", dict(spec.get("headGroupSpec", {})))]
-                                     + [(g["groupName"], dict(g)) for g in workers]):
+    groups = [("headGroupSpec", dict(spec.get("headGroupSpec", {})))] + [(g["groupName"], dict(g)) for g in workers]
+    if rules.kuberay_overlay_problem(groups):
+        raise Refused
+    if any(rules.overlay_shape_problem("head" if name == "headGroupSpec" else name, group) for name, group in groups):
         raise Refused
 
 
@@ -261,7 +263,10 @@ def check(name: str, data: Any) -> dict[str, Any]:
     """`data` validated by the `name` schema ("recipe", "infra" or "values") and dumped as the
     models would (see the module docstring); Refused when the models refuse it."""
     checker = _checker(name)
-    return _plain(checker.check(data, checker.root))
+    out = _plain(checker.check(data, checker.root))
+    if name == "infra" and any(rules.toyaml_problem(data.get(key)) for key in out):
+        raise Refused  # InfraSpec's _toyaml_safe, on what was given
+    return out
 
 
 def declared(name: str) -> list[str]:

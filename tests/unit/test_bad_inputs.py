@@ -144,6 +144,43 @@ CASES = [
      ["sandbox.topologySpreadConstraints[0].maxSkew: wrong type: True is a boolean"]),
     ("key read as a boolean", ("infra", "sandbox.nodeSelector", {True: "gpu"}),
      ["sandbox.nodeSelector: key True is not a string", "quote it"]),
+    # What only the chart refused (issue 18, item 4): exit 2 here, with the key path, before Helm runs.
+    ("ray resources not JSON", ("infra", "kuberay.spec", {"headGroupSpec": {"rayStartParams": {"resources": "cpu=2"}}}),
+     ["kuberay.spec.headGroupSpec.rayStartParams.resources: 'cpu=2' is not a JSON object",
+      "a JSON object of Ray resource name: number in a string"]),
+    ("ray resources a mapping",
+     ("infra", "kuberay.spec",
+      {"workerGroupSpecs": [{"groupName": "trainer", "rayStartParams": {"resources": {"a": 1}}}]}),
+     ["kuberay.spec.workerGroupSpecs[0].rayStartParams.resources: {'a': 1} is not a JSON object in a string"]),
+    ("ray resource not a number",
+     ("infra", "kuberay.spec", {"headGroupSpec": {"rayStartParams": {"resources": '{"a": true}'}}}),
+     ["rayStartParams.resources: the Ray resource 'a' is true, not a number"]),
+    ("ray resource name with a quote",
+     ("infra", "kuberay.spec", {"headGroupSpec": {"rayStartParams": {"resources": '{"a\'b": 1}'}}}),
+     ["the Ray resource name \"a'b\" holds a single quote"]),
+    ("overlay template not a mapping",
+     ("infra", "kuberay.spec", {"workerGroupSpecs": [{"groupName": "inference", "template": "pod"}]}),
+     ["kuberay.spec.workerGroupSpecs[0].template: template must be a mapping (a pod template), got 'pod'"]),
+    ("overlay containers not a list", ("infra", "kuberay.spec", {"headGroupSpec": {"template": {"spec": {
+        "containers": {"name": "ray-head"}}}}}),
+     ["kuberay.spec.headGroupSpec.template.spec.containers: containers must be a list"]),
+    ("overlay env not a list", ("infra", "kuberay.spec", {"headGroupSpec": {"template": {"spec": {
+        "containers": [{"name": "log", "env": "A=1"}]}}}}),
+     ["kuberay.spec.headGroupSpec.template.spec.containers[0].env: env must be a list of mappings, got 'A=1'"]),
+    ("overlay GPU limits null", ("infra", "kuberay.spec", {"workerGroupSpecs": [{"groupName": "trainer", "template": {
+        "spec": {"containers": [{"resources": {"limits": None}}]}}}]}),
+     [("kuberay.spec.workerGroupSpecs[0].template.spec.containers[0].resources.limits: resources.limits must be a "
+      "mapping, got None")]),
+    ("merge key '<<' as a plain key", ("infra", "sandbox.podAnnotations", {"<<": "x"}),
+     ["sandbox.podAnnotations.<<: the key '<<' is YAML's merge key, which Helm's toYaml writes unquoted",
+      "expected: another key name"]),
+    ("toYaml-dropped character", ("infra", "sandbox.nodeSelector", {"disk": "ssd\x85"}),
+     ["sandbox.nodeSelector.disk: 'ssd\\x85' holds U+0085, which Helm's toYaml drops or mangles",
+      "a string without U+007F to U+009F, U+2028, U+2029, U+FFFE, U+FFFF"]),
+    ("toYaml-dropped character in a key", ("infra", "kuberay.spec", {"headGroupSpec": {"x\u2029": "y"}}),
+     ["kuberay.spec.headGroupSpec: the key 'x\\u2029' holds U+2029"]),
+    ("toYaml-dropped character in a path", ("infra", "sandbox.security", {"workDir": "/work\uffff"}),
+     ["sandbox.security.workDir: '/work\\uffff' holds U+FFFF"]),
     ("toleration seconds .inf",
      ("infra", "sandbox.tolerations", [{"key": "a", "operator": "Exists", "tolerationSeconds": float("inf")}]),
      ["sandbox.tolerations[0].tolerationSeconds: .inf is not a finite number"]),
@@ -210,6 +247,10 @@ def test_line_numbers_point_at_the_key(tmp_path, capsys):
     ("sandbox:\n  <<: [1]\n", ":2: sandbox.<<: a merge key '<<' takes a mapping or a list of mappings"),
     ("infra: {image: {repository: a}}\nx: &r {replicas: -1}\nsandbox: {<<: *r}\n",
      ":2: sandbox.replicas: -1 is out of range"),
+    # Half a surrogate pair is no character: UTF-8 (and so Helm) cannot carry it; a whole pair is one.
+    ('sandbox:\n  nodeSelector: {disk: "ssd\\ud800"}\n',
+     ":2: sandbox.nodeSelector.disk: the value holds U+D800, half of a UTF-16 surrogate pair"),
+    ('sandbox:\n  podAnnotations: {"\\udc00": x}\n', ":2: sandbox.podAnnotations: the value holds U+DC00"),
 ])
 def test_malformed_yaml(tmp_path, capsys, text, fragment):
     code, err = run_cli(capsys, RECIPE, write(tmp_path, "i.yaml", text))
@@ -261,6 +302,11 @@ def test_errors_from_both_files_at_once(tmp_path, capsys):
     ("cluster..nodes=1", "bad override"),
     ("name.first=x", "cannot set name.first: name is a str, not a mapping"),
     ("cluster.trainer.gpusPerNode=[1", "value is not YAML"),
+    ("policy.tags[0]=x", "policy.tags: cannot set policy.tags[0]: policy.tags is not set"),
+    ("env.code.sandbox_urls[3]=x",
+     "env.code.sandbox_urls[3]: index 3 is out of range: env.code.sandbox_urls has 1 item"),
+    ("env.code.sandbox_urls.0=x", "did you mean: env.code.sandbox_urls[0]=x"),
+    ('policy.x="\\ud800"', "policy.x: value is not YAML: the value holds U+D800"),
 ])
 def test_bad_overrides(tmp_path, capsys, override, fragment):
     code, err = run_cli(capsys, RECIPE, write(tmp_path, "i.yaml", GOOD_INFRA), override)

@@ -48,14 +48,14 @@ def test_a_list_item_is_set_by_its_index():
 
 @pytest.mark.parametrize("override, error", [
     ("env.code.sandbox_urls[1]=x",
-     "error: <command line>: env.code.sandbox_urls[1]: index 1 is out of range: env.code.sandbox_urls has 1 item\n"
-     "  expected: an index from 0 to 0\n"
-     "  did you mean: env.code.sandbox_urls=[...] to set the whole list\n"),
+     ("error: <command line>: env.code.sandbox_urls[1]: index 1 is out of range: env.code.sandbox_urls has 1 item\n"
+     "  expected: index 0\n"
+     "  did you mean: env.code.sandbox_urls=[...] to set the whole list\n")),
     ("env.code.sandbox_urls.0=x",
-     "error: <command line>: env.code.sandbox_urls.0: cannot set env.code.sandbox_urls.0: env.code.sandbox_urls is "
+     ("error: <command line>: env.code.sandbox_urls.0: cannot set env.code.sandbox_urls.0: env.code.sandbox_urls is "
      "a list, and a list item is written [N]\n"
      "  expected: a key path with [N] for a list item\n"
-     "  did you mean: env.code.sandbox_urls[0]=x\n"),
+     "  did you mean: env.code.sandbox_urls[0]=x\n")),
     ("policy[0]=x", "error: <command line>: policy[0]: cannot set policy[0]: policy is a dict, not a list\n"),
     ("nothing.here[0]=x", "nothing.here: cannot set nothing.here[0]: nothing.here is not set"),
     ("env.code.sandbox_urls[-1]=x", "env.code.sandbox_urls[-1]: bad override 'env.code.sandbox_urls[-1]=x'"),

@@ -229,6 +229,17 @@ CASES = [
     ("kuberay.spec", {"workerGroupSpecs": [{"groupName": "trainer", "x": None, "y": {"z": None}}]}),
     ("sandbox.affinity", {"a": None, 1: 2}), ("sandbox.affinity", {"a": [None, {"b": None}]}),
     ("sandbox.nodeSelector", {"a": None}), ("sandbox.topologySpreadConstraints", [{"topologyKey": "k"}]),
+    # the chart's refusals, refused by both first (issue 18, item 4)
+    ("kuberay.spec", {"headGroupSpec": {"rayStartParams": {"resources": "x"}}}),
+    ("kuberay.spec", {"headGroupSpec": {"rayStartParams": {"resources": '{"a": 1}'}}}),
+    ("kuberay.spec", {"headGroupSpec": {"rayStartParams": {"resources": '{"a": -1}'}}}),
+    ("kuberay.spec", {"headGroupSpec": {"rayStartParams": {"resources": ""}}}),
+    ("kuberay.spec", {"workerGroupSpecs": [{"groupName": "trainer", "rayStartParams": {"resources": {"a": 1}}}]}),
+    ("kuberay.spec", {"workerGroupSpecs": [{"groupName": "trainer", "template": {"spec": {"volumes": "v"}}}]}),
+    ("kuberay.spec", {"headGroupSpec": {"template": {"spec": {"containers": [{"resources": {"requests": 1}}]}}}}),
+    ("kuberay.spec", {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "x", "resources": 1}]}}}}),
+    ("sandbox.nodeSelector", {"<<": "a"}), ("sandbox.nodeSelector", {"a": "b\x85"}),
+    ("sandbox.podAnnotations", {"a\u2028": "b"}), ("launch.configMountPath", "/x\x7f"),
 ]
 
 

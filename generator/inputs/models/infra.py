@@ -29,8 +29,9 @@ from generator.inputs.models.types import (
     Quantity,
     Strict,
     refuse_non_finite,
+    refused,
 )
-from generator.inputs.rules import duplicate_group, kuberay_overlay_problem
+from generator.inputs.rules import duplicate_group, kuberay_overlay_problem, overlay_shape_problem, toyaml_problem
 
 GROUPS = ("trainer", "inference")
 
@@ -167,6 +168,13 @@ class RayClusterSpecOverlay(BaseModel):
         problem = kuberay_overlay_problem(groups)
         if problem:
             raise ValueError(problem)
+        shapes: list[tuple[tuple[str | int, ...], str, dict[str, Any]]] = [
+            (("headGroupSpec",), "head", dict(self.headGroupSpec))]
+        shapes += [(("workerGroupSpecs", i), g.groupName, g.model_dump()) for i, g in enumerate(self.workerGroupSpecs)]
+        for where, role, spec in shapes:
+            found = overlay_shape_problem(role, spec)
+            if found:
+                raise refused(where + found[0], found[1], found[2])
         return self
 
 
@@ -353,3 +361,12 @@ class InfraSpec(Strict):
     launch: LaunchSettings = Field(LaunchSettings(), description="How the GPU fleet is launched.")
     kuberay: KubeRaySettings = Field(KubeRaySettings(), description="The GPU RayCluster.")
     sandbox: Sandbox = Field(Sandbox(), description="The sandbox executor pool.")
+
+    @field_validator("infra", "launch", "kuberay", "sandbox", mode="before")
+    @classmethod
+    def _toyaml_safe(cls, value: Any) -> Any:
+        """What Helm's toYaml would drop or mangle, refused as the chart refuses it (dockyard.validate.toYamlSafe)."""
+        found = toyaml_problem(value)
+        if found:
+            raise refused(*found)
+        return value

@@ -72,6 +72,12 @@ def refuse_non_finite(value: Any) -> Any:
     return value
 
 
+def refused(inside: tuple[str | int, ...], message: str, expected: str = "") -> PydanticCustomError:
+    """A refusal of a key inside free-form data: the report names the key (`inside`, the path inside
+    the field or model validated), its line, and what was expected."""
+    return PydanticCustomError("refused", "{message}", {"message": message, "inside": inside, "expected": expected})
+
+
 def _not_bool(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError("expected a Kubernetes quantity such as 1, 500m or 2Gi, not a boolean")
