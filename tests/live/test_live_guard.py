@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 
+import bounds
 import pytest
 import yaml
 from kubernetes import client
@@ -15,7 +16,7 @@ from live_helpers import INFRA, RECIPE, cli, infra_variant, kube
 
 from generator.tools import CHART_DIR, binary
 
-pytestmark = pytest.mark.timeout(300)
+TRAINING = 120  # seconds for KubeRay to run a hand-made release's RayJob (_training)
 
 HUGE_SANDBOX = {"cpu": "500"}  # no node has it: helm's --wait on the sandbox Deployment never ends
 
@@ -59,7 +60,7 @@ def _rayjob(playground, namespace) -> dict | None:
 def _training(playground, namespace, wait) -> str:
     """Wait until KubeRay runs the RayJob; its UID."""
     wait(lambda: ((_rayjob(playground, namespace) or {}).get("status") or {}).get("jobDeploymentStatus")
-         == "Running", 120, "the hand-made release's RayJob to be Running")
+         == "Running", TRAINING, "the hand-made release's RayJob to be Running")
     return _rayjob(playground, namespace)["metadata"]["uid"]
 
 
@@ -69,6 +70,7 @@ def _status(playground, namespace) -> str:
     return labels(release_records(kube(playground), "small", namespace)[-1]).get("status")
 
 
+@pytest.mark.timeout(60 + 5 + TRAINING + bounds.verb(60) + bounds.verb(90))
 def test_run_over_a_failed_hand_made_install_keeps_the_training(playground, namespace, release, capsys, tmp_path,
                                                                   wait):
     kc = playground.kubeconfig
@@ -93,6 +95,7 @@ def test_run_over_a_failed_hand_made_install_keeps_the_training(playground, name
     assert _status(playground, namespace) == "deployed"
 
 
+@pytest.mark.timeout(2 * TRAINING + bounds.verb(60) + bounds.verb(120) + 60 + 60 + bounds.verb(60))
 def test_recovery_of_a_killed_first_install_and_rollback_are_gated(playground, namespace, release, capsys,
                                                                      tmp_path, wait):
     kc = playground.kubeconfig
