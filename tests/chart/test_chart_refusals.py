@@ -1,17 +1,22 @@
 """The chart's own refusals, for plain `helm install` users: the checks values.schema.json cannot say,
-gathered in dockyard.validateValues (one failure listing every refusal), and the two that need the
-merged kuberay.spec overlay, made where it is merged. The generator refuses the same inputs first."""
+gathered in dockyard.validateValues (one failure listing every refusal), and those that need the
+merged kuberay.spec overlay, made where it is merged. The models refuse each of them first (exit 2,
+file:line and key path): every refusal the templates can print has a row below, and every row a
+model twin, so a refusal only the chart makes cannot come back."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from typing import Any
 
 import pytest
 
+from generator.cli import main
 from generator.render.helm import values_json
 from generator.tools import CHART_DIR, binary, versions
-from tests.conftest import chart_values, deep_merge
+from tests.conftest import RECIPE, chart_values, deep_merge, write
+from tests.unit.test_bad_inputs import GOOD_INFRA
 
 
 def _helm(values: dict[str, Any], release: str = "grpo-swe", *extra: str) -> subprocess.CompletedProcess[str]:
@@ -31,32 +36,109 @@ def _worker(**group: Any) -> dict[str, Any]:
     return {"kuberay": {"spec": {"workerGroupSpecs": [{"groupName": "trainer", **group}]}}}
 
 
-# (id, values over the chart defaults, the refusal); the models refuse each of these before Helm sees it.
+def _resources(given: Any) -> dict[str, Any]:
+    return _worker(rayStartParams={"resources": given})
+
+
+NOT_JSON = "kuberay.spec.workerGroupSpecs[0].rayStartParams.resources: {} is not a JSON object"
+CHARS = "U+007F to U+009F, U+2028, U+2029, U+FFFE, U+FFFF"
+
+# (id, values over the chart defaults — the same keys in an infra spec —, the chart's refusal, the
+# models' words for the same infra spec). Rendered over values the models never saw (deep_merge after
+# chart_values), so that each reaches the chart.
 CASES = [
     ("labels param", {"kuberay": {"spec": {"headGroupSpec": {"rayStartParams": {"labels": "a=b"}}}}},
-     "kuberay.spec head: rayStartParams.labels is refused by KubeRay; use the group's labels field"),
+     "kuberay.spec head: rayStartParams.labels is refused by KubeRay; use the group's labels field",
+     "kuberay.spec: headGroupSpec: rayStartParams.labels is refused by KubeRay"),
     ("resources twice", _worker(resources={"custom": "1"}, rayStartParams={"num-cpus": "2"}),
-     "kuberay.spec trainer: Ray resources set both in group-level resources and rayStartParams; KubeRay refuses this"),
+     "kuberay.spec trainer: Ray resources set both in group-level resources and rayStartParams; KubeRay refuses this",
+     "kuberay.spec: trainer: Ray resources set both in group-level `resources` and rayStartParams ['num-cpus']"),
     ("duplicate group",
      {"kuberay": {"spec": {"workerGroupSpecs": [{"groupName": "trainer"}, {"groupName": "trainer"}]}}},
-     'kuberay.spec.workerGroupSpecs: duplicate groupName "trainer"'),
-    ("bad resources JSON", _worker(rayStartParams={"resources": "not json"}),
-     "kuberay.spec trainer: rayStartParams.resources is not a JSON object: not json"),
-    ("quote in a resource", _worker(rayStartParams={"resources": '{"it\'s": 1}'}),
-     "kuberay.spec trainer: a Ray resource name holds a single quote: {\"dockyard_fleet_trainer\":1,\"it's\":1}"),
+     'kuberay.spec.workerGroupSpecs: duplicate groupName "trainer"',
+     "kuberay.spec.workerGroupSpecs: duplicate groupName 'trainer'"),
+    ("bad resources JSON", _resources("not json"),
+     "kuberay.spec trainer: rayStartParams.resources is not a JSON object: not json", NOT_JSON.format("'not json'")),
+    ("resources JSON array", _resources("[1]"),
+     "kuberay.spec trainer: rayStartParams.resources is not a JSON object: [1]", NOT_JSON.format("'[1]'")),
+    ("resources JSON null", _resources("null"),  # was: "assignment to entry in nil map"
+     "kuberay.spec trainer: rayStartParams.resources is not a JSON object: null", NOT_JSON.format("'null'")),
+    ("resources a mapping", _resources({"custom": 2}),  # was: "wrong type for value; expected string"
+     "kuberay.spec trainer: rayStartParams.resources is not a JSON object: map[custom:2]",
+     "kuberay.spec.workerGroupSpecs[0].rayStartParams.resources: {'custom': 2} is not a JSON object in a string"),
+    ("resource not a number", _resources('{"custom": "2"}'),
+     'kuberay.spec trainer: rayStartParams.resources: the Ray resource "custom" is not a number: {"custom": "2"}',
+     "rayStartParams.resources: the Ray resource 'custom' is \"2\", not a number"),
+    ("resource below 0", _resources('{"custom": -1}'),
+     'kuberay.spec trainer: rayStartParams.resources: the Ray resource "custom" is below 0: {"custom": -1}',
+     "rayStartParams.resources: the Ray resource 'custom' is -1, not a number from 0"),
+    ("quote in a resource", _resources('{"it\'s": 1}'),
+     "kuberay.spec trainer: a Ray resource name holds a single quote: {\"dockyard_fleet_trainer\":1,\"it's\":1}",
+     "rayStartParams.resources: the Ray resource name \"it's\" holds a single quote"),
+    ("merge key", {"sandbox": {"nodeSelector": {"<<": "x"}}},
+     ('sandbox.nodeSelector: the key "<<" is YAML\'s merge key, which Helm\'s toYaml writes unquoted: it would '
+     "merge into or break the object; rename it"),
+     "sandbox.nodeSelector.<<: the key '<<' is YAML's merge key, which Helm's toYaml writes unquoted"),
+    ("merge key in an overlay", {"kuberay": {"spec": {"headGroupSpec": {"<<": {"serviceType": "NodePort"}}}}},
+     ('kuberay.spec.headGroupSpec: the key "<<" is YAML\'s merge key, which Helm\'s toYaml writes unquoted: it would '
+     "merge into or break the object; rename it"),
+     "kuberay.spec.headGroupSpec.<<: the key '<<' is YAML's merge key"),
+    ("toYaml drops a value's character", {"sandbox": {"nodeSelector": {"disk": "ssd\u0085"}}},
+     (f'sandbox.nodeSelector.disk: "ssd\\u0085" holds a character Helm\'s toYaml drops or mangles ({CHARS}); '
+     "remove it"),
+     "sandbox.nodeSelector.disk: 'ssd\\x85' holds U+0085, which Helm's toYaml drops or mangles"),
+    ("toYaml drops a key's character", {"sandbox": {"podAnnotations": {"a\u2028": "x"}}},
+     (f'sandbox.podAnnotations: the key "a\\u2028" holds a character Helm\'s toYaml drops or mangles ({CHARS}); '
+     "remove it"),
+     "sandbox.podAnnotations: the key 'a\\u2028' holds U+2028, which Helm's toYaml drops or mangles"),
+    ("toYaml drops a path's character", {"launch": {"configMountPath": "/etc/\ufffe"}},
+     (f'launch.configMountPath: "/etc/\\ufffe" holds a character Helm\'s toYaml drops or mangles ({CHARS}); '
+     "remove it"),
+     "launch.configMountPath: '/etc/\\ufffe' holds U+FFFE"),
+]
+# Refused by values.schema.json first: the chart's refusal shows with --skip-schema-validation.
+SCHEMA_FIRST = [
+    ("quota without limits", {"infra": {"resourceQuota": {"enabled": True, "hard": {}}}},
+     "infra.resourceQuota is enabled but infra.resourceQuota.hard is empty",
+     "infra.resourceQuota.hard: resourceQuota is enabled but `hard` is empty"),
+    ("chart env", {"sandbox": {"extraEnv": [{"name": "DOCKYARD_WORK_DIR", "value": "/tmp"}]}},
+     ("sandbox.extraEnv[0].name: DOCKYARD_WORK_DIR is set by the chart itself (it sets DOCKYARD_EXECUTOR_PORT, "
+     "DOCKYARD_WORK_DIR from sandbox.port and sandbox.security.workDir); choose another name"),
+     "sandbox.extraEnv[0].name: DOCKYARD_WORK_DIR is set by the chart itself"),
+    ("chart label", {"sandbox": {"podLabels": {"dockyard.dev/fleet": "x"}}},
+     ('sandbox.podLabels: "dockyard.dev/fleet" is a label the chart sets itself on the executor pods '
+     "(app.kubernetes.io/component, app.kubernetes.io/instance, app.kubernetes.io/managed-by, "
+     "app.kubernetes.io/name, app.kubernetes.io/part-of, app.kubernetes.io/version, dockyard.dev/fleet, "
+     "helm.sh/chart); choose another key"),
+     'sandbox.podLabels: "dockyard.dev/fleet" is a label the chart sets itself'),
+    ("unknown group", {"kuberay": {"spec": {"workerGroupSpecs": [{"groupName": "bogus"}]}}},
+     'kuberay.spec.workerGroupSpecs: unknown groupName "bogus" (expected trainer or inference)',
+     "kuberay.spec.workerGroupSpecs[0].groupName: 'bogus' is not allowed"),
+]
+# (release, mode, the chart's refusal, the models' words for the recipe named so)
+RELEASES = [
+    ("1abc", "rayjob", 'release name "1abc" must be a DNS-1035 label (lower case, starting with a letter)',
+     "name: '1abc' is not valid"),
+    ("a" * 48, "rayjob", f'release name "{"a" * 48}" has 48 characters; KubeRay allows at most 47 in rayjob mode',
+     "has 48 characters; KubeRay allows at most 47 for a RayJob"),
+    ("a.b", "bringup", 'release name "a.b" must be a DNS-1035 label (lower case, starting with a letter)',
+     "name: 'a.b' is not valid"),
 ]
 
 
-@pytest.mark.parametrize("over, refusal", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("over, refusal", [c[1:3] for c in CASES], ids=[c[0] for c in CASES])
 def test_each_refusal_word_for_word(over, refusal):
     assert _refusal(_helm(deep_merge(chart_values(), over))) == [refusal]
 
 
-@pytest.mark.parametrize("release, mode, refusal", [
-    ("1abc", "rayjob", 'release name "1abc" must be a DNS-1035 label (lower case, starting with a letter)'),
-    ("a" * 48, "rayjob", f'release name "{"a" * 48}" has 48 characters; KubeRay allows at most 47 in rayjob mode'),
-    ("a.b", "bringup", 'release name "a.b" must be a DNS-1035 label (lower case, starting with a letter)'),
-])
+@pytest.mark.parametrize("over, refusal", [c[1:3] for c in SCHEMA_FIRST], ids=[c[0] for c in SCHEMA_FIRST])
+def test_each_refusal_the_schema_makes_first_word_for_word(over, refusal):
+    values = deep_merge(chart_values(), over)
+    assert _helm(values).returncode == 1
+    assert _refusal(_helm(values, "grpo-swe", "--skip-schema-validation")) == [refusal]
+
+
+@pytest.mark.parametrize("release, mode, refusal", [r[:3] for r in RELEASES], ids=[r[0][:8] for r in RELEASES])
 def test_release_names_kuberay_refuses(release, mode, refusal):
     assert _refusal(_helm(chart_values(launch={"mode": mode}), release)) == [refusal]
 
@@ -89,3 +171,76 @@ def test_every_refusal_in_one_failure():
         ('sandbox.nodeSelector.disk: "ssd\\u0085" holds a character Helm\'s toYaml drops or mangles (U+007F to '
          "U+009F, U+2028, U+2029, U+FFFE, U+FFFF); remove it"),
     ]
+
+
+# Each refusal's model twin ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("over, words", [(c[1], c[3]) for c in CASES + SCHEMA_FIRST],
+                         ids=[c[0] for c in CASES + SCHEMA_FIRST])
+def test_the_models_refuse_it_first(tmp_path, capsys, over, words):
+    """The same keys in an infra spec: exit 2 before helm runs, with the file, the line and the key path."""
+    infra = write(tmp_path, "i.yaml", deep_merge(GOOD_INFRA, over))
+    assert main(["render", str(RECIPE), str(infra)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(rf"^error: {re.escape(str(infra))}:\d+: ", err, re.M) and words in err, err
+    assert "execution error" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("release, mode, words", [(r[0], r[1], r[3]) for r in RELEASES],
+                         ids=[r[0][:8] for r in RELEASES])
+def test_the_models_refuse_the_release_names_first(tmp_path, capsys, release, mode, words):
+    recipe = write(tmp_path, "r.yaml", RECIPE.read_text().replace("name: grpo-swe", f"name: {release}"))
+    infra = write(tmp_path, "i.yaml", deep_merge(GOOD_INFRA, {"launch": {"mode": mode}}))
+    assert main(["render", str(recipe), str(infra)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {recipe}:" in err and words in err, err
+
+
+def _chart_refusals() -> list[str]:
+    """Every refusal the templates can print, as a pattern: the formats of `fail (printf …)` and of
+    the messages dockyard.validateValues collects, and the plain lines of its checks."""
+    out = []
+    for path in sorted((CHART_DIR / "templates").rglob("*")):
+        if path.suffix not in (".tpl", ".yaml", ".txt"):
+            continue
+        text = re.sub(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", "", path.read_text(), flags=re.S)  # comments
+        # every failure is one of the forms read below (or validateValues' join of the collected ones)
+        assert not re.search(r"\brequired\b", text), path
+        fails = [text[m.end():] for m in re.finditer(r"\bfail\b", text)]
+        assert all(re.match(r' \((printf "|join "\\n" \.\))', after) for after in fails), path
+        checks = path.name == "_validate.tpl"  # its defines print their refusals
+        where = r"fail \(|append \$messages \(" + (r"|\{\{-?\s*" if checks else "")
+        printed = rf'(?:{where})printf "((?:[^"\\]|\\.)*)"'
+        for fmt in re.findall(printed, text):
+            out.append(fmt.replace('\\"', '"').replace("\\\\", "\\"))
+        if checks:
+            out += [line for line in text.splitlines() if line.strip() and "{{" not in line]
+    return out
+
+
+def test_every_chart_refusal_has_a_row_and_so_a_model_twin():
+    refusals = [c[2] for c in CASES + SCHEMA_FIRST] + [r[2] for r in RELEASES]
+    formats = _chart_refusals()
+    assert len(formats) >= 15, formats
+    for fmt in formats:
+        pattern = re.escape(fmt)
+        for verb in ("%s", "%q", "%d", "%v"):
+            pattern = pattern.replace(re.escape(verb), ".+")
+        assert any(re.fullmatch(pattern, r) for r in refusals), f"no row (and no model twin) for: {fmt}"
+
+
+# fromJson's failure told from a valid object (issue 18, item 7) --------------------------------
+
+def test_a_resources_object_with_a_key_named_error_renders():
+    """fromJson reports its failure as a map with key "Error": the chart once took {"Error": 1} for one."""
+    values = deep_merge(chart_values(), _resources('{"Error": 1, "custom": 2}'))
+    done = _helm(values)
+    assert done.returncode == 0, done.stderr
+    assert """resources: '''{"Error":1,"custom":2,"dockyard_fleet_trainer":1}'''""" in done.stdout
+
+
+@pytest.mark.parametrize("given", ["not json", "{not json}", '{"a": 1} trailing', '{"a": 1}, {"b": 2}', "''",
+                                   '{"a": NaN}', '{"a": 1e400}', "5", '"text"', "true"])
+def test_what_is_not_one_json_object_is_still_the_charts_refusal(given):
+    assert _refusal(_helm(deep_merge(chart_values(), _resources(given)))) == [
+        f"kuberay.spec trainer: rayStartParams.resources is not a JSON object: {given}"]

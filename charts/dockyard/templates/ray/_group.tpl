@@ -101,13 +101,27 @@ for `ray start --resources=...` and what KubeRay parses (it trims the outer quot
 backslash-escaped form fails there, and KubeRay then drops the group's num-gpus — seen by
 `dockyard-k8s smoke` as a fleet with 0 GPUs). The overlay's value may come quoted or escaped.
 dict "role" "trainer" "given" "{\"custom\": 2}" -> '{"custom":2,"dockyard_fleet_trainer":1}'
-Checked here, where the merged value is parsed: it must be a JSON object, without a single quote. */}}
+Checked here, where the merged value is parsed: a string holding one JSON object of numbers (at
+least 0), without a single quote. It is read inside `[…]` by fromJsonArray: one object comes back as
+one map, a parse failure as one string (fromJson's failure, a map with key "Error", is also what a
+valid {"Error": 1} gives). The models refuse the same first (generator/inputs/rules.py). */}}
 {{- define "dockyard.ray.resourcesParam" -}}
 {{- $res := dict -}}
 {{- with .given -}}
-{{- $res = . | trimAll "\"'" | replace "\\\"" "\"" | fromJson -}}
-{{- if hasKey $res "Error" -}}
-{{- fail (printf "kuberay.spec %s: rayStartParams.resources is not a JSON object: %s" $.role $.given) -}}
+{{- $parsed := list -}}
+{{- if kindIs "string" . -}}
+{{- $parsed = printf "[%s]" (. | trimAll "\"'" | replace "\\\"" "\"") | fromJsonArray -}}
+{{- end -}}
+{{- if not (and (eq (len $parsed) 1) (kindIs "map" (first $parsed))) -}}
+{{- fail (printf "kuberay.spec %s: rayStartParams.resources is not a JSON object: %v" $.role $.given) -}}
+{{- end -}}
+{{- $res = first $parsed -}}
+{{- range $name, $n := $res -}}
+{{- if not (kindIs "float64" $n) -}}
+{{- fail (printf "kuberay.spec %s: rayStartParams.resources: the Ray resource %q is not a number: %v" $.role $name $.given) -}}
+{{- else if lt $n 0.0 -}}
+{{- fail (printf "kuberay.spec %s: rayStartParams.resources: the Ray resource %q is below 0: %v" $.role $name $.given) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- $_ := set $res (printf "dockyard_fleet_%s" .role) 1 -}}
