@@ -231,6 +231,11 @@ build_ray_image() {
 # hack/tools.sh --key TOOL: print TOOL's recipe key and build nothing (tests: a bumped pin rebuilds).
 if [ "${1:-}" = --key ]; then key_only=1; shift; fi
 tools=("$@")
+# The Ray image's key covers its builder and its lock files (tools/ray-image): one folder holding both.
+ray_image_sources() {
+  local d; d=$(scratch_dir)
+  cp "$root/generator/playground/node/ray_image.py" "$root"/tools/ray-image/*.lock "$d/" && echo "$d"
+}
 [ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds kube-validate checkov kubernetes etcd kwok kuberay registry node ray-image)
 node_tools=(runc containerd cni-plugins coredns kube-router node-images kubernetes-node device-plugin)
 expanded=()
@@ -257,7 +262,7 @@ for t in "${expanded[@]}"; do
     coredns) build coredns "$COREDNS_VERSION" build_coredns ;;
     kube-router) build kube-router "$KUBE_ROUTER_VERSION" build_kube_router ;;
     device-plugin) build device-plugin "$KUBERNETES_VERSION" build_device_plugin "$root/tools/device-plugin" ;;
-    ray-image) node_deps && build ray-image "$RAY_VERSION" build_ray_image "$root/generator/playground/node/ray_image.py" ;;
+    ray-image) node_deps && build ray-image "$RAY_VERSION" build_ray_image "$(ray_image_sources)" ;;
     node-images) node_deps && build node-images "$NODE_IMAGES_VERSION" build_node_images "$root/tools/node-images" ;;
     *) say "unknown tool: $t"; exit 2 ;;
   esac

@@ -111,3 +111,19 @@ def test_real_node_gpus_flag_needs_the_real_node_and_a_count(capsys, argv, tmp_p
     assert main(["playground", "up", "--state-dir", str(tmp_path / "pg"), *argv]) == 2
     assert "--real-node-gpus needs --real-node and a count 0..64" in capsys.readouterr().err
     assert not (tmp_path / "pg").exists()
+
+
+def test_the_ray_image_installs_exactly_a_locked_set(tmp_path):
+    """Issue 19: the Ray image pins its whole Python set (version and sha256 of every wheel), not only ray."""
+    import re
+
+    from generator.playground.node import ray_image
+    from generator.tools import versions
+
+    version = versions()["RAY_VERSION"]
+    lines = [x for x in ray_image.lock_file(version).read_text().splitlines() if x and not x.startswith("#")]
+    assert all(re.fullmatch(r"[a-z0-9_.]+==[^ ]+ --hash=sha256:[0-9a-f]{64}", x) for x in lines), lines
+    assert f"ray=={version}" in [x.split()[0] for x in lines]
+    assert len(lines) > 20  # ray[default]'s dependencies, not ray alone
+    with pytest.raises(SystemExit, match="no lock file for ray 0.0.1"):
+        ray_image.download_wheels(tmp_path, "0.0.1")

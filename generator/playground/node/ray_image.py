@@ -5,14 +5,17 @@ change): Debian's `python3` (from the apt sources this machine already uses, via
 `ray[default]` at RAY_VERSION (tools/versions.env) from PyPI, and the probe's only needs (Python
 and Ray). Steps, each in the version-keyed cache entry `ray-image-<version>` (hack/tools.sh):
 
-1. `pip download` the wheels for CPython 3.11 / manylinux x86_64 into `wheels/` (binary only);
-2. mmdebstrap a minbase root filesystem with python3 + pip, installs the wheels offline inside it
-   (`--no-index`), drops pip's caches;
+1. `pip download` the wheels for CPython 3.11 / manylinux x86_64 into `wheels/` (binary only), exactly
+   the set the lock file `tools/ray-image/ray-<version>.lock` pins, each by version and sha256;
+2. mmdebstrap a minbase root filesystem with python3 + pip, installs the locked wheels offline inside it
+   (`--no-index --no-deps --require-hashes`), drops pip's caches;
 3. writes the OCI image layout `oci/playground-ray.tar` (one uncompressed layer, streamed to disk,
    paths sorted, mtimes clamped, owners kept) with this module's own code.
 
 Run as a script (stdlib only, so hack/tools.sh needs no virtualenv):
     python3 generator/playground/node/ray_image.py build OUT_DIR RAY_VERSION
+    python3 generator/playground/node/ray_image.py lock RAY_VERSION   # (re)write the lock file
+The Debian packages come from the machine's apt sources as they are that day: only the Python set is locked.
 The real node imports the layout at `playground up --real-node` when the entry exists.
 """
 
@@ -30,6 +33,8 @@ import tarfile
 import time
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[3]
+LOCKS = REPO / "tools" / "ray-image"
 REGISTRY = "dockyard.local"
 NAME = "playground-ray"
 LAYOUT = "oci/playground-ray.tar"
@@ -86,19 +91,57 @@ def debian_sources() -> tuple[str, Path]:
                      "debian-archive-keyring); the image's root filesystem is built from it")
 
 
-def download_wheels(dest: Path, version: str) -> None:
+def lock_file(version: str) -> Path:
+    return LOCKS / f"ray-{version}.lock"
+
+
+def _pip_download(dest: Path, *what: str) -> None:
     dest.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "pip", "download", f"ray[default]=={version}", "--only-binary=:all:",
+    argv = [sys.executable, "-m", "pip", "download", *what, "--only-binary=:all:",
             "--python-version", PY[0], "--implementation", "cp", "--abi", PY[1], "-d", str(dest), "-q"]
     for p in PLATFORMS:
         argv += ["--platform", p]
     _run(argv)
 
 
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_lock(version: str, scratch: Path) -> Path:
+    """Resolve ray[default]==version for the image's platform and pin every wheel by version and hash."""
+    _pip_download(scratch, f"ray[default]=={version}")
+    lines = []
+    for wheel in sorted(scratch.glob("*.whl"), key=lambda w: w.name.lower()):
+        name, ver = wheel.name.split("-")[:2]
+        lines.append(f"{name.lower()}=={ver} --hash=sha256:{_sha256(wheel)}")
+    if not any(line.startswith(f"ray=={version} ") for line in lines):
+        raise SystemExit(f"[ray-image] resolving ray[default]=={version} gave no ray {version} wheel")
+    path = lock_file(version)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"# ray[default]=={version} for CPython {PY[0]} manylinux x86_64: every wheel of the "
+                    f"playground's Ray image.\n# Written by `python3 generator/playground/node/ray_image.py lock "
+                    f"{version}`; hack/tools.sh keys the image on it.\n" + "\n".join(lines) + "\n")
+    return path
+
+
+def download_wheels(dest: Path, version: str) -> None:
+    lock = lock_file(version)
+    if not lock.is_file():
+        raise SystemExit(f"[ray-image] no lock file for ray {version} ({lock}): run "
+                         f"`python3 generator/playground/node/ray_image.py lock {version}`")
+    _pip_download(dest, "--no-deps", "--require-hashes", "-r", str(lock))
+    shutil.copy(lock, dest / "requirements.lock")
+
+
 def build_rootfs(rootfs: Path, wheels: Path, version: str) -> None:
     suite, sources = debian_sources()
-    install = (f'chroot "$1" python3 -m pip install --break-system-packages --no-index --no-cache-dir '
-               f'--find-links /tmp/wheels "ray[default]=={version}"')
+    install = ('chroot "$1" python3 -m pip install --break-system-packages --no-index --no-cache-dir '
+               '--no-deps --require-hashes --find-links /tmp/wheels -r /tmp/wheels/requirements.lock')
     hooks = [
         f'mkdir -p "$1/tmp/wheels" && cp -a {wheels}/. "$1/tmp/wheels/"',
         install,
@@ -212,7 +255,8 @@ def build(out: Path, version: str) -> None:
     t0 = time.monotonic()
     if not shutil.which("mmdebstrap"):
         raise SystemExit("[ray-image] mmdebstrap is missing (Debian package mmdebstrap; run `bash hack/node-deps.sh`)")
-    _say(f"pip download ray[default]=={version} (CPython {PY[0]}, manylinux x86_64)")
+    _say(f"pip download ray[default]=={version} as locked in {lock_file(version).relative_to(REPO)} "
+         f"(CPython {PY[0]}, manylinux x86_64)")
     download_wheels(out / "wheels", version)
     t1 = time.monotonic()
     rootfs = out / "rootfs"
@@ -239,6 +283,12 @@ def layout(cache_entry: Path) -> tuple[str, Path] | None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] != "build":
-        raise SystemExit("usage: ray_image.py build OUT_DIR RAY_VERSION")
-    build(Path(sys.argv[2]), sys.argv[3])
+    if len(sys.argv) == 4 and sys.argv[1] == "build":
+        build(Path(sys.argv[2]), sys.argv[3])
+    elif len(sys.argv) == 3 and sys.argv[1] == "lock":
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            print(write_lock(sys.argv[2], Path(tmp)))
+    else:
+        raise SystemExit("usage: ray_image.py build OUT_DIR RAY_VERSION | ray_image.py lock RAY_VERSION")
