@@ -21,7 +21,7 @@ import threading
 from collections import namedtuple
 from pathlib import Path
 
-from generator.errors import CheckFailed
+from generator.render import procs
 from generator.tools import CHART_DIR, ToolMissing, binary, cache_dir, tool_dir, versions
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
@@ -89,7 +89,7 @@ def _open_pod_templates(node: Any) -> None:
 def crd_json() -> Path:
     """The pinned KubeRay CRDs for kube-validate, once per version: JSON, the rendered version only,
     pod templates opened (see `_open_pod_templates`)."""
-    from generator.render.kubeconform import _atomic_dir
+    from generator.render.kubeconform import _atomic_dir, not_a_crd
 
     src = tool_dir("kuberay-crds")
     if not src.is_dir():
@@ -100,24 +100,39 @@ def crd_json() -> Path:
 
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         for name in CHART_CRDS:
-            crd = yaml.load((src / name).read_text(), Loader=loader)
-            crd["spec"]["versions"] = [v for v in crd["spec"]["versions"] if v["name"] == CHART_CRD_VERSION]
+            try:
+                crd = yaml.load((src / name).read_text(), Loader=loader)
+                crd["spec"]["versions"] = [v for v in crd["spec"]["versions"] if v["name"] == CHART_CRD_VERSION]
+                kind = crd["spec"]["names"]["kind"]
+            except (yaml.YAMLError, LookupError, TypeError) as exc:
+                raise not_a_crd(src / name, exc) from None
             _open_pod_templates(crd)
-            (out / f"{crd['spec']['names']['kind']}.json").write_text(json.dumps(crd))
+            (out / f"{kind}.json").write_text(json.dumps(crd))
 
     return _atomic_dir(cache_dir() / "schemas" / f"kuberay-{versions()['KUBERAY_VERSION']}-kube-validate-v3", build)
 
 
 class Run:
     """One kube-validate process, started early; `feed` hands it the stream without waiting, so it
-    runs beside kubeconform; `finish` collects the report."""
+    runs beside kubeconform; `finish` collects the report. Its failure (it cannot start, crashes,
+    ends with a code other than 0, prints what is not its report) is a CheckFailed."""
 
     def __init__(self) -> None:
+        from generator.render.kubeconform import schema_failure
+
         # A run lives ~30 ms: Go's collector off below 128 MiB, from start-up (package init allocates
         # most) — ~20% less CPU, on two cores shared with helm, kubeconform and this process.
         env = {**os.environ, "GOGC": "off", "GOMEMLIMIT": "128MiB"}
-        self.proc = subprocess.Popen([binary("kube-validate"), "-crds", str(crd_json())], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        self.path = binary("kube-validate")
+        try:
+            crds = crd_json()
+        except OSError as exc:
+            raise schema_failure(exc) from None
+        try:
+            self.proc = subprocess.Popen([self.path, "-crds", str(crds)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace", env=env)
+        except OSError as exc:
+            raise procs.cannot_start("kube-validate", self.path, exc) from None
         self._thread: threading.Thread | None = None
         self._output: tuple[str, str] = ("", "")
 
@@ -134,15 +149,18 @@ class Run:
         assert self._thread is not None
         self._thread.join()
         stdout, stderr = self._output
+        if self.proc.returncode != 0:  # it exits 2 on a failure, 0 with a report
+            raise procs.failed("kube-validate", self.path, self.proc.returncode, stderr, stdout)
         try:
             data = json.loads(stdout)
-        except json.JSONDecodeError:
-            said = stderr.strip() or stdout.strip()
-            raise CheckFailed(f"kube-validate failed (exit {self.proc.returncode}): {said}") from None
-        return Report(data["kubernetes"], data["objects"], data["podTemplates"],
-                      [_finding(f) for f in data["findings"]], [_finding(f) for f in data["warnings"]])
+            return Report(data["kubernetes"], data["objects"], data["podTemplates"],
+                          [_finding(f) for f in data["findings"]], [_finding(f) for f in data["warnings"]])
+        except (ValueError, LookupError, TypeError, AttributeError):
+            raise procs.failed("kube-validate", self.path, self.proc.returncode, stdout, stderr,
+                               what="answered with what is not its JSON report") from None
 
     def cancel(self) -> None:
+        """Stop kube-validate and reap it (nothing is left running)."""
         self.proc.kill()
         if self._thread is not None:
             self._thread.join()

@@ -13,6 +13,7 @@ from contextvars import ContextVar
 from functools import cache
 
 from generator.errors import CheckFailed, InputError, Problem
+from generator.render import procs
 from generator.tools import CHART_DIR, binary, versions
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
@@ -126,8 +127,9 @@ class Template:
                  helm: str | None = None):
         self.release, self.namespace, self.tests = release, namespace, tests
         self.values = values
+        self.path = helm or helm_binary()
         cmd = [
-            helm or helm_binary(), "template", release, str(CHART_DIR),
+            self.path, "template", release, str(CHART_DIR),
             "--namespace", namespace, "--values", "-",  # on stdin (Helm 3 and 4): no temporary file
             "--kube-version", versions()["KUBERNETES_VERSION"],
         ]
@@ -136,16 +138,21 @@ class Template:
         # A render lives ~50 ms: Go's collector off below 128 MiB (as for kube-validate) takes ~20% off
         # its wall time on two cores shared with this process; a GOGC the user set is kept.
         env = {"GOGC": "off", "GOMEMLIMIT": "128MiB", **os.environ} if "GOGC" not in os.environ else None
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, encoding="utf-8", env=env)
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         text=True, encoding="utf-8", errors="replace", env=env)
+        except OSError as exc:
+            raise procs.cannot_start("helm", self.path, exc) from None
 
     def result(self, values: dict[str, Any] | None = None) -> str:
         values = self.values if values is None else values
         assert values is not None
         # JSON is YAML that no parser reads differently (Helm's YAML 1.1 reads a bare `y` as true).
         stdout, stderr = self.proc.communicate(values_json(values))
-        if self.proc.returncode != 0:
+        if self.proc.returncode == 1:  # helm's refusal (the schema, the chart's `fail`): its text
             raise CheckFailed(f"helm template refused the values:\n{stderr.strip()}")
+        if self.proc.returncode != 0:  # a crash (a Go panic exits 2) or a signal: one line
+            raise procs.failed("helm template", self.path, self.proc.returncode, stderr, stdout)
         return stdout
 
     def cancel(self) -> None:

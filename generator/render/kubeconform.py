@@ -15,7 +15,9 @@ import subprocess
 from collections import namedtuple
 from pathlib import Path
 
-from generator.tools import binary, cache_dir, tool_dir, versions
+from generator.errors import CheckFailed
+from generator.render import procs
+from generator.tools import ToolMissing, binary, cache_dir, tool_dir, versions
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
@@ -87,7 +89,9 @@ def core_schemas() -> Path:
 
         # The package's data only: importing kubernetes_validate itself costs ~0.1 s.
         spec = importlib.util.find_spec("kubernetes_validate")
-        assert spec and spec.submodule_search_locations
+        if not spec or not spec.submodule_search_locations:
+            raise ToolMissing("the kubernetes-validate package (kubeconform's core schemas) is not installed: "
+                              "`pip install -e .`")
         src = Path(spec.submodule_search_locations[0]) / "kubernetes-json-schema" / f"{kube_minor()}-local-strict"
         defs = json.loads((src / "_definitions.json").read_text())["$defs"]
         for path in src.glob("*.json"):
@@ -126,24 +130,36 @@ def _strict(node: Any) -> Any:
 def crd_schemas() -> Path:
     src = tool_dir("kuberay-crds")
     if not src.is_dir():
-        from generator.tools import ToolMissing
-
         raise ToolMissing(f"the KubeRay CRDs are not fetched; run `make tools` (expected {src})")
 
     def build(out: Path) -> None:
         import yaml
 
         for path in sorted(src.glob("*.yaml")):
-            crd = yaml.safe_load(path.read_text())
-            spec = crd["spec"]
-            kind = spec["names"]["kind"].lower()
-            for v in spec["versions"]:
-                schema = _strict(v["schema"]["openAPIV3Schema"])
-                schema["properties"]["apiVersion"] = {"type": "string", "enum": [f"{spec['group']}/{v['name']}"]}
+            try:
+                crd = yaml.safe_load(path.read_text())
+                spec = crd["spec"]
+                kind = spec["names"]["kind"].lower()
+                schemas = {v["name"]: _strict(v["schema"]["openAPIV3Schema"]) for v in spec["versions"]}
+            except (yaml.YAMLError, LookupError, TypeError) as exc:
+                raise not_a_crd(path, exc) from None
+            for version, schema in schemas.items():
+                schema["properties"]["apiVersion"] = {"type": "string", "enum": [f"{spec['group']}/{version}"]}
                 schema["properties"]["kind"] = {"type": "string", "enum": [spec["names"]["kind"]]}
-                (out / f"{kind}-{spec['group']}-{v['name']}.json").write_text(json.dumps(schema))
+                (out / f"{kind}-{spec['group']}-{version}.json").write_text(json.dumps(schema))
 
     return _atomic_dir(cache_dir() / "schemas" / f"kuberay-{versions()['KUBERAY_VERSION']}-v2", build)
+
+
+def not_a_crd(path: Path, exc: Exception) -> CheckFailed:
+    return CheckFailed(f"{path}: not a CRD with the fields expected ({type(exc).__name__}: "
+                       f"{procs.first_line(str(exc))}); fetch the KubeRay CRDs again: `make tools`")
+
+
+def schema_failure(exc: OSError) -> CheckFailed:
+    """A schema folder that cannot be read or written (the tool cache, the installed packages)."""
+    return CheckFailed(f"the schemas for kubeconform and kube-validate: {exc.filename or ''}: {exc.strerror or exc} "
+                       "(the tool cache: $DOCKYARD_TOOLS_CACHE, else ~/.cache/dockyard-k8s)")
 
 
 class Result(namedtuple("Result", "kind name status message", defaults=("",))):
@@ -152,20 +168,32 @@ class Result(namedtuple("Result", "kind name status message", defaults=("",))):
     __slots__ = ()
 
 
+# kubeconform exits 0 when every object is valid, 1 when one is not; any other end is its failure.
+EXPECTED_EXITS = (0, 1)
+
+
 class Run:
-    """One kubeconform -strict process, started early so its start-up overlaps other work."""
+    """One kubeconform -strict process, started early so its start-up overlaps other work. Its failure
+    (it cannot start, crashes, ends with another code, prints what is not its report) is a CheckFailed."""
 
     def __init__(self) -> None:
-        core, crds = core_schemas(), crd_schemas()
+        try:
+            core, crds = core_schemas(), crd_schemas()
+        except OSError as exc:
+            raise schema_failure(exc) from None
+        self.path = binary("kubeconform")
         cmd = [
-            binary("kubeconform"), "-strict", "-output", "json", "-verbose",
+            self.path, "-strict", "-output", "json", "-verbose",
             "-kubernetes-version", kube_minor().lstrip("v"),
             "-schema-location", f"{core}/{{{{ .ResourceKind }}}}{{{{ .KindSuffix }}}}.json",
             "-schema-location", f"{crds}/{{{{ .ResourceKind }}}}-{{{{ .Group }}}}-{{{{ .ResourceAPIVersion }}}}.json",
             "-",
         ]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         text=True, encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise procs.cannot_start("kubeconform", self.path, exc) from None
 
     _output: tuple[str, str] | None = None
 
@@ -179,20 +207,26 @@ class Run:
             self.feed(manifests or "")
         assert self._output is not None
         stdout, stderr = self._output
+        code = self.proc.returncode
+        if code not in EXPECTED_EXITS:
+            raise procs.failed("kubeconform", self.path, code, stderr, stdout)
         try:
             report = json.loads(stdout)
-        except json.JSONDecodeError:
-            raise RuntimeError(f"kubeconform failed: {stderr.strip() or stdout.strip()}") from None
-        return [
-            Result(r.get("kind", "?"), r.get("name", "?"), r.get("status", "?").removeprefix("status").lower(),
-                   _short(r.get("msg", "")))
-            for r in report.get("resources", [])
-        ]
+            resources = report["resources"] or []  # null when the stream holds no object
+            return [
+                Result(str(r.get("kind", "?")), str(r.get("name", "?")),
+                       str(r.get("status", "?")).removeprefix("status").lower(), _short(str(r.get("msg", ""))))
+                for r in resources
+            ]
+        except (ValueError, LookupError, TypeError, AttributeError):
+            raise procs.failed("kubeconform", self.path, code, stdout, stderr,
+                               what="answered with what is not its JSON report") from None
 
     def cancel(self) -> None:
+        """Stop kubeconform and reap it (nothing is left running)."""
         self.proc.kill()
         if self._output is None:
-            self.proc.communicate()
+            self._output = self.proc.communicate()
 
 
 def validate(manifests: str) -> list[Result]:
