@@ -258,3 +258,12 @@ def test_from_the_command_line(cache):
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: kubeconform failed (exit 2, "), proc.stderr
     cache.reaped()
+
+
+def test_check_server_with_a_bad_kubeconfig_stops_kubeconform(cache, capsys, tmp_path):
+    """kubeconform starts first (its start-up overlaps the rest); a usage error after it stops it."""
+    cache.sleeper("kubeconform")
+    cache.link_the_rest()
+    assert main([*CHECK, "--server", "--kubeconfig", str(tmp_path / "absent")]) == 2
+    assert capsys.readouterr().err == f"error: <command line>: --kubeconfig {tmp_path / 'absent'}: no such file\n"
+    cache.reaped(started=False)
