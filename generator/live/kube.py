@@ -22,6 +22,7 @@ NAME_LABEL = "app.kubernetes.io/name=dockyard"
 
 Objects = list[dict[str, Any]]  # API objects read as plain JSON (Kube.list; `list` is a method name there)
 
+SA_WAIT = 30.0  # seconds a created namespace may take to get its `default` ServiceAccount
 REQUEST_FLOOR = 2.0  # seconds a request may take past a verb's deadline (reading the end state)
 
 
@@ -261,8 +262,6 @@ class Kube:
 
     def ensure_namespace(self, name: str) -> bool:
         """Create the namespace (and wait for its default ServiceAccount); True when created."""
-        import time
-
         from kubernetes.client.exceptions import ApiException
 
         if self.namespace_exists(name):
@@ -273,16 +272,20 @@ class Kube:
         except ApiException as exc:
             if exc.status != 409:
                 raise
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        limit = SA_WAIT if self.deadline is None else min(SA_WAIT, max(1.0, self.deadline - time.monotonic()))
+        deadline = time.monotonic() + limit
+        while True:
             try:
                 self.request("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")
-                break
+                return True
             except ApiException as exc:
                 if exc.status != 404:
                     raise
-                time.sleep(0.2)
-        return True
+            if time.monotonic() >= deadline:
+                raise CheckFailed(f"namespace {name} was created, but its `default` ServiceAccount did not appear "
+                                  f"within {limit:.0f}s, and no pod is admitted without it: is the cluster's "
+                                  "kube-controller-manager running?")
+            time.sleep(0.2)
 
 
 def is_forbidden(exc: BaseException) -> bool:
