@@ -178,7 +178,7 @@ def overlay_shape_problem(role: str, spec: dict[str, Any]) -> tuple[Where, str, 
         return None
     if not isinstance(pod, dict):
         return ("template", "spec"), f"template.spec must be a mapping (a pod spec), got {pod!r}", "a pod spec"
-    for key in ("volumes", "imagePullSecrets"):
+    for key in ("volumes", "imagePullSecrets", "tolerations"):
         if pod.get(key) is not None and not isinstance(pod[key], list):
             return ("template", "spec", key), f"{key} must be a list, got {pod[key]!r}", f"a list of {key}"
     if pod.get("containers") is not None:

@@ -38,7 +38,7 @@ SCHEMAS = {
 # The keywords the models' schemas use; any other is a hard error (a model change needs this module).
 KEYWORDS = {"$schema", "$id", "definitions", "$ref", "type", "properties", "additionalProperties", "required",
             "default", "description", "enum", "const", "pattern", "minLength", "maxLength", "minimum", "maximum",
-            "items", "minItems", "maxItems", "minProperties", "anyOf", "allOf", "not", "if", "then"}
+            "items", "minItems", "maxItems", "minProperties", "propertyNames", "anyOf", "allOf", "not", "if", "then"}
 # Field names whose key in the schema is an alias (populate_by_name: either is accepted, not both).
 # tests/unit/test_schema_check.py keeps this equal to the models' aliases.
 ALIASES = {"ephemeral-storage": "ephemeralStorage"}
@@ -188,6 +188,10 @@ class _Checker:
 
     def _object(self, value: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
         props: dict[str, Any] = schema.get("properties", {})
+        names = schema.get("propertyNames")
+        if names is not None:
+            for key in value:
+                self.check(key, names)
         required = schema.get("required", ())
         extra = schema.get("additionalProperties", True)
         if schema.get("type") == "object" and props:  # a model: every field, in its order, then extras
@@ -205,8 +209,8 @@ class _Checker:
                 else:
                     raise Refused  # a required field (every other one has a default)
             rest = ((k, v) for k, v in value.items() if k not in used)
-        else:  # a dict field, or a rule's condition: the keys given, in their order
-            out = {}
+        else:  # a dict field, a rule's condition, or a model already checked (an anyOf branch): the keys given
+            out = _Model() if isinstance(value, _Model) else {}
             for key in required:
                 if key not in value:
                     raise Refused

@@ -116,10 +116,15 @@ def test_invalid_port_in_the_overlay(tmp_path, capsys):
 
 
 def test_conflicting_toleration(tmp_path, capsys):
-    over = {"sandbox": {"tolerations": [{"key": "dedicated", "operator": "Exists", "value": "sandbox"}]}}
+    """In the free-form overlay (kuberay.placement and sandbox.tolerations refuse it at input, exit 2):
+    after kuberay.placement.gpu's own toleration."""
+    bad = {"key": "dedicated", "operator": "Exists", "value": "sandbox"}
+    over = {"kuberay": {"spec": {"workerGroupSpecs": [
+        {"groupName": "trainer", "template": {"spec": {"tolerations": [bad]}}}]}}}
     code, out = _check(tmp_path, capsys, over)
     assert code == 1, out
-    _refusal(out, "Deployment", "grpo-swe-sandbox", re.escape("spec.template.spec.tolerations[0].operator"),
+    _refusal(out, "RayJob", "grpo-swe",
+             re.escape("spec.rayClusterSpec.workerGroupSpecs[0].template.spec.tolerations[1].operator"),
              "value must be empty when `operator` is 'Exists'")
 
 

@@ -18,6 +18,7 @@ from generator.cli import main
 from generator.inputs.models import InfraSpec, Recipe
 from generator.inputs.models.common import Toleration, TopologySpreadConstraint
 from generator.inputs.models.infra import WorkerGroupOverlay
+from generator.inputs.models.placement import NodeSelectorRequirement, PreferredSchedulingTerm
 from generator.inputs.models.types import model_in
 from tests.conftest import EXAMPLES, RECIPE, write
 
@@ -27,7 +28,17 @@ LIST_ITEM = {
     TopologySpreadConstraint: {"topologyKey": "kubernetes.io/hostname"},
     Toleration: {"key": "gpu", "operator": "Exists"},
     WorkerGroupOverlay: {"groupName": "trainer"},
+    PreferredSchedulingTerm: {"weight": 1, "preference": {}},
+    NodeSelectorRequirement: {"key": "a", "operator": "Exists"},
 }
+
+
+def _origin(annotation: Any) -> Any:
+    """typing.get_origin, through `X | None` (an optional list of models is a list)."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is not None and type(annotation).__name__ == "UnionType" and len(args) == 1:
+        return typing.get_origin(args[0])
+    return typing.get_origin(annotation)
 
 
 def _kinds(annotation: Any) -> set[str]:
@@ -54,7 +65,7 @@ def scalar_fields(model: type[BaseModel], path: tuple[Any, ...] = ()) -> list[tu
     for name, field in model.model_fields.items():
         key = field.alias or name
         sub = model_in(field.annotation)
-        origin = typing.get_origin(field.annotation)
+        origin = _origin(field.annotation)
         if sub is not None and origin is list:
             out += [((*path, key, 0, *rest), kind) for rest, kind in scalar_fields(sub)]
         elif sub is not None and origin is not dict:
@@ -93,10 +104,10 @@ def _list_models(model: type[BaseModel], path: tuple[Any, ...] = ()) -> dict[tup
         sub = model_in(field.annotation)
         if sub is None:
             continue
-        if typing.get_origin(field.annotation) is list:
+        if _origin(field.annotation) is list:
             out[(*path, key)] = sub
             out.update(_list_models(sub, (*path, key, 0)))
-        elif typing.get_origin(field.annotation) is not dict:
+        elif _origin(field.annotation) is not dict:
             out.update(_list_models(sub, (*path, key)))
     return out
 

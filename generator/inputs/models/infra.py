@@ -18,6 +18,7 @@ from generator.inputs.models.common import (
     TopologySpreadConstraint,
     backend_image_problem,
 )
+from generator.inputs.models.placement import KubeRayPlacement
 from generator.inputs.models.types import (
     DNS1035_LABEL_RE,
     STRICT_TYPES,
@@ -26,6 +27,7 @@ from generator.inputs.models.types import (
     Dns1123Subdomain,
     EnvName,
     FreeForm,
+    NodeSelector,
     Quantity,
     Strict,
     refuse_non_finite,
@@ -194,6 +196,9 @@ class KubeRaySettings(Strict):
     rayVersion: str = Field("2.52.0", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$", description="Ray version in the image.")
     head: PodResources = Field(PodResources(cpu="2", memory="8Gi"), description="Head pod cpu/memory.")
     worker: PodResources = Field(PodResources(cpu="8", memory="32Gi"), description="cpu/memory of each worker pod.")
+    placement: KubeRayPlacement = Field(
+        KubeRayPlacement(),
+        description="nodeSelector, tolerations and affinity of the GPU fleets, the head and the submitter pod.")
     spec: RayClusterSpecOverlay = Field(RayClusterSpecOverlay(),
                                         description="Free-form RayClusterSpec overlay, merged before the invariants.")
     pdb: GpuPdbSettings = Field(GpuPdbSettings(), description="Opt-in GPU PodDisruptionBudget (bringup).")
@@ -321,7 +326,7 @@ class Sandbox(Strict):
     topologySpreadConstraints: list[TopologySpreadConstraint] = Field(
         [], description="Spread the replicas over nodes or zones."
     )
-    nodeSelector: dict[str, str] = Field({}, description="Node labels the executors must run on.")
+    nodeSelector: NodeSelector = Field({}, description="Node labels the executors must run on.")
     tolerations: list[Toleration] = Field([], description="Tolerations of the executors.")
     affinity: FreeForm = Field(
         {},

@@ -18,6 +18,12 @@ IMAGE_REPO_RE = r"^[a-z0-9]+([._/:-][a-z0-9]+)*$"
 IMAGE_TAG_RE = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
 DIGEST_RE = r"^sha256:[a-f0-9]{64}$"
 ENV_NAME_RE = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
+# Kubernetes label keys (a qualified name: an optional DNS-1123 prefix and '/', a name of at most 63)
+# and label values (at most 63, may be empty), as its API validates them.
+LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+LABEL_KEY_RE = rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{LABEL_NAME}$"
+LABEL_VALUE_RE = rf"^({LABEL_NAME})?$"
+LABEL_KEY_MAX = 253 + 1 + 63
 
 
 def model_in(annotation: Any) -> type[BaseModel] | None:
@@ -123,4 +129,15 @@ FreeForm = Annotated[
     dict[str, Any],
     AfterValidator(refuse_non_finite),
     WithJsonSchema({"type": "object", "additionalProperties": True}),
+]
+
+LabelKey = Annotated[str, Field(pattern=LABEL_KEY_RE, max_length=LABEL_KEY_MAX)]
+LabelValue = Annotated[str, Field(pattern=LABEL_VALUE_RE, max_length=63)]
+NodeSelector = Annotated[
+    dict[LabelKey, LabelValue],
+    WithJsonSchema({
+        "type": "object",
+        "propertyNames": {"pattern": LABEL_KEY_RE, "maxLength": LABEL_KEY_MAX},
+        "additionalProperties": {"type": "string", "pattern": LABEL_VALUE_RE, "maxLength": 63},
+    }),
 ]

@@ -5,11 +5,12 @@ Each step below takes plain data and prints JSON; `dockyard.ray.group` chains th
 */}}
 
 {{/* The overlay of one group cut along the merge rules: the group's own keys, the pod template's
-(but spec), the pod spec's (but the three lists), and the lists merged item by item.
+(but spec), the pod spec's (but the four lists), and the lists merged item by item.
 {"groupName": "trainer", "rayStartParams": {"a": "1"}, "template": {"metadata": {"labels": {"x": "y"}},
  "spec": {"nodeSelector": {"p": "q"}, "containers": [{"name": "log"}]}}}
 -> {"group": {"rayStartParams": {"a": "1"}}, "template": {"metadata": {"labels": {"x": "y"}}},
-    "spec": {"nodeSelector": {"p": "q"}}, "containers": [{"name": "log"}], "volumes": [], "imagePullSecrets": []} */}}
+    "spec": {"nodeSelector": {"p": "q"}}, "containers": [{"name": "log"}], "volumes": [], "imagePullSecrets": [],
+    "tolerations": []} */}}
 {{- define "dockyard.ray.overlayParts" -}}
 {{- $ov := . | default dict -}}
 {{- $tpl := $ov.template | default dict -}}
@@ -17,10 +18,11 @@ Each step below takes plain data and prints JSON; `dockyard.ray.group` chains th
 {{- toJson (dict
   "group" (omit $ov "groupName" "template")
   "template" (omit $tpl "spec")
-  "spec" (omit $spec "containers" "volumes" "imagePullSecrets")
+  "spec" (omit $spec "containers" "volumes" "imagePullSecrets" "tolerations")
   "containers" ($spec.containers | default list)
   "volumes" ($spec.volumes | default list)
-  "imagePullSecrets" ($spec.imagePullSecrets | default list)) -}}
+  "imagePullSecrets" ($spec.imagePullSecrets | default list)
+  "tolerations" ($spec.tolerations | default list)) -}}
 {{- end -}}
 
 {{/* The group's containers: an overlay container named like the Ray container (or unnamed) merges
@@ -96,6 +98,17 @@ dict "names" ["regcred"] "overlay" [{"name": "a"}, {"name": "regcred"}] -> [{"na
 {{- toJson $secrets -}}
 {{- end -}}
 
+{{/* A group's tolerations: kuberay.placement's first, then the overlay's not already there (an
+overlay adds tolerations; kuberay.placement's own keys remove them).
+dict "base" [{"key": "nvidia.com/gpu", …}] "overlay" [{"key": "dedicated", …}] -> [{"key": "nvidia.com/gpu", …}, {"key": "dedicated", …}] */}}
+{{- define "dockyard.ray.tolerations" -}}
+{{- $out := .base | default list -}}
+{{- range .overlay -}}
+{{- if not (has . $out) -}}{{- $out = append $out . -}}{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
 {{/* rayStartParams.resources with the fleet's Ray resource added: single-quoted JSON, one shell word
 for `ray start --resources=...` and what KubeRay parses (it trims the outer quotes and reads JSON: a
 backslash-escaped form fails there, and KubeRay then drops the group's num-gpus — seen by
@@ -162,6 +175,9 @@ dict "ctx" $ "role" "trainer" "base" <dockyard.ray.workerBase> "overlay" {"group
 {{- $containers := include "dockyard.ray.mergeContainers" (dict "main" (first $base.template.spec.containers) "overlay" $ov.containers) | fromJsonArray -}}
 {{- $_ := set $spec "containers" (include "dockyard.ray.pinContainers" (dict "ctx" .ctx "role" .role "containers" $containers) | fromJsonArray) -}}
 {{- with concat ($base.template.spec.volumes | default list) $ov.volumes -}}{{- $_ := set $spec "volumes" . -}}{{- end -}}
+{{- with include "dockyard.ray.tolerations" (dict "base" $base.template.spec.tolerations "overlay" $ov.tolerations) | fromJsonArray -}}
+{{- $_ := set $spec "tolerations" . -}}
+{{- end -}}
 {{- with include "dockyard.ray.pullSecrets" (dict "names" $v.infra.imagePullSecrets "overlay" $ov.imagePullSecrets) | fromJsonArray -}}
 {{- $_ := set $spec "imagePullSecrets" . -}}
 {{- end -}}

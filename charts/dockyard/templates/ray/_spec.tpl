@@ -4,6 +4,62 @@ Per group: base spec from values -> the free-form kuberay.spec overlay merged ov
 the runtime invariants applied last, so no overlay can remove them (ray/_group.tpl).
 */}}
 
+{{/* A tree with its null map values dropped (Helm keeps the nulls of values.yaml and of -f files),
+wrapped as {"v": …}: JSON numbers come back as float64, as everywhere fromJson is used.
+{"a": null, "b": [{"c": null, "d": 1}]} -> {"v": {"b": [{"d": 1}]}} */}}
+{{- define "dockyard.ray.compact" -}}
+{{- $out := . -}}
+{{- if kindIs "map" . -}}
+{{- $out = dict -}}
+{{- range $k, $v := . -}}
+{{- if not (kindIs "invalid" $v) -}}{{- $_ := set $out $k (include "dockyard.ray.compact" $v | fromJson).v -}}{{- end -}}
+{{- end -}}
+{{- else if kindIs "slice" . -}}
+{{- $out = list -}}
+{{- range . -}}{{- $out = append $out (include "dockyard.ray.compact" . | fromJson).v -}}{{- end -}}
+{{- end -}}
+{{- toJson (dict "v" $out) -}}
+{{- end -}}
+
+{{/* Where one kind of Ray pod lands (kuberay.placement), nulls dropped: trainer and inference take
+each of nodeSelector, tolerations and affinity from their own entry when set, else from `gpu`; the
+head and the submitter from theirs, an empty affinity preferring CPU nodes (dockyard.preferCpuNodes).
+dict "ctx" $ "role" "trainer" -> {"nodeSelector": {}, "tolerations": [{"key": "nvidia.com/gpu",
+  "operator": "Exists", "effect": "NoSchedule"}], "affinity": {}}
+dict "ctx" $ "role" "head" -> {"nodeSelector": {}, "tolerations": [], "affinity": <dockyard.preferCpuNodes>} */}}
+{{- define "dockyard.ray.placement" -}}
+{{- $all := .ctx.Values.kuberay.placement | default dict -}}
+{{- $out := dict -}}
+{{- if has .role (list "trainer" "inference") -}}
+{{- $own := index $all .role | default dict -}}
+{{- $gpu := $all.gpu | default dict -}}
+{{- range $key := list "nodeSelector" "tolerations" "affinity" -}}
+{{- $v := index $own $key -}}
+{{- if kindIs "invalid" $v -}}{{- $v = index $gpu $key -}}{{- end -}}
+{{- $_ := set $out $key $v -}}
+{{- end -}}
+{{- else -}}
+{{- $out = index $all .role | default dict -}}
+{{- end -}}
+{{- $out = (include "dockyard.ray.compact" $out | fromJson).v -}}
+{{- if and (not (has .role (list "trainer" "inference"))) (not $out.affinity) -}}
+{{- $_ := set $out "affinity" (include "dockyard.preferCpuNodes" .ctx | fromYaml) -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/* The placement of a pod spec as YAML keys (those set only).
+dict "ctx" $ "role" "trainer" -> tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}] */}}
+{{- define "dockyard.ray.placementYaml" -}}
+{{- $place := include "dockyard.ray.placement" . | fromJson -}}
+{{- range $key := list "nodeSelector" "tolerations" "affinity" -}}
+{{- with index $place $key }}
+{{ $key }}:
+  {{- toYaml . | nindent 2 }}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The pod template of a group before any overlay: labels, priority, security, one Ray container.
 dict "ctx" $ "role" "head" "container" "ray-head" "resources" {"cpu": "2", "memory": "8Gi"}
      "ports" [...] "mounts" [...] "volumes" [...]   (ports, mounts and volumes optional)
@@ -19,9 +75,8 @@ spec:
   {{- with $ctx.Values.infra.priorityClassName }}
   priorityClassName: {{ . | quote }}
   {{- end }}
-  {{- if eq .role "head" }}
-  affinity:
-    {{- include "dockyard.preferCpuNodes" $ctx | nindent 4 }}
+  {{- with include "dockyard.ray.placementYaml" (dict "ctx" $ctx "role" .role) | trim }}
+  {{- . | nindent 2 }}
   {{- end }}
   {{- if $sec.enabled }}
   securityContext:
