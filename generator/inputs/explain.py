@@ -34,6 +34,11 @@ def pattern_names() -> dict[str, str]:
         t.IMAGE_REPO_RE: "an image repository such as ghcr.io/org/ubuntu-swe",
         t.IMAGE_TAG_RE: "an image tag (letters, digits, '_', '.', '-')",
         t.DIGEST_RE: "a digest sha256:<64 hex digits>",
+        t.LABEL_KEY_RE: "a label key: a name of letters, digits, '-', '_', '.' (at most 63), after an optional "
+                        "DNS prefix and '/', e.g. nvidia.com/gpu.present",
+        t.LABEL_VALUE_RE: "a label value: at most 63 letters, digits, '-', '_', '.', beginning and ending with a "
+                          "letter or digit (or empty)",
+        f"^$|{t.LABEL_KEY_RE}": "a taint key (a label key such as nvidia.com/gpu), or empty",
         "^/": "an absolute path",
     }
 

@@ -10,7 +10,7 @@ import pytest
 
 from generator.errors import CheckFailed
 from generator.tools import CHART_DIR, binary, versions
-from tests.conftest import chart_values, render_values
+from tests.conftest import Rendered, chart_values, render_values
 
 INVARIANT_NAMES = ("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "DOCKYARD_FLEET_ROLE", "DOCKYARD_SANDBOX_URLS")
 SANDBOX_URL = "http://grpo-swe-sandbox.dockyard.svc.cluster.local:9090"
@@ -243,3 +243,69 @@ def test_characters_beyond_the_bmp_reach_helm(tmp_path):
     assert main(["render", str(recipe), str(REPO / "values-examples" / "grpo_swe.infra.yaml"), "-o", str(out)]) == 0
     cm = next(d for d in _yaml.safe_load_all(out.read_text(encoding="utf-8")) if d and d["kind"] == "ConfigMap")
     assert cm["data"]["recipe.yaml"] == recipe.read_text(encoding="utf-8")
+
+
+# kuberay.placement (issue 19 item 4) ------------------------------------------------------------
+
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+NO_GPU_LABEL = {"matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "DoesNotExist"}]}
+PREFER_CPU = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+    {"weight": 100, "preference": NO_GPU_LABEL}]}}
+
+
+def test_placement_defaults_gpu_fleets_tolerate_the_gpu_taint_head_and_submitter_stay_off(render):
+    specs = render().pod_specs()
+    for role in ("trainer", "inference"):
+        assert specs[role]["tolerations"] == [GPU_TOLERATION], role
+        assert "nodeSelector" not in specs[role] and "affinity" not in specs[role], role
+    for role in ("head", "submitter"):  # CPU nodes: no GPU toleration, GPU-labelled nodes avoided
+        assert "tolerations" not in specs[role] and "nodeSelector" not in specs[role], role
+        assert specs[role]["affinity"] == PREFER_CPU, role
+
+
+def test_placement_per_fleet_keys_replace_the_shared_ones(render):
+    dedicated = {"key": "dedicated", "operator": "Equal", "value": "rl", "effect": "NoSchedule"}
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "gpu.type", "operator": "In", "values": ["h100"]}]}]}}}
+    specs = render(kuberay={"placement": {
+        "gpu": {"nodeSelector": {"pool": "gpu"}, "tolerations": [GPU_TOLERATION, dedicated]},
+        "inference": {"nodeSelector": {"pool": "serve"}, "affinity": affinity},
+        "head": {"nodeSelector": {"pool": "cpu"}, "tolerations": [dedicated]},
+        "submitter": {"affinity": affinity},
+    }}).pod_specs()
+    assert specs["trainer"]["nodeSelector"] == {"pool": "gpu"} and "affinity" not in specs["trainer"]
+    assert specs["trainer"]["tolerations"] == specs["inference"]["tolerations"] == [GPU_TOLERATION, dedicated]
+    assert specs["inference"]["nodeSelector"] == {"pool": "serve"} and specs["inference"]["affinity"] == affinity
+    assert specs["head"]["nodeSelector"] == {"pool": "cpu"} and specs["head"]["tolerations"] == [dedicated]
+    assert specs["head"]["affinity"] == PREFER_CPU  # its own affinity unset: still CPU nodes preferred
+    assert specs["submitter"]["affinity"] == affinity and "tolerations" not in specs["submitter"]
+    # an empty list set for one fleet removes the shared tolerations from it only
+    specs = render(kuberay={"placement": {"trainer": {"tolerations": []}}}).pod_specs()
+    assert "tolerations" not in specs["trainer"] and specs["inference"]["tolerations"] == [GPU_TOLERATION]
+
+
+def test_placement_then_the_overlay_tolerations_added_selector_and_affinity_merged_over(render):
+    extra = {"key": "spot", "operator": "Exists"}
+    ov = {"headGroupSpec": {"template": {"spec": {"tolerations": [extra], "nodeSelector": {"zone": "a"}}}},
+          "workerGroupSpecs": [{"groupName": "trainer", "template": {"spec": {
+              "tolerations": [GPU_TOLERATION, extra], "nodeSelector": {"pool": "big"},
+              "affinity": {"podAntiAffinity": {"x": 1}}}}}]}
+    placement = {"gpu": {"nodeSelector": {"pool": "gpu", "tier": "1"}}}
+    specs = render(kuberay={"placement": placement, "spec": ov}).pod_specs()
+    assert specs["trainer"]["tolerations"] == [GPU_TOLERATION, extra]  # added, the same one not twice
+    assert specs["trainer"]["nodeSelector"] == {"pool": "big", "tier": "1"}  # the overlay's key wins
+    assert specs["trainer"]["affinity"] == {"podAntiAffinity": {"x": 1}}
+    assert specs["head"]["tolerations"] == [extra] and specs["head"]["nodeSelector"] == {"zone": "a"}
+    assert specs["head"]["affinity"] == PREFER_CPU
+
+
+def test_placement_from_plain_helm_values_nulls_dropped():
+    """values.yaml holds nulls (a toleration's value, an unset fleet key): nothing null reaches a pod."""
+    out = subprocess.run([binary("helm"), "template", "x", str(CHART_DIR),
+                          "--set", "kuberay.placement.inference.tolerations[0].key=pool",
+                          "--set", "kuberay.placement.inference.tolerations[0].value=serve"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    specs = Rendered(out).pod_specs()
+    assert specs["trainer"]["tolerations"] == [GPU_TOLERATION]
+    assert specs["inference"]["tolerations"] == [{"key": "pool", "value": "serve"}]  # as given: Equal by default
+    assert "null" not in json.dumps(specs)

@@ -27,6 +27,12 @@ def infra_with(path: str, value) -> dict:
     return data
 
 
+def _required(requirement: dict) -> dict:
+    """An affinity whose required node affinity holds this one requirement."""
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [requirement]}]}}}
+
+
 # (id, infra-or-recipe change, expected fragments of the error output)
 CASES = [
     ("unknown top key", ("infra", "sandboxx", {}), ["sandboxx: unknown key 'sandboxx'", "did you mean: sandbox"]),
@@ -184,6 +190,45 @@ CASES = [
     ("toleration seconds .inf",
      ("infra", "sandbox.tolerations", [{"key": "a", "operator": "Exists", "tolerationSeconds": float("inf")}]),
      ["sandbox.tolerations[0].tolerationSeconds: .inf is not a finite number"]),
+    # kuberay.placement and every toleration: the Kubernetes API's rules, at input (issue 19 item 4)
+    ("toleration Exists with a value", ("infra", "kuberay.placement.gpu.tolerations",
+                                        [{"key": "nvidia.com/gpu", "operator": "Exists", "value": "present"}]),
+     ["kuberay.placement.gpu.tolerations[0]: operator Exists takes no value (got 'present')", "operator: Equal"]),
+    ("toleration without a key, Equal", ("infra", "kuberay.placement.head.tolerations", [{"effect": "NoSchedule"}]),
+     ["kuberay.placement.head.tolerations[0]: a toleration without a key must have operator Exists"]),
+    ("tolerationSeconds without NoExecute",
+     ("infra", "sandbox.tolerations", [{"key": "a", "operator": "Exists", "tolerationSeconds": 5}]),
+     ["sandbox.tolerations[0]: tolerationSeconds applies only to effect NoExecute"]),
+    ("toleration effect misspelt", ("infra", "kuberay.placement.submitter.tolerations",
+                                    [{"key": "a", "effect": "NoScheduled"}]),
+     ["kuberay.placement.submitter.tolerations[0].effect: 'NoScheduled' is not allowed", "did you mean: NoSchedule"]),
+    ("toleration operator misspelt", ("infra", "kuberay.placement.trainer.tolerations",
+                                      [{"key": "nvidia.com/gpu", "operator": "Exist"}]),
+     ["kuberay.placement.trainer.tolerations[0].operator: 'Exist' is not allowed", "did you mean: Exists"]),
+    ("toleration key not a label key", ("infra", "kuberay.placement.gpu.tolerations", [{"key": "a b", "value": "c"}]),
+     ["kuberay.placement.gpu.tolerations[0].key: 'a b' is not valid", "a taint key"]),
+    ("nodeSelector key not a label key", ("infra", "kuberay.placement.gpu.nodeSelector", {"gpu type": "h100"}),
+     ["kuberay.placement.gpu.nodeSelector: 'gpu type' is not valid", "expected: a label key"]),
+    ("nodeSelector value not a label value", ("infra", "sandbox.nodeSelector", {"pool": "cpu pool"}),
+     ["sandbox.nodeSelector.pool: 'cpu pool' is not valid", "expected: a label value"]),
+    ("affinity In without values",
+     ("infra", "kuberay.placement.inference.affinity", _required({"key": "pool", "operator": "In"})),
+     [("kuberay.placement.inference.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+       ".nodeSelectorTerms[0].matchExpressions[0]: operator In needs values")]),
+    ("affinity Exists with values",
+     ("infra", "kuberay.placement.head.affinity", _required({"key": "pool", "operator": "Exists", "values": ["a"]})),
+     ["matchExpressions[0]: operator Exists takes no values"]),
+    ("affinity Gt not an integer",
+     ("infra", "kuberay.placement.gpu.affinity", _required({"key": "gpu.count", "operator": "Gt", "values": ["four"]})),
+     ["matchExpressions[0]: operator Gt takes exactly one value, an integer (got ['four'])"]),
+    ("affinity weight 0", ("infra", "kuberay.placement.gpu.affinity", {"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 0, "preference": {}}]}}),
+     ["preferredDuringSchedulingIgnoredDuringExecution[0].weight: 0 is out of range"]),
+    ("unknown placement key", ("infra", "kuberay.placement.gpus", {}),
+     ["kuberay.placement.gpus: unknown key", "did you mean: gpu"]),
+    ("overlay tolerations not a list", ("infra", "kuberay.spec", {"workerGroupSpecs": [
+        {"groupName": "trainer", "template": {"spec": {"tolerations": {"key": "a"}}}}]}),
+     ["kuberay.spec.workerGroupSpecs[0].template.spec.tolerations: tolerations must be a list"]),
 ]
 
 
