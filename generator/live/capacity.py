@@ -61,6 +61,8 @@ class Room:
 
     alloc: dict[str, dict[str, float]] = field(default_factory=dict)
     used: dict[str, dict[str, float]] = field(default_factory=dict)
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)  # for the placement rows (placement.py)
+    taints: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     nodes_denied: bool = False  # RBAC: nodes cannot be listed
     pods_denied: bool = False  # RBAC: pods of every namespace cannot be listed
 
@@ -76,6 +78,9 @@ def _read_nodes(kube: Kube, room: Room) -> list[Any]:
         nodes, room.nodes_denied = [], True
     room.alloc = {n.metadata.name: {k: qty(v) for k, v in (n.status.allocatable or {}).items()} for n in nodes}
     room.used = {n.metadata.name: {} for n in nodes}
+    room.labels = {n.metadata.name: dict(n.metadata.labels or {}) for n in nodes}
+    room.taints = {n.metadata.name: [{"key": t.key, "value": t.value, "effect": t.effect} for t in n.spec.taints or []]
+                   for n in nodes}
     return nodes
 
 

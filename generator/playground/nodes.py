@@ -3,10 +3,12 @@
 Every node reports InternalIP 127.0.0.1 (kwok's kubelet endpoint is there) and gets its own pod
 CIDR inside 127.64.0.0/10, so every pod IP kwok hands out is a loopback address.
 
-Beside a real node (`up --real-node`) the simulated nodes are tainted, so a pod that asks for nothing
-runs for real: GPU nodes as GKE taints them (`nvidia.com/gpu=present:NoSchedule`; the apiserver's
-ExtendedResourceToleration plugin adds the toleration to every pod requesting `nvidia.com/gpu`), CPU
-nodes with SIMULATED_TAINT (only pods that tolerate it land there).
+GPU nodes are tainted and labelled as a cloud GPU pool is (GKE, AKS, EKS: `nvidia.com/gpu=present:NoSchedule`,
+the GPU operator's `nvidia.com/gpu.*` labels, an accelerator product label), so only a pod that tolerates
+the taint lands there: the chart's own tolerations (kuberay.placement.gpu) are what let the GPU fleets
+run, as on EKS, where no admission plugin adds them. Beside a real node (`up --real-node`) the CPU nodes
+are tainted too (SIMULATED_TAINT: only pods that tolerate it land there), so a pod that asks for nothing
+runs for real; there the apiserver also runs ExtendedResourceToleration (generator/playground/node).
 """
 
 from __future__ import annotations
@@ -70,13 +72,16 @@ def node_manifest(name: str, index: int, shape: Shape, gpus: int, kube_version: 
                 "nvidia.com/gpu.family": "hopper",
                 "nvidia.com/gpu.machine": "kwok-simulated",
                 "nvidia.com/gpu.deploy.device-plugin": "true",
+                "cloud.google.com/gke-accelerator": "nvidia-h100-80gb",  # GKE's product label
             }
         )
         capacity["nvidia.com/gpu"] = str(gpus)
     cidr = node_pod_cidr(index)
     spec: dict = {"podCIDR": cidr, "podCIDRs": [cidr]}
-    if beside_real_node:
-        spec["taints"] = [dict(GPU_TAINT if gpus else SIMULATED_TAINT)]
+    if gpus:
+        spec["taints"] = [dict(GPU_TAINT)]
+    elif beside_real_node:
+        spec["taints"] = [dict(SIMULATED_TAINT)]
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -113,7 +118,8 @@ def node_manifest(name: str, index: int, shape: Shape, gpus: int, kube_version: 
 
 
 def manifests(shape: Shape, kube_version: str, real_node: bool = False) -> list[dict]:
-    """The simulated Node objects; `real_node`: tainted, so the real node takes the pods that ask for nothing."""
+    """The simulated Node objects: GPU nodes tainted; `real_node`: CPU nodes too, so the real node takes the
+    pods that ask for nothing."""
     gpu, cpu = shape.names()
     out = [node_manifest(n, i, shape, shape.gpus_per_node, kube_version, real_node) for i, n in enumerate(gpu)]
     out += [node_manifest(n, len(gpu) + i, shape, 0, kube_version, real_node) for i, n in enumerate(cpu)]

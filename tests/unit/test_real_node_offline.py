@@ -240,8 +240,9 @@ def test_beside_a_real_node_pods_that_ask_for_nothing_run_on_it(tmp_path, render
     asked = [{"key": nodes.SIMULATED_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}]
     where = _where(render(sandbox={"tolerations": asked, "nodeSelector": {"type": "kwok"}}), [*kwok, real])
     assert where["sandbox"] == where["test"] == ["cpu-node-0"], where
-    # without a real node the simulated world is as it was: no taint anywhere
-    assert not any("taints" in n["spec"] for n in nodes.manifests(nodes.Shape(), "v1.36.3"))
+    # without a real node only the GPU nodes are tainted, as a cloud GPU pool is; the CPU nodes take anything
+    alone = {n["metadata"]["name"]: n["spec"].get("taints") for n in nodes.manifests(nodes.Shape(), "v1.36.3")}
+    assert alone == {"gpu-node-0": [nodes.GPU_TAINT], "gpu-node-1": [nodes.GPU_TAINT], "cpu-node-0": None}
 
 
 def test_mount_namespace_keeps_hardcoded_paths_and_kernel_settings_private(tmp_path):

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from generator.errors import EXIT_FAILED, EXIT_OK
-from generator.live import capacity, preflight
+from generator.live import capacity, placement, preflight
 from generator.live.kube import Kube, describe_error, is_forbidden
 from generator.live.plan import plan
 from generator.live.preflight import FAIL, OK, WARN, Row
@@ -48,6 +48,7 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     cluster = inputs.recipe.cluster
     if inputs.infra.launch.mode != "attach":
         rows += capacity.gpu_rows(room, cluster)
+        rows += placement.placement_rows(room, templates)
     replicas = int((values.get("sandbox") or {}).get("replicas", 0))
     rows += capacity.sandbox_rows(room, templates.get("sandbox"), replicas)
     counts = {"sandbox": replicas, "head": 1, "trainer": cluster.trainer.nodes, "inference": cluster.inference.nodes,
