@@ -39,6 +39,11 @@ def _pod(name, ns, containers, **spec):
     )
 
 
+# The simulated GPU nodes' taint (generator/playground/nodes.py), as a cloud GPU pool carries it: a pod
+# asking for GPUs tolerates it itself (no admission plugin adds it), as the chart's GPU fleets do.
+GPU_TOLERATION = client.V1Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")
+
+
 def _ready(pod) -> bool:
     conds = {c.type: c.status for c in (pod.status.conditions or [])}
     return pod.status.phase == "Running" and conds.get("Ready") == "True"
@@ -114,7 +119,8 @@ def test_pod_asking_for_too_many_gpus_stays_pending_with_scheduler_reason(playgr
     core.create_namespaced_pod(
         namespace,
         _pod("greedy", namespace,
-             [_container(requests={"nvidia.com/gpu": too_many}, limits={"nvidia.com/gpu": too_many})]),
+             [_container(requests={"nvidia.com/gpu": too_many}, limits={"nvidia.com/gpu": too_many})],
+             tolerations=[GPU_TOLERATION]),
     )
 
     def unschedulable():
@@ -137,7 +143,8 @@ def test_gpu_pod_lands_on_a_gpu_node_and_job_pod_keeps_running(playground, k8s, 
     core = client.CoreV1Api(k8s)
     batch = client.BatchV1Api(k8s)
     core.create_namespaced_pod(
-        namespace, _pod("one-gpu", namespace, [_container(limits={"nvidia.com/gpu": "1"})])
+        namespace,
+        _pod("one-gpu", namespace, [_container(limits={"nvidia.com/gpu": "1"})], tolerations=[GPU_TOLERATION]),
     )
     wait(lambda: _ready(core.read_namespaced_pod("one-gpu", namespace)), 30, "one-gpu pod Ready")
     assert core.read_namespaced_pod("one-gpu", namespace).spec.node_name in playground.gpu_node_names
@@ -276,6 +283,7 @@ def test_raycluster_reaches_ready_with_pods_on_the_right_nodes(playground, k8s, 
                     "rayStartParams": {},
                     "template": {
                         "spec": {
+                            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                             "containers": [
                                 {"name": "ray-worker", "image": image,
                                  "resources": {"limits": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": gpus}}}

@@ -1,0 +1,89 @@
+"""kuberay.placement on the session playground (issue 19 item 4): its simulated GPU nodes are tainted
+`nvidia.com/gpu=present:NoSchedule` as a cloud GPU pool is, and its apiserver runs no
+ExtendedResourceToleration (as EKS): the chart's own toleration is what lets the GPU fleets run. Without
+it a fleet stays Pending on the taint, and `doctor` says ✗ naming the taint and the key to set."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+from live_helpers import INFRA, RECIPE, cli, infra_variant, kube
+
+pytestmark = pytest.mark.timeout(240)
+GPU_TAINT = "nvidia.com/gpu=present:NoSchedule"
+
+
+@pytest.fixture
+def release(playground, namespace, capsys):
+    yield "small"
+    from generator.live.snapshot import release_records
+
+    if release_records(kube(playground), "small", namespace):
+        cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", playground.kubeconfig, "--timeout", 60)
+
+
+def _rows(out: str) -> dict[str, str]:
+    """doctor's table: check name -> its line."""
+    return {line[2:26].strip(): line for line in out.splitlines() if line[:1] in "✓✗!" and line[1:2] == " "}
+
+
+def _pods(playground, namespace: str, group: str) -> list:
+    core = client.CoreV1Api(playground.api_client())
+    return core.list_namespaced_pod(namespace, label_selector=f"ray.io/group={group}").items
+
+
+def test_gpu_nodes_carry_the_cloud_pool_taint_and_the_defaults_run(playground, namespace, release, capsys):
+    core = client.CoreV1Api(playground.api_client())
+    for name in playground.gpu_node_names:
+        node = core.read_node(name)
+        assert [(t.key, t.value, t.effect) for t in node.spec.taints] == [("nvidia.com/gpu", "present", "NoSchedule")]
+        assert node.metadata.labels["nvidia.com/gpu.present"] == "true"
+    kc = playground.kubeconfig
+    rc, out, err = cli(capsys, "doctor", RECIPE, INFRA, "-n", namespace, "--kubeconfig", kc)
+    rows = _rows(out)
+    assert rows["placement: trainer"].startswith("✓") and "can use 2 of 2 GPU node(s)" in rows["placement: trainer"]
+    assert rows["placement: inference"].startswith("✓"), out
+    assert rows["placement: head"].startswith("✓") and "1 without GPUs" in rows["placement: head"], out
+    rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120)
+    assert rc == 0, err
+    for group in ("trainer", "inference"):
+        (pod,) = _pods(playground, namespace, group)
+        assert pod.status.phase == "Running" and pod.spec.node_name in playground.gpu_node_names, group
+    (head,) = _head(playground, namespace)
+    assert head.spec.node_name in playground.cpu_node_names  # no GPU toleration: never a GPU node's slot
+
+
+def _head(playground, namespace: str) -> list:
+    core = client.CoreV1Api(playground.api_client())
+    return core.list_namespaced_pod(namespace, label_selector="ray.io/node-type=head").items
+
+
+def test_a_fleet_without_the_toleration_stays_pending_and_doctor_names_the_taint(playground, namespace, release,
+                                                                                 capsys, tmp_path, wait):
+    bare = infra_variant(tmp_path, "bare.infra.yaml",
+                         lambda d: d["kuberay"]["placement"].update(trainer={"tolerations": []}))
+    kc = playground.kubeconfig
+    rc, out, err = cli(capsys, "doctor", RECIPE, bare, "-n", namespace, "--kubeconfig", kc)
+    rows = _rows(out)
+    assert rc == 1 and rows["placement: trainer"].startswith("✗"), out
+    assert f"tolerates no taint of the 2 GPU node(s) it could use: {GPU_TAINT} (2 node(s))" in out, out
+    assert "add {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule} to kuberay.placement.gpu.tolerations" in out
+    assert rows["placement: inference"].startswith("✓"), out
+
+    rc, out, err = cli(capsys, "run", RECIPE, bare, "-n", namespace, "--kubeconfig", kc, "--timeout", 60)
+    assert rc == 0, err
+
+    def unschedulable():
+        pods = _pods(playground, namespace, "trainer")
+        conds = [c for p in pods for c in (p.status.conditions or [])
+                 if c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"]
+        return conds[0] if conds else None
+
+    cond = wait(unschedulable, 60, "the trainer pod Unschedulable")
+    # no admission plugin added the toleration: the two GPU nodes refuse it on their taint
+    assert "2 node(s) had untolerated taint" in cond.message, cond.message
+    (pod,) = _pods(playground, namespace, "trainer")
+    assert pod.status.phase == "Pending" and not pod.spec.node_name
+    assert not any(t.key == "nvidia.com/gpu" for t in pod.spec.tolerations or [])
+    wait(lambda: [p for p in _pods(playground, namespace, "inference") if p.status.phase == "Running"], 60,
+         "the inference pod (default toleration) Running")
