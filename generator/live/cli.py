@@ -6,6 +6,7 @@ Only argparse is imported here; each handler imports its module (kubernetes, pyh
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -43,7 +44,11 @@ def _handler(module: str, name: str, **extra: Any) -> Callable[[argparse.Namespa
         import signal
 
         from generator.live.kube import cluster_errors
+        from generator.live.kubeconfig import overridden
 
+        for var in overridden():
+            print(f"note: {var} is set; dockyard-k8s runs helm with the context, namespace and release storage "
+                  "it reads itself (the variable is not passed on)", file=sys.stderr)
         before = {sig: signal.signal(sig, _as_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
             fn = getattr(importlib.import_module(f"generator.live.verbs.{module}"), name)

@@ -48,6 +48,26 @@ def require_ours(records: list[dict[str, Any]], release: str, namespace: str, ve
             "or another namespace (-n)")
 
 
+def require_secret_storage(kube: Kube, release: str, namespace: str, verb: str) -> None:
+    """Refuse (exit 1) a release Helm keeps in ConfigMaps (made with HELM_DRIVER=configmap): dockyard-k8s
+    keeps releases where Helm does by default, in Secrets, and would otherwise miss it and install a
+    second release over its objects."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        found = kube.list(f"/api/v1/namespaces/{namespace}/configmaps", label_selector=f"owner=helm,name={release}")
+    except ApiException as exc:
+        if exc.status == 403:
+            return  # cannot tell; the Secrets are checked as always
+        raise
+    if found:
+        raise CheckFailed(
+            f"release {release} in namespace {namespace} is stored in ConfigMaps (Helm's configmap driver: made with "
+            f"HELM_DRIVER=configmap), not in Secrets where dockyard-k8s keeps releases: `{verb}` refuses to touch it; "
+            "nothing was changed. Pick another name (--release NAME), or remove it with "
+            f"`HELM_DRIVER=configmap helm uninstall {release} -n {namespace}`")
+
+
 # Impact on running training ----------------------------------------------------------------------
 
 @dataclass

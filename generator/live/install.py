@@ -15,7 +15,7 @@ from typing import Any
 
 from generator.errors import CheckFailed
 from generator.live.follow import reasons
-from generator.live.guard import end_state, enforce, live_manifest, require_ours, upgrade_base
+from generator.live.guard import end_state, enforce, live_manifest, require_ours, require_secret_storage, upgrade_base
 from generator.live.kube import Kube
 from generator.live.plan import Plan
 from generator.live.progress import Progress
@@ -46,6 +46,7 @@ def install(p: Plan, *, kubeconfig: str | None, context: str | None, timeout: fl
     deadline = t0 + timeout
     kube = Kube(kubeconfig, context)
     kube.deadline = deadline
+    progress.say(f"{p.release} in namespace {p.namespace}, {kube.target()}")
     if p.mode != "attach":
         kube.require_ray()
         if wait:
@@ -60,6 +61,7 @@ def install(p: Plan, *, kubeconfig: str | None, context: str | None, timeout: fl
         progress.say(f"created namespace {p.namespace}")
     helm = Helm(kube, deadline=deadline)
     with RunLock(kube, p.namespace, p.release, "run", deadline=deadline) as lock:
+        require_secret_storage(kube, p.release, p.namespace, "run")
         records = release_records(kube, p.release, p.namespace)
         require_ours(records, p.release, p.namespace, "run")
         _recover(helm, kube, p, records, progress, replace, deadline)

@@ -4,11 +4,9 @@ and turning client failures into one line a user can act on."""
 from __future__ import annotations
 
 import functools
-import os
 import re
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from generator.errors import CheckFailed, InputError, Problem
@@ -20,6 +18,7 @@ INSTANCE = "app.kubernetes.io/instance"
 NAME_LABEL = "app.kubernetes.io/name=dockyard"
 
 
+Argv = list[str]  # (`list` is a method name in Kube)
 Objects = list[dict[str, Any]]  # API objects read as plain JSON (Kube.list; `list` is a method name there)
 
 SA_WAIT = 30.0  # seconds a created namespace may take to get its `default` ServiceAccount
@@ -30,31 +29,6 @@ def usage_error(message: str, where: str = "<command line>") -> InputError:
     return InputError([Problem(where, None, "", message)])
 
 
-def resolve_kubeconfig(explicit: str | None) -> str:
-    """--kubeconfig, else $KUBECONFIG (first entry), else ~/.kube/config, else the playground's
-    (generator.tools.playground_state_dir: the product never imports the playground package)."""
-    if explicit:
-        if not Path(explicit).is_file():
-            raise usage_error(f"--kubeconfig {explicit}: no such file")
-        return explicit
-    env = os.environ.get("KUBECONFIG")
-    if env:
-        first = env.split(os.pathsep)[0]
-        if Path(first).is_file():
-            return first
-        raise CheckFailed(f"KUBECONFIG={env}: no such file")
-    home = Path.home() / ".kube" / "config"
-    if home.is_file():
-        return str(home)
-    from generator.tools import playground_state_dir
-
-    pg = playground_state_dir() / "kubeconfig"
-    if pg.is_file():
-        return str(pg)
-    raise CheckFailed("no kubeconfig: pass --kubeconfig, set KUBECONFIG, or start the local playground "
-                      "(`dockyard-k8s playground up`)")
-
-
 class Kube:
     """One ApiClient for one kubeconfig/context; `calls` counts API requests (status is bounded)."""
 
@@ -62,16 +36,26 @@ class Kube:
         from kubernetes import client, config
         from kubernetes.config.config_exception import ConfigException
 
-        self.kubeconfig = resolve_kubeconfig(kubeconfig)
-        self.context = context
+        from generator.live import kubeconfig as kc
+
+        self.source = kc.source(kubeconfig)  # the files, merged as kubectl merges them; helm gets the same
+        self.kubeconfig = self.source.files[0] if self.source.explicit else None  # helm's --kubeconfig
+        doc = kc.merged(self.source)
+        where = f"kubeconfig {self.source.describe()}"
+        names = [c.get("name") for c in doc["contexts"]]
+        self.context = context or doc.get("current-context")
+        if not self.context:
+            raise usage_error(f"{where}: no current-context: pass --context (one of: {', '.join(names) or 'none'})")
+        if self.context not in names:
+            raise usage_error(f"{where}: no context {self.context} (it has: {', '.join(names) or 'none'})")
         cfg = client.Configuration()
         try:
-            config.load_kube_config(config_file=self.kubeconfig, context=context, client_configuration=cfg)
-            contexts, active = config.list_kube_config_contexts(config_file=self.kubeconfig)
+            config.load_kube_config_from_dict(doc, context=self.context, client_configuration=cfg,
+                                              persist_config=False)
         except ConfigException as exc:
-            raise usage_error(f"kubeconfig {self.kubeconfig}: {exc}") from None
-        chosen = next((c for c in contexts if c["name"] == context), active) if context else active
-        self.context_namespace = ((chosen or {}).get("context") or {}).get("namespace")
+            raise usage_error(f"{where}: {exc}") from None
+        chosen = next(c for c in doc["contexts"] if c.get("name") == self.context)
+        self.context_namespace = (chosen.get("context") or {}).get("namespace")
         cfg.retries = 0
         self.server = cfg.host
         self.api = client.ApiClient(cfg)
@@ -226,6 +210,18 @@ class Kube:
                 raise CheckFailed(f"PriorityClass {name} does not exist in the cluster (infra.priorityClassName): "
                                   "create it, or remove infra.priorityClassName") from None
             raise
+
+    def target(self) -> str:
+        """The cluster a verb acts on, for its first progress line."""
+        return f"context {self.context} at {self.server}"
+
+    def tool_args(self) -> tuple[Argv, dict[str, str]]:
+        """(flags, environment) that give kubectl this client's view: the same kubeconfig files, merged
+        the same way, and this context (helm gets the same through release.Helm)."""
+        from generator.live import kubeconfig as kc
+
+        flags = (["--kubeconfig", self.kubeconfig] if self.kubeconfig else []) + ["--context", str(self.context)]
+        return flags, kc.helm_env(self.source)
 
     def namespace_exists(self, name: str) -> bool:
         from kubernetes.client.exceptions import ApiException

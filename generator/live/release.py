@@ -58,6 +58,7 @@ def _exec_command_class() -> Any:
 
     class ExecCommand(Command):
         deadline: float | None = None
+        env: dict[str, str] | None = None  # helm's environment (kubeconfig.helm_env)
 
         async def _stop(self, proc: Any, grace: float) -> None:
             try:
@@ -84,7 +85,7 @@ def _exec_command_class() -> Any:
 
                 input = values_json(json.loads(input)).encode()
             proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.PIPE if input is not None else None,
+                *argv, env=self.env, stdin=asyncio.subprocess.PIPE if input is not None else None,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
             left = None if self.deadline is None else self.deadline - time.monotonic()
             try:
@@ -168,6 +169,9 @@ class Helm:
         self.cmd = _exec_command_class()(executable=self.version.path, kubeconfig=kube.kubeconfig,
                                          kubecontext=kube.context, default_timeout="600s", history_max_revisions=10)
         self.cmd.deadline = deadline
+        from generator.live.kubeconfig import helm_env
+
+        self.cmd.env = helm_env(kube.source)
 
     def _run(self, coro: Any, what: str) -> Any:
         from pyhelm3 import errors

@@ -34,7 +34,8 @@ def _named(kube: Kube, release: str, namespace: str | None) -> tuple[str, str, l
         return release, own, records
     if namespace:
         if not records:
-            raise CheckFailed(f"release {release} not found in namespace {namespace}" + _deleting(kube, namespace))
+            raise CheckFailed(f"release {release} not found in namespace {namespace}" + _deleting(kube, namespace)
+                              + _other_driver(kube, release, namespace))
         return release, namespace, records
     found = sorted({r["metadata"]["namespace"] for r in records})
     if len(found) > 1:
@@ -43,7 +44,7 @@ def _named(kube: Kube, release: str, namespace: str | None) -> tuple[str, str, l
             return release, ns, [r for r in records if r["metadata"]["namespace"] == ns]
         raise CheckFailed(f"release {release} exists in namespaces {', '.join(found)}: pass -n NAMESPACE")
     if not found:
-        raise CheckFailed(f"release {release} not found in any namespace")
+        raise CheckFailed(f"release {release} not found in any namespace" + _other_driver(kube, release, None))
     return release, found[0], records
 
 
@@ -88,3 +89,18 @@ def _deleting(kube: Kube, namespace: str) -> str:
     """'; namespace X is being deleted ...' when it is, else ''."""
     why = kube.namespace_deletion(namespace)
     return f"; namespace {namespace} is {why}" if why else ""
+
+
+def _other_driver(kube: Kube, release: str, namespace: str | None) -> str:
+    """Where Helm's configmap driver holds a release of that name (HELM_DRIVER=configmap), else ''."""
+    try:
+        cms = kube.list(f"/api/v1{_scope(namespace)}/configmaps", label_selector=f"owner=helm,name={release}")
+    except Exception as exc:
+        if is_forbidden(exc):
+            return ""
+        raise
+    where = sorted({c["metadata"]["namespace"] for c in cms})
+    if not where:
+        return ""
+    return (f" (Helm's configmap driver holds a release {release} in {', '.join(where)}: made with "
+            "HELM_DRIVER=configmap; dockyard-k8s keeps and reads releases in Secrets, Helm's default)")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 from generator.errors import CheckFailed
-from generator.live.guard import impact, live_manifest, require_ours
+from generator.live.guard import impact, live_manifest, require_ours, require_secret_storage
 from generator.live.kube import INSTANCE, Kube
 from generator.live.release import Helm, RunLock, wait_until
 from generator.live.resolve import resolve
@@ -69,7 +70,9 @@ def uninstall(kubeconfig: str | None, context: str | None, release: str | None, 
     kube = Kube(kubeconfig, context)
     kube.deadline = deadline
     name, ns, _ = resolve(kube, release, namespace)
+    print(f"uninstall {name} from namespace {ns}, {kube.target()}", file=sys.stderr, flush=True)
     with RunLock(kube, ns, name, "uninstall", deadline=deadline):
+        require_secret_storage(kube, name, ns, "uninstall")
         records = release_records(kube, name, ns)
         require_ours(records, name, ns, "uninstall")
         # uninstall is the request to remove: it never refuses, but names the running training it ends

@@ -36,15 +36,14 @@ class Forward:
         self.restarts = -1
 
     def argv(self) -> list[str]:
-        cmd = [binary("kubectl", "kubernetes"), "--kubeconfig", self.kube.kubeconfig]
-        if self.kube.context:
-            cmd += ["--context", self.kube.context]
-        return cmd + ["-n", self.namespace, "port-forward", "--address", "127.0.0.1", self.target,
-                      f"{self.local or ''}:{self.remote}"]
+        flags, _ = self.kube.tool_args()
+        return [binary("kubectl", "kubernetes"), *flags, "-n", self.namespace, "port-forward", "--address",
+                "127.0.0.1", self.target, f"{self.local or ''}:{self.remote}"]
 
     def start(self, timeout: float = 20) -> int:
         self.restarts += 1
-        self.proc = subprocess.Popen(self.argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(self.argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=self.kube.tool_args()[1])
         deadline = time.monotonic() + timeout
         assert self.proc.stdout is not None
         while time.monotonic() < deadline:

@@ -7,6 +7,7 @@ these RayJobs carry neither; deleting one leaves the cluster running.
 from __future__ import annotations
 
 import shlex
+import sys
 import time
 from typing import Any
 
@@ -55,6 +56,7 @@ def submit(args: Any) -> int:
     launch = p.values.get("launch") or {}
     cluster = args.cluster or (launch.get("clusterName") if p.mode == "attach" else None) or p.values["recipe"]["name"]
     kube = Kube(args.kubeconfig, args.context)
+    print(f"job submit in namespace {p.namespace}, {kube.target()}", file=sys.stderr, flush=True)
     kube.require_ray(("rayjobs", "rayclusters"))
     if kube.get_ray("rayclusters", p.namespace, cluster) is None:
         raise CheckFailed(f"RayCluster {cluster} not found in namespace {p.namespace}: bring one up with "
@@ -136,6 +138,7 @@ def stop(args: Any) -> int:
     if len(matches) > 1:
         raise CheckFailed(f"job {args.name} exists in several namespaces: pass -n")
     ns = matches[0]["metadata"]["namespace"]
+    print(f"job stop {args.name} in namespace {ns}, {kube.target()}", file=sys.stderr, flush=True)
     try:
         kube.custom.delete_namespaced_custom_object(RAY_GROUP, RAY_VERSION, ns, "rayjobs", args.name,
                                                     propagation_policy="Foreground")

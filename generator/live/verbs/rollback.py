@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
-from generator.live.guard import end_state, enforce, live_manifest, require_ours
+from generator.live.guard import end_state, enforce, live_manifest, require_ours, require_secret_storage
 from generator.live.kube import Kube, usage_error
 from generator.live.release import Helm, RunLock
 from generator.live.resolve import resolve
@@ -39,8 +40,10 @@ def rollback(args: Any) -> int:
     kube = Kube(args.kubeconfig, args.context)
     kube.deadline = deadline
     release, ns, records = resolve(kube, args.release, args.namespace)
+    print(f"rollback {release} in namespace {ns}, {kube.target()}", file=sys.stderr, flush=True)
     helm = Helm(kube, deadline=deadline)
     with RunLock(kube, ns, release, "rollback", deadline=deadline):
+        require_secret_storage(kube, release, ns, "rollback")
         records = release_records(kube, release, ns)
         require_ours(records, release, ns, "rollback")
         by_version = {int(labels(r)["version"]): r for r in records}

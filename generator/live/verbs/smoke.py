@@ -123,6 +123,8 @@ def smoke(args: Any) -> int:
     values = probe_values(p.values, p.release, p.namespace, wait=min(60.0, args.timeout / 4))
     kube = Kube(args.kubeconfig, args.context)
     kube.deadline = deadline
+    if not args.quiet:
+        print(f"smoke: {p.release} in namespace {p.namespace}, {kube.target()}", file=sys.stderr, flush=True)
     kube.require_ray()
     from generator.live.capacity import refuse_never_fits
 
@@ -139,6 +141,9 @@ def smoke(args: Any) -> int:
     helm = Helm(kube, deadline=deadline)
     try:
         with RunLock(kube, p.namespace, p.release, "smoke", deadline=deadline):
+            from generator.live.guard import require_secret_storage
+
+            require_secret_storage(kube, p.release, p.namespace, "smoke")
             helm.upgrade(p.release, p.namespace, values, timeout=max(5.0, deadline - time.monotonic()),
                          description="dockyard-k8s smoke")
         say(f"smoke: release {p.release} installed in {p.namespace} with the probe as entrypoint "
