@@ -76,7 +76,7 @@ def test_check_reports_an_invalid_object_and_exits_1(tmp_path, capsys):
     # A hostile overlay that only the CRD schema can catch: an unknown RayClusterSpec key.
     infra = yaml.safe_load(INFRA_EXAMPLES[0].read_text())
     infra = copy.deepcopy(infra)
-    infra["kuberay"]["spec"]["headGroupSpecTypo"] = {}
+    infra["kuberay"].setdefault("spec", {})["headGroupSpecTypo"] = {}
     path = tmp_path / "typo.infra.yaml"
     path.write_text(yaml.safe_dump(infra))
     assert main(["check", str(RECIPE), str(path)]) == 1

@@ -105,14 +105,31 @@ def build(fill: Callable[[Slot], str], node: dict[str, Any] = SCHEMA, path: str 
                 out[name] = value
         extra = obj.get("additionalProperties")
         if extra:  # a map: free-form (True) or of one value schema
-            for n in range(ENTRIES):
-                key = fill(Slot(f"{path}.<key{n}>", FREE))
+            for n in range(ENTRIES):  # keys of their own pattern (propertyNames: label keys) or free
+                key = fill(Slot(f"{path}.<key{n}>", obj.get("propertyNames", FREE)))
                 out[key] = build(fill, extra if isinstance(extra, dict) else FREE, f"{path}.<value{n}>")
         return out or None
     if arr := _branch(node, lambda n: n.get("type") == "array"):
         items = [build(fill, arr["items"], f"{path}[{n}]") for n in range(ENTRIES)]
         return items if items[0] is not None else None
     return None  # booleans, integers, enums: the chart's defaults
+
+
+def _placement(place: dict[str, Any]) -> None:
+    """kuberay.placement made valid: inference takes gpu's (so both render), node affinity requirements
+    get an operator (In: any values), field requirements the one key and value the API allows, weights 1."""
+    del place["inference"]
+    for own in place.values():
+        node = own["affinity"]["nodeAffinity"]
+        preferred = node["preferredDuringSchedulingIgnoredDuringExecution"]
+        for term in preferred:
+            term["weight"] = 1
+        for term in node["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] + [
+                t["preference"] for t in preferred]:
+            for req in term["matchExpressions"]:
+                req["operator"] = "In"
+            for req in term["matchFields"]:
+                req.update(key="metadata.name", operator="In", values=req["values"][:1])
 
 
 def values_for(fill: Callable[[Slot], str], mode: str) -> dict[str, Any]:
@@ -124,18 +141,23 @@ def values_for(fill: Callable[[Slot], str], mode: str) -> dict[str, Any]:
         group["groupName"] = name
     for n, env in enumerate(doc["sandbox"]["extraEnv"]):
         del env["valueFrom" if n == 0 else "value"]
+    _placement(doc["kuberay"]["placement"])
     return ChartValues.model_validate(doc).model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 SLOTS: list[Slot] = []
 build(lambda slot: SLOTS.append(slot) or "x")
+NOT_RENDERED.update({slot.path: "kuberay.placement.inference is dropped: inference renders gpu's"
+                     for slot in SLOTS if slot.path.startswith("kuberay.placement.inference.")})
+NOT_RENDERED.update({slot.path: "a node field requirement takes one value (the API's rule)"
+                     for slot in SLOTS if re.search(r"\.matchFields\[\d\]\.values\[[1-9]\]$", slot.path)})
 
 
 # Sentinels: distinct, of equal length (none inside another), each valid for its field.
 def _sentinel(n: int, slot: Slot) -> str:
     token = f"zq{n:03d}x"
-    candidates = [token, "/" + token, "sha256:" + f"e{n:03d}" * 16, f"10.{100 + n}.0.0/16", f"9.{100 + n}.7",
-                  f"{1000 + n}7m"]
+    candidates = [token, "/" + token, "sha256:" + f"e{n:03d}" * 16, f"10.{100 + n // 100}.{100 + n % 100}.0/24",
+                  f"9.{100 + n}.7", f"{1000 + n}7m"]
     return next(c for c in candidates if _valid(c, slot.schema))
 
 
@@ -190,7 +212,8 @@ def _strategy(slot: Slot) -> st.SearchStrategy[str]:
     # Other patterns admit no YAML syntax, but words YAML reads as another type (if unquoted) or anything.
     valid = {**schema, "maxLength": min(schema.get("maxLength", 80), 80)}
     words = [w for w in TYPED_WORDS if _valid(w, valid)]
-    anything = st.from_regex(pattern).filter(lambda s: _valid(s, valid) and "sglang" not in s)
+    # not empty: an empty toleration key needs operator Exists, which values_for leaves at its default
+    anything = st.from_regex(pattern).filter(lambda s: s and _valid(s, valid) and "sglang" not in s)
     return st.one_of(st.sampled_from(words), st.sampled_from(words), anything) if words else anything
 
 
@@ -215,7 +238,7 @@ def _hostile(slots: list[Slot]) -> st.SearchStrategy[dict[str, str]]:
         if not is_key:
             parts[slot.path] = _strategy(slot)
         elif owner not in parts:
-            keys = hostile_text.filter(lambda key: key not in MEANINGFUL_KEYS)
+            keys = (hostile_text if slot.schema is FREE else _strategy(slot)).filter(lambda k: k not in MEANINGFUL_KEYS)
             parts[owner] = st.lists(keys, min_size=ENTRIES, max_size=ENTRIES, unique=True)
 
     def flatten(drawn: dict[str, Any]) -> dict[str, str]:
@@ -231,7 +254,8 @@ def _hostile(slots: list[Slot]) -> st.SearchStrategy[dict[str, str]]:
 # Free strings (no pattern, or only a leading /) are where YAML can be injected; the others take words
 # YAML would read as another type. Drawn apart: all ~90 at once overrun Hypothesis' buffer (and ~25 s).
 FREE_SLOTS = [slot for slot in SLOTS if slot.schema.get("pattern") in (None, "^/")]
-CHECKED_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS]
+CHECKED_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and not slot.path.startswith("kuberay.placement.")]
+PLACEMENT_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot not in CHECKED_SLOTS]
 
 
 # Characters Helm's YAML parser refuses raw (or reads as a line break): written as \\u escapes. Others,
@@ -308,7 +332,8 @@ def test_every_string_field_is_found_and_rendered():
     for mode in ("rayjob", "bringup"):
         text = _sentinel_objects(mode)
         unrendered = {slot.path for slot in SLOTS if SENTINELS[slot.path] not in text}
-        expected = set(NOT_RENDERED) | ({"recipe.entrypoint"} if mode == "bringup" else set())  # no RayJob
+        no_rayjob = {"recipe.entrypoint"} | {p for p in SENTINELS if p.startswith("kuberay.placement.submitter.")}
+        expected = set(NOT_RENDERED) | (no_rayjob if mode == "bringup" else set())  # no RayJob, no submitter
         assert unrendered == expected, mode
 
 
@@ -340,10 +365,18 @@ def test_pattern_checked_strings_come_back_verbatim(strings, mode):
     _check(strings, mode)
 
 
+@settings(EXAMPLES, max_examples=15)
+@given(strings=_hostile(PLACEMENT_SLOTS), mode=st.sampled_from(["rayjob", "bringup"]))
+def test_placement_label_keys_and_values_come_back_verbatim(strings, mode):
+    """kuberay.placement's label keys and values (~80: drawn apart from the other checked strings)."""
+    _check(strings, mode)
+
+
 @pytest.mark.parametrize("char", ["\x7f", "\x85", "\x9f", "\u2028", "\u2029", "\ufffe"])
 def test_strings_helm_toyaml_cannot_carry_are_refused_by_path(char):
-    """Helm's toYaml dropped the whole nodeSelector (or head group) for these, or broke the manifest."""
-    for over, where in (({"sandbox": {"nodeSelector": {"disk": f"ssd{char}"}}}, "sandbox.nodeSelector.disk: "),
+    """Helm's toYaml dropped the whole map (or head group) for these, or broke the manifest (nodeSelector,
+    where it was seen, now takes label keys and values only: podAnnotations carries any string)."""
+    for over, where in (({"sandbox": {"podAnnotations": {"disk": f"ssd{char}"}}}, "sandbox.podAnnotations.disk: "),
                         ({"kuberay": {"spec": {"headGroupSpec": {f"x{char}": "y"}}}},
                          "kuberay.spec.headGroupSpec: the key")):
         values = chart_values(**over)
@@ -354,7 +387,7 @@ def test_strings_helm_toyaml_cannot_carry_are_refused_by_path(char):
 
 def test_keys_yaml_would_merge_are_refused_by_path():
     """Helm's toYaml writes a "<<" key unquoted: a map under it was merged into its parent, silently."""
-    for over, where in (({"sandbox": {"nodeSelector": {"<<": "x"}}}, "sandbox.nodeSelector: "),
+    for over, where in (({"sandbox": {"podAnnotations": {"<<": "x"}}}, "sandbox.podAnnotations: "),
                         ({"kuberay": {"spec": {"headGroupSpec": {"<<": {"serviceType": "NodePort"}}}}},
                          "kuberay.spec.headGroupSpec: ")):
         with pytest.raises(AssertionError, match="merge key") as refused:
