@@ -103,8 +103,9 @@ def test_uninstall_stopped_at_the_timeout_names_the_finalizer_that_holds_it(play
     wait(lambda: ray.get_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", "small")["metadata"]
          .get("finalizers"), 60, "KubeRay's finalizer on the RayJob")
     hold = "example.com/hold"
+    job = ray.get_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", "small")
     ray.patch_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", "small",
-                                       [{"op": "add", "path": "/metadata/finalizers/-", "value": hold}])
+                                       {"metadata": {"finalizers": [*job["metadata"]["finalizers"], hold]}})
     try:
         rc, out, err = cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", kc, "--timeout", 15)
         assert rc == 1, out + err
@@ -114,8 +115,7 @@ def test_uninstall_stopped_at_the_timeout_names_the_finalizer_that_holds_it(play
         job = ray.get_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", "small")
         ray.patch_namespaced_custom_object(
             "ray.io", "v1", namespace, "rayjobs", "small",
-            [{"op": "replace", "path": "/metadata/finalizers",
-              "value": [f for f in job["metadata"]["finalizers"] if f != hold]}])
+            {"metadata": {"finalizers": [f for f in job["metadata"]["finalizers"] if f != hold]}})
 
 
 def test_a_namespace_whose_service_account_never_appears_is_not_reported_created(playground):
