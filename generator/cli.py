@@ -60,11 +60,31 @@ def cmd_render(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     """The offline check (generator.render.check), and with --server the live dry run
     (generator.live.server_check), whose cluster failures are one line like the live verbs'."""
-    if args.server:
-        from generator.live.kube import cluster_errors
+    from generator.tools import targeting
 
-        return cluster_errors(_check)(args)
-    return _check(args)
+    with targeting(*_target_versions(args)):
+        if args.server:
+            from generator.live.kube import cluster_errors
+
+            return cluster_errors(_check)(args)
+        return _check(args)
+
+
+def _target_versions(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """`--kuberay-version` and `--kube-version` resolved to their pins; a version outside the range is exit 2."""
+    from generator.errors import InputError, Problem
+    from generator.tools import VersionUnsupported, kube_minor_pin, kube_range, kuberay_pin, kuberay_range
+
+    out: list[str | None] = []
+    for flag, given, resolve, supported in (
+            ("--kuberay-version", args.kuberay_version, kuberay_pin, f"KubeRay {kuberay_range()}"),
+            ("--kube-version", args.kube_version, kube_minor_pin, f"Kubernetes {kube_range()}")):
+        try:
+            out.append(resolve(given) if given else None)
+        except VersionUnsupported as exc:
+            raise InputError([Problem("<command line>", None, "", f"{flag} {given}: {exc}",
+                                      expected=f"a minor of {supported}")]) from None
+    return out[0], out[1]
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -120,6 +140,11 @@ def build_parser(extensions: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--kubeconfig",
                    help="with --server: the kubeconfig (default $KUBECONFIG, ~/.kube/config, the playground's)")
     p.add_argument("--context", help="with --server: the kubeconfig context")
+    p.add_argument("--kuberay-version", metavar="X",
+                   help="validate against that KubeRay minor's CRDs (1.4, 1.5, 1.6; default: the pinned v1.6)")
+    p.add_argument("--kube-version", metavar="1.X",
+                   help="target that Kubernetes minor (1.33-1.36): kubeconform's schemas and Helm's capabilities; "
+                        "the apiserver validation is the nearest pinned minor")
     p.set_defaults(func=cmd_check)
 
     for register in _extensions() if extensions else ():

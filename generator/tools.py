@@ -3,9 +3,15 @@ and the local playground's state (its kubeconfig is the live verbs' last default
 
 from __future__ import annotations
 
+import contextlib
 import os
+from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 REPO = Path(__file__).resolve().parent.parent
 VERSIONS_FILE = REPO / "tools" / "versions.env"
@@ -54,9 +60,97 @@ _VERSION_OF = {"kuberay-crds": "KUBERAY_VERSION", "kube-validate": "KUBERNETES_V
 
 
 def tool_dir(tool: str) -> Path:
-    """The cache folder of a tool: helm, kubeconform, kubernetes, etcd, kwok, kuberay, kuberay-crds, kube-validate."""
+    """The cache folder of a tool: helm, kubeconform, kubernetes, etcd, kwok, kuberay, kuberay-crds, kube-validate.
+    kuberay-crds follows `kuberay_version()` (`check --kuberay-version`)."""
+    if tool == "kuberay-crds":
+        return cache_dir() / f"{tool}-{kuberay_version()}"
     key = _VERSION_OF.get(tool, tool.upper() + "_VERSION")
     return cache_dir() / f"{tool}-{versions()[key]}"
+
+
+# --- the versions users run (issue 19): KubeRay minors with their own CRDs, Kubernetes minors ---
+
+# KubeRay minor -> its pin in tools/versions.env (the newest patch the Go module proxy serves of each).
+KUBERAY_PINS = {"1.4": "KUBERAY_1_4_VERSION", "1.5": "KUBERAY_1_5_VERSION", "1.6": "KUBERAY_VERSION"}
+# The Kubernetes minors claimed: kubeconform's strict schemas (kubernetes-validate ships 1.25-1.36) and
+# Helm's capabilities per minor; the apiserver validation is kube-validate's pinned minor (the newest).
+KUBE_MINORS = tuple(range(33, 37))
+
+_kuberay: ContextVar[str | None] = ContextVar("dockyard_kuberay", default=None)
+_kube: ContextVar[str | None] = ContextVar("dockyard_kube", default=None)
+
+
+class VersionUnsupported(ValueError):
+    """A --kuberay-version / --kube-version outside the supported range (the CLI's exit 2)."""
+
+
+def kuberay_range() -> str:
+    return f"v{min(KUBERAY_PINS)}-v{max(KUBERAY_PINS)}"
+
+
+def kube_range() -> str:
+    return f"v1.{KUBE_MINORS[0]}-v1.{KUBE_MINORS[-1]}"
+
+
+def _minor_of(text: str) -> str:
+    """`1.4` for 1.4, v1.4, v1.4.0, 1.4.2; '' when it is not such a version."""
+    import re
+
+    m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.\d+)?", text.strip())
+    return f"{int(m.group(1))}.{int(m.group(2))}" if m else ""
+
+
+def kuberay_pin(text: str) -> str:
+    """The pinned KubeRay version (e.g. v1.4.0) of the minor `text` names; VersionUnsupported otherwise.
+    A patch other than the pinned one is refused too: its CRDs are not the ones fetched."""
+    minor, given = _minor_of(text), text.strip().lstrip("v")
+    pinned = versions().get(KUBERAY_PINS.get(minor, ""), "")
+    offered = ", ".join(versions()[KUBERAY_PINS[m]] for m in sorted(KUBERAY_PINS))
+    if not pinned:
+        raise VersionUnsupported(f"dockyard-k8s supports KubeRay {kuberay_range()} (CRDs pinned: {offered})")
+    if given.count(".") == 2 and given != pinned.lstrip("v"):
+        raise VersionUnsupported(f"the CRDs pinned for KubeRay {minor} are {pinned}'s (pinned: {offered}); "
+                                 f"give the minor, {minor}")
+    return pinned
+
+
+def kube_minor_pin(text: str) -> str:
+    """`v1.34.0` for 1.34 / v1.34 / v1.34.2 when that minor is claimed; VersionUnsupported otherwise."""
+    minor = _minor_of(text)
+    if not minor or minor.split(".")[0] != "1" or int(minor.split(".")[1]) not in KUBE_MINORS:
+        raise VersionUnsupported(f"dockyard-k8s supports Kubernetes {kube_range()}")
+    return f"v{minor}.0"
+
+
+def kuberay_version() -> str:
+    """The KubeRay version whose CRDs `check` validates against: `--kuberay-version`, else the pin."""
+    return _kuberay.get() or versions()["KUBERAY_VERSION"]
+
+
+def kube_version() -> str:
+    """The Kubernetes version `check` targets (kubeconform's schemas, Helm's capabilities):
+    `--kube-version`'s minor as v1.X.0, else the pinned KUBERNETES_VERSION."""
+    return _kube.get() or versions()["KUBERNETES_VERSION"]
+
+
+def fetch_crds_hint() -> str:
+    """How to fetch the chosen KubeRay version's CRDs (hack/tools.sh's tool name for it)."""
+    chosen = kuberay_version()
+    if chosen == versions()["KUBERAY_VERSION"]:
+        return "run `make tools`"
+    minor = next(m for m, pin in KUBERAY_PINS.items() if versions().get(pin) == chosen)
+    return f"run `bash hack/tools.sh kuberay-crds-{minor}`"
+
+
+@contextlib.contextmanager
+def targeting(kuberay: str | None = None, kube: str | None = None) -> Iterator[None]:
+    """Run the enclosed code against KubeRay `kuberay` and Kubernetes `kube` (resolved pins; None: the pins)."""
+    tokens = _kuberay.set(kuberay), _kube.set(kube)
+    try:
+        yield
+    finally:
+        _kuberay.reset(tokens[0])
+        _kube.reset(tokens[1])
 
 
 def binary(name: str, tool: str | None = None) -> str:

@@ -252,6 +252,10 @@ for t in "${expanded[@]}"; do
     kwok) build kwok "$KWOK_VERSION" build_kwok ;;
     kuberay) build kuberay "$KUBERAY_VERSION" build_kuberay ;;
     kuberay-crds) build kuberay-crds "$KUBERAY_VERSION" build_kuberay_crds ;;
+    kuberay-crds-1.4) build kuberay-crds "$KUBERAY_1_4_VERSION" build_kuberay_crds ;;
+    kuberay-crds-1.5) build kuberay-crds "$KUBERAY_1_5_VERSION" build_kuberay_crds ;;
+    kuberay-1.4) build kuberay "$KUBERAY_1_4_VERSION" build_kuberay ;;
+    kuberay-1.5) build kuberay "$KUBERAY_1_5_VERSION" build_kuberay ;;
     kube-validate) build kube-validate "$KUBERNETES_VERSION" build_kube_validate "$root/tools/kube-validate" ;;
     checkov) build checkov "$CHECKOV_VERSION" build_checkov ;;
     registry) build registry "$REGISTRY_VERSION" build_registry ;;

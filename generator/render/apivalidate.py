@@ -22,7 +22,7 @@ from collections import namedtuple
 from pathlib import Path
 
 from generator.render import procs
-from generator.tools import CHART_DIR, ToolMissing, binary, cache_dir, tool_dir, versions
+from generator.tools import CHART_DIR, ToolMissing, binary, cache_dir, kuberay_version, tool_dir
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ def crd_json() -> Path:
             _open_pod_templates(crd)
             (out / f"{kind}.json").write_text(json.dumps(crd))
 
-    return _atomic_dir(cache_dir() / "schemas" / f"kuberay-{versions()['KUBERAY_VERSION']}-kube-validate-v3", build)
+    return _atomic_dir(cache_dir() / "schemas" / f"kuberay-{kuberay_version()}-kube-validate-v3", build)
 
 
 class Run:

@@ -13,7 +13,7 @@ import sys
 
 from generator.errors import EXIT_FAILED, EXIT_OK, CheckFailed
 from generator.render import apivalidate, helm, kubeconform
-from generator.tools import versions
+from generator.tools import kube_version, kuberay_version, versions
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -101,14 +101,15 @@ def checked(recipe: str, infra: str, overrides: list[str], validator: kubeconfor
     rows: list[Row] = [
         ("✓", "models", "recipe and infra spec are valid"),
         ("✓", "values schema", "charts/dockyard/values.schema.json accepts the values (enforced by helm)"),
-        ("✓", "helm template", f"{len(results)} objects rendered (helm {_helm_label()})"),
+        ("✓", "helm template",
+         f"{len(results)} objects rendered (helm {_helm_label()}) with --kube-version {kube_version()}"),
         ("✗" if bad else "✓", "kubeconform", (f"{len(results) - len(bad)} valid, {len(bad)} not "
-          f"(-strict; Kubernetes {kubeconform.kube_minor()}, KubeRay {versions()['KUBERAY_VERSION']} CRDs)")),
+          f"(-strict; Kubernetes {kubeconform.kube_minor()}, KubeRay {kuberay_version()} CRDs)")),
         ("✗" if api_report.findings else "✓", "api validation",
          (f"{_count(len(api_report.findings), 'refusal')} in {_count(refused, 'object')}; "
           if api_report.findings else "")
          + f"{api_report.objects} objects, {api_report.pod_templates} pod templates "
-         f"(Kubernetes {api_report.kubernetes} validation)"),
+         f"(Kubernetes {api_report.kubernetes} validation{_nearest(api_report.kubernetes)})"),
         ("✗" if too_big else "✓", "release size",
          f"{'~' if exact else '≤ '}{size // 1024} KiB of 1024 KiB (Helm's release Secret, gzip + base64)"),
     ]
@@ -137,6 +138,15 @@ def run_check(recipe: str, infra: str, overrides: list[str], out: TextIO | None 
               validator: kubeconform.Run | None = None, security: bool = False) -> int:
     """`check` without `--server`: find, print, the exit code."""
     return report(checked(recipe, infra, overrides, validator), out, security)
+
+
+def _nearest(validated: str) -> str:
+    """When `--kube-version` names another minor than kube-validate's pinned one: say it is the nearest."""
+    def minor(v: str) -> str:
+        return ".".join(v.lstrip("v").split(".")[:2])
+
+    chosen = minor(kube_version())
+    return "" if chosen == minor(validated) else f", the nearest pinned minor to {chosen}"
 
 
 def _count(n: int, noun: str) -> str:

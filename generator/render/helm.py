@@ -14,7 +14,7 @@ from functools import cache
 
 from generator.errors import CheckFailed, InputError, Problem
 from generator.render import procs
-from generator.tools import CHART_DIR, binary, versions
+from generator.tools import CHART_DIR, binary, kube_version
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class Template:
         cmd = [
             self.path, "template", release, str(CHART_DIR),
             "--namespace", namespace, "--values", "-",  # on stdin (Helm 3 and 4): no temporary file
-            "--kube-version", versions()["KUBERNETES_VERSION"],
+            "--kube-version", kube_version(),  # the pin, or `check --kube-version`'s minor
         ]
         if not tests:
             cmd.append("--skip-tests")

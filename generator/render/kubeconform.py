@@ -17,7 +17,7 @@ from pathlib import Path
 
 from generator.errors import CheckFailed
 from generator.render import procs
-from generator.tools import ToolMissing, binary, cache_dir, tool_dir, versions
+from generator.tools import ToolMissing, binary, cache_dir, fetch_crds_hint, kube_version, kuberay_version, tool_dir
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 
 def kube_minor() -> str:
-    """`v1.36.0` for a pinned v1.36.3: the schema sets are per minor."""
-    major, minor, _ = versions()["KUBERNETES_VERSION"].lstrip("v").split(".")
+    """`v1.36.0` for a pinned v1.36.3 (or `check --kube-version 1.36`): the schema sets are per minor."""
+    major, minor, _ = kube_version().lstrip("v").split(".")
     return f"v{major}.{minor}.0"
 
 
@@ -130,7 +130,7 @@ def _strict(node: Any) -> Any:
 def crd_schemas() -> Path:
     src = tool_dir("kuberay-crds")
     if not src.is_dir():
-        raise ToolMissing(f"the KubeRay CRDs are not fetched; run `make tools` (expected {src})")
+        raise ToolMissing(f"the KubeRay {kuberay_version()} CRDs are not fetched; {fetch_crds_hint()} (expected {src})")
 
     def build(out: Path) -> None:
         import yaml
@@ -148,7 +148,7 @@ def crd_schemas() -> Path:
                 schema["properties"]["kind"] = {"type": "string", "enum": [spec["names"]["kind"]]}
                 (out / f"{kind}-{spec['group']}-{version}.json").write_text(json.dumps(schema))
 
-    return _atomic_dir(cache_dir() / "schemas" / f"kuberay-{versions()['KUBERAY_VERSION']}-v2", build)
+    return _atomic_dir(cache_dir() / "schemas" / f"kuberay-{kuberay_version()}-v2", build)
 
 
 def not_a_crd(path: Path, exc: Exception) -> CheckFailed:

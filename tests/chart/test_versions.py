@@ -1,0 +1,139 @@
+"""The versions users run (issue 19 items 5-6): `check --kuberay-version X` validates against that KubeRay
+minor's own CRDs, `check --kube-version 1.X` targets that Kubernetes minor (kubeconform's schemas, Helm's
+capabilities, the apiserver validation of the nearest pinned minor named); a version outside the range is
+exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import yaml
+
+from generator.cli import main
+from generator.render import kubeconform
+from generator.tools import KUBE_MINORS, KUBERAY_PINS, REPO, targeting, tool_dir, versions
+from tests.conftest import RECIPE, chart_values, render_values, write
+
+INFRA = REPO / "values-examples" / "grpo_swe.infra.yaml"
+BRINGUP = REPO / "values-examples" / "grpo_swe_bringup.infra.yaml"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def older_crds():
+    """The CRDs of the older KubeRay minors (no build, ~1 s each from the Go module cache or proxy)."""
+    subprocess.run(["bash", str(REPO / "hack" / "tools.sh"), "kuberay-crds-1.4", "kuberay-crds-1.5"], check=True,
+                   capture_output=True)
+
+
+def _infra(tmp_path, base, **kuberay):
+    data = yaml.safe_load(base.read_text())
+    data.setdefault("kuberay", {}).update(kuberay)
+    return write(tmp_path, "infra.yaml", data)
+
+
+def _summary(out: str, step: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith((f"✓ {step}", f"✗ {step}")))
+
+
+@pytest.mark.parametrize("minor", sorted(KUBERAY_PINS))
+def test_check_validates_against_the_chosen_kuberay_crds(minor, capsys):
+    assert main(["check", str(RECIPE), str(INFRA), "--kuberay-version", minor]) == 0
+    pinned = versions()[KUBERAY_PINS[minor]]
+    assert f"KubeRay {pinned} CRDs" in _summary(capsys.readouterr().out, "kubeconform")
+    assert (tool_dir("kuberay-crds").name == f"kuberay-crds-{versions()['KUBERAY_VERSION']}")  # the default is kept
+
+
+def test_the_default_is_the_pinned_kuberay():
+    with targeting():
+        assert tool_dir("kuberay-crds").name == f"kuberay-crds-{versions()['KUBERAY_VERSION']}"
+    with targeting(kuberay=versions()["KUBERAY_1_4_VERSION"]):
+        assert tool_dir("kuberay-crds").name == f"kuberay-crds-{versions()['KUBERAY_1_4_VERSION']}"
+
+
+# Fields of the CRDs that older minors lack (diff of the v1.4.0, v1.5.0 and v1.6.1 CRDs): the chart renders
+# none by default, but the kuberay.spec overlay passes them on, and the older operator's CRD prunes or refuses them.
+NEWER_FIELDS = [
+    # RayClusterSpec.authOptions: new in v1.6
+    (INFRA, {"spec": {"authOptions": {"mode": "token"}}}, "RayJob", "authOptions", {"1.4", "1.5"}),
+    (BRINGUP, {"spec": {"upgradeStrategy": {"type": "None"}}}, "RayCluster", "upgradeStrategy", {"1.4", "1.5"}),
+    # the head group's Ray resources/labels: new in v1.5
+    (BRINGUP, {"spec": {"headGroupSpec": {"labels": {"zone": "a"}}}}, "RayCluster", "labels", {"1.4"}),
+]
+
+
+@pytest.mark.parametrize("base, kuberay, kind, field, refused_by", NEWER_FIELDS,
+                         ids=[f"{f[2]}-{f[3]}" for f in NEWER_FIELDS])
+def test_a_field_an_older_crd_lacks_is_refused(tmp_path, capsys, base, kuberay, kind, field, refused_by):
+    infra = _infra(tmp_path, base, **kuberay)
+    for minor in sorted(KUBERAY_PINS):
+        code = main(["check", str(RECIPE), str(infra), "--kuberay-version", minor])
+        out = capsys.readouterr().out
+        if minor in refused_by:
+            assert code == 1, out
+            bad = [line for line in out.splitlines() if line.startswith(f"  ✗ {kind}")]
+            assert bad and field in bad[0], out
+            assert _summary(out, "kubeconform").startswith("✗")
+        else:
+            assert code == 0, out
+
+
+def test_a_kuberay_version_outside_the_range_is_exit_2(capsys):
+    for given in ("1.3", "1.7", "v2.0", "latest", "v1.4.1"):
+        assert main(["check", str(RECIPE), str(INFRA), "--kuberay-version", given]) == 2
+        err = capsys.readouterr().err
+        assert f"--kuberay-version {given}" in err and "v1.4-v1.6" in err, err
+
+
+@pytest.mark.parametrize("minor", KUBE_MINORS)
+def test_check_targets_the_chosen_kubernetes_minor(minor, capsys):
+    assert main(["check", str(RECIPE), str(INFRA), "--kube-version", f"1.{minor}"]) == 0
+    out = capsys.readouterr().out
+    assert f"with --kube-version v1.{minor}.0" in _summary(out, "helm template")
+    assert f"Kubernetes v1.{minor}.0," in _summary(out, "kubeconform")
+    api = _summary(out, "api validation")
+    pinned = ".".join(versions()["KUBERNETES_VERSION"].lstrip("v").split(".")[:2])
+    assert f"Kubernetes {versions()['KUBERNETES_VERSION']} validation" in api
+    assert ("nearest pinned minor" in api) == (f"1.{minor}" != pinned), api
+
+
+def test_a_kubernetes_minor_outside_the_range_is_exit_2(capsys):
+    for given in (f"1.{KUBE_MINORS[0] - 1}", f"1.{KUBE_MINORS[-1] + 1}", "2.0", "x"):
+        assert main(["check", str(RECIPE), str(INFRA), "--kube-version", given]) == 2
+        err = capsys.readouterr().err
+        assert f"--kube-version {given}" in err and f"v1.{KUBE_MINORS[0]}-v1.{KUBE_MINORS[-1]}" in err, err
+
+
+def test_helm_is_given_the_chosen_minor():
+    """Helm's capabilities (`.Capabilities.KubeVersion`, the chart's kubeVersion) are the chosen minor's."""
+    from generator.render import helm
+
+    with targeting(kube="v1.34.0"):
+        t = helm.Template(chart_values(), "grpo-swe", "dockyard")
+    t.result()
+    args = list(t.proc.args)
+    assert args[args.index("--kube-version") + 1] == "v1.34.0"
+    t = helm.Template(chart_values(), "grpo-swe", "dockyard")
+    t.result()
+    args = list(t.proc.args)
+    assert args[args.index("--kube-version") + 1] == versions()["KUBERNETES_VERSION"]
+
+
+def _deployment_with(field: str, value) -> str:
+    text = render_values(chart_values()).text
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    for d in docs:
+        if d["kind"] == "Deployment":
+            d["spec"]["template"]["spec"][field] = value
+    return yaml.safe_dump_all(docs)
+
+
+def test_kubeconform_uses_the_chosen_minors_schemas():
+    """PodSpec.hostnameOverride is new in Kubernetes 1.34: 1.33's strict schema refuses it, 1.34's accepts it."""
+    stream = _deployment_with("hostnameOverride", "x")
+    for minor, status in (("v1.33.0", "invalid"), ("v1.34.0", "valid")):
+        with targeting(kube=minor):
+            found = {r.kind: r for r in kubeconform.validate(stream)}
+        assert found["Deployment"].status == status, (minor, found["Deployment"])
+        if status == "invalid":
+            assert "hostnameOverride" in found["Deployment"].message
