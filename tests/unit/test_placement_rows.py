@@ -95,17 +95,18 @@ def test_tolerates_as_the_scheduler_does(toleration, tolerated):
     assert placement.tolerates(toleration, nodes.GPU_TAINT) is tolerated
 
 
-def test_recorded_cluster_untainted_nodes(monkeypatch, tmp_path, render):
-    """The recorded playground (one untainted GPU node): read_room keeps the nodes' labels and taints."""
+def test_recorded_cluster_gpu_node_tainted_as_a_cloud_pool(monkeypatch, tmp_path, render):
+    """The recorded playground (one GPU node, tainted as a cloud GPU pool is): read_room keeps the nodes'
+    labels and taints, and the default placement tolerates the taint."""
     from generator.render.pod_templates import pod_templates
 
     install(monkeypatch, tmp_path, "doctor_admin")
     room = capacity.read_room(Kube(), "small", "rec")
-    assert room.taints == {"cpu-node-0": [], "gpu-node-0": []}
+    assert room.taints == {"cpu-node-0": [], "gpu-node-0": [nodes.GPU_TAINT]}
     assert room.labels["gpu-node-0"]["nvidia.com/gpu.present"] == "true"
     got = {r.check: (r.mark, r.detail) for r in placement.placement_rows(room, pod_templates(render().docs))}
     assert got["placement: trainer"] == (OK, "can use 1 of 1 GPU node(s)")
-    assert got["placement: head"] == (OK, "2 node(s) take it, 1 without GPUs")
+    assert got["placement: head"] == (OK, "1 node(s) take it, 1 without GPUs")  # not the tainted GPU node
 
 
 def test_nodes_not_listable(monkeypatch, tmp_path, render):
