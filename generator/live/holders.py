@@ -49,10 +49,8 @@ def process(pid: int) -> str | None:
     return f"{where}/{stat[19]}"
 
 
-def hidden(pid: int) -> bool:
-    """Whether process `pid` exists but /proc does not show it (mounted hidepid): it may be the holder."""
-    if Path(f"/proc/{pid}").exists():
-        return False
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one owned by another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -60,6 +58,11 @@ def hidden(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def hidden(pid: int) -> bool:
+    """Whether process `pid` exists but /proc does not show it (mounted hidepid): it may be the holder."""
+    return not Path(f"/proc/{pid}").exists() and pid_alive(pid)
 
 
 def stopped(pid: int) -> bool:

@@ -223,17 +223,6 @@ def lease_name(release: str) -> str:
     return f"{release}.dockyard-run"
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (one owned by another user counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class RunLock:
     """Held for the whole of a mutating verb; renewed every LEASE_SECONDS / 3.
 

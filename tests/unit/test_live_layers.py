@@ -83,16 +83,21 @@ def test_a_library_module_imports_no_verb(path):
     assert not hits, f"{_module(path)} imports {hits}: library modules never depend on verbs"
 
 
+def _imported_under(tmp_path, src) -> set[str]:
+    """imported(src) for a source file in a package tree under tmp_path."""
+    global LIVE
+    saved, LIVE = LIVE, tmp_path / "generator" / "live"
+    try:
+        return imported(src)
+    finally:
+        LIVE = saved
+
+
 def test_the_checker_sees_lazy_and_relative_imports(tmp_path):
     src = tmp_path / "generator" / "live" / "verbs" / "a.py"
     src.parent.mkdir(parents=True)
     src.write_text("def f():\n    from generator.live.verbs import b\n    from . import c\n    from .d import x\n")
-    global LIVE
-    saved, LIVE = LIVE, tmp_path / "generator" / "live"
-    try:
-        found = imported(src)
-    finally:
-        LIVE = saved
+    found = _imported_under(tmp_path, src)
     assert {"generator.live.verbs.b", "generator.live.verbs.c", "generator.live.verbs.d"} <= found
 
 
@@ -166,11 +171,6 @@ def test_the_checker_sees_dynamic_imports(tmp_path):
                    "    for name in ('generator.three', 'not.ours'):\n"
                    "        importlib.import_module(name)\n"
                    "    __import__('generator.four')\n")
-    global LIVE
-    saved, LIVE = LIVE, tmp_path / "generator" / "live"
-    try:
-        found = imported(src)
-    finally:
-        LIVE = saved
+    found = _imported_under(tmp_path, src)
     assert {"generator.one", "generator.two", "generator.three", "generator.four"} <= found
     assert "not.ours" not in found
