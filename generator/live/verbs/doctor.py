@@ -30,6 +30,7 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
         rows.append(first())
         if rows[-1].mark == FAIL:
             return rows  # nothing else can be checked
+    rows.append(preflight.kubernetes_version_row(kube))
     ns = preflight.read_namespace(kube, namespace)
     rows.append(preflight.namespace_row(ns))
     rows.append(preflight.release_row(kube, release, namespace))
@@ -43,6 +44,7 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     rows.append(preflight.pull_secrets_row(kube, infra.get("imagePullSecrets") or [], ns))
 
     docs = [d for d in yaml.safe_load_all(template(values, release, namespace)) if isinstance(d, dict)]
+    rows += preflight.kuberay_fields_rows(kube, docs, namespace)
     templates = pod_templates(docs)
     room = capacity.read_room(kube, release, namespace)
     cluster = inputs.recipe.cluster

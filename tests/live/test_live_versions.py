@@ -1,0 +1,53 @@
+"""The versions users run, on the session playground (issue 19 items 5-6): `doctor` reads the server's
+version (/version) and says whether it is in the supported range, and sends the rendered RayJob/RayCluster
+to the installed KubeRay CRDs as a dry-run create with fieldValidation=Strict: a field they lack is ✗ with
+the field named (a misspelt kuberay.spec key here; a v1.6 field on v1.4 CRDs in `make test-matrix`)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from live_helpers import INFRA, RECIPE, cli, infra_variant
+
+from generator.tools import kube_range
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _rows(out: str) -> dict[str, str]:
+    """doctor's table: check name -> its line and the remedy line under it."""
+    lines = out.splitlines()
+    rows = {}
+    for i, line in enumerate(lines):
+        if line[:1] in "✓✗!" and line[1:2] == " ":
+            remedy = lines[i + 1] if i + 1 < len(lines) and "→" in lines[i + 1] else ""
+            rows[line[2:26].strip()] = line + "\n" + remedy
+    return rows
+
+
+def test_doctor_names_the_server_version_and_the_crds_accept_the_render(playground, namespace, capsys):
+    rc, out, err = cli(capsys, "doctor", RECIPE, INFRA, "-n", namespace, "--kubeconfig", playground.kubeconfig)
+    rows = _rows(out)
+    assert rows["Kubernetes version"].startswith("✓ "), out
+    assert f"(supported {kube_range()})" in rows["Kubernetes version"]
+    assert rows["KubeRay CRDs accept"].startswith("✓ "), out
+    assert "fieldValidation=Strict" in rows["KubeRay CRDs accept"]
+
+
+def test_doctor_refuses_a_field_the_installed_crds_lack(playground, namespace, capsys, tmp_path):
+    wanted = os.environ.get("DOCKYARD_MATRIX_KUBERAY", "")
+    if wanted and wanted != "1.6":  # `make test-matrix`: a real v1.6 field on the older CRDs
+        def change(d):
+            d.setdefault("kuberay", {}).setdefault("spec", {})["authOptions"] = {"mode": "token"}
+        field = "authOptions"
+    else:  # the pinned v1.6 CRDs: a misspelt key of the overlay
+        def change(d):
+            d.setdefault("kuberay", {}).setdefault("spec", {})["enableInTreeAutoscalar"] = True
+        field = "enableInTreeAutoscalar"
+    bad = infra_variant(tmp_path, "bad.yaml", change)
+    rc, out, err = cli(capsys, "doctor", RECIPE, bad, "-n", namespace, "--kubeconfig", playground.kubeconfig)
+    row = _rows(out)["KubeRay CRDs accept"]
+    assert rc == 1 and row.startswith("✗ "), out + err
+    assert field in row and "unknown field" in row and "kuberay.spec" in row, row
+    assert "Traceback" not in err
