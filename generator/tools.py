@@ -64,6 +64,8 @@ def tool_dir(tool: str) -> Path:
     kuberay-crds follows `kuberay_version()` (`check --kuberay-version`)."""
     if tool == "kuberay-crds":
         return cache_dir() / f"{tool}-{kuberay_version()}"
+    if tool == "kuberay" and os.environ.get(PLAYGROUND_KUBERAY_ENV):
+        return cache_dir() / f"{tool}-{playground_kuberay()}"
     key = _VERSION_OF.get(tool, tool.upper() + "_VERSION")
     return cache_dir() / f"{tool}-{versions()[key]}"
 
@@ -140,6 +142,22 @@ def fetch_crds_hint() -> str:
         return "run `make tools`"
     minor = next(m for m, pin in KUBERAY_PINS.items() if versions().get(pin) == chosen)
     return f"run `bash hack/tools.sh kuberay-crds-{minor}`"
+
+
+# The KubeRay minor the playground runs (operator and CRDs: `hack/tools.sh kuberay-1.4`); `make test-matrix`.
+PLAYGROUND_KUBERAY_ENV = "DOCKYARD_PLAYGROUND_KUBERAY"
+
+
+def playground_kuberay() -> str:
+    """The pinned KubeRay version of `$DOCKYARD_PLAYGROUND_KUBERAY` (a minor), else KUBERAY_VERSION; a minor
+    outside the range is ToolMissing (exit 1) naming the variable."""
+    given = os.environ.get(PLAYGROUND_KUBERAY_ENV)
+    if not given:
+        return versions()["KUBERAY_VERSION"]
+    try:
+        return kuberay_pin(given)
+    except VersionUnsupported as exc:
+        raise ToolMissing(f"{PLAYGROUND_KUBERAY_ENV}={given}: {exc}") from None
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ import os
 import pytest
 from live_helpers import INFRA, RECIPE, cli, infra_variant
 
-from generator.tools import kube_range
+from generator.tools import PLAYGROUND_KUBERAY_ENV, kube_range, kuberay_pin, versions
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -36,7 +36,7 @@ def test_doctor_names_the_server_version_and_the_crds_accept_the_render(playgrou
 
 
 def test_doctor_refuses_a_field_the_installed_crds_lack(playground, namespace, capsys, tmp_path):
-    wanted = os.environ.get("DOCKYARD_MATRIX_KUBERAY", "")
+    wanted = os.environ.get(PLAYGROUND_KUBERAY_ENV, "")
     if wanted and wanted != "1.6":  # `make test-matrix`: a real v1.6 field on the older CRDs
         def change(d):
             d.setdefault("kuberay", {}).setdefault("spec", {})["authOptions"] = {"mode": "token"}
@@ -51,3 +51,16 @@ def test_doctor_refuses_a_field_the_installed_crds_lack(playground, namespace, c
     assert rc == 1 and row.startswith("✗ "), out + err
     assert field in row and "unknown field" in row and "kuberay.spec" in row, row
     assert "Traceback" not in err
+
+
+def test_the_playground_runs_the_chosen_kuberay(playground):
+    """`$DOCKYARD_PLAYGROUND_KUBERAY` (make test-matrix) picks the operator and its CRDs: RayClusterSpec
+    .authOptions is in v1.6's CRD only."""
+    from kubernetes import client
+
+    wanted = os.environ.get(PLAYGROUND_KUBERAY_ENV, "")
+    pinned = kuberay_pin(wanted) if wanted else versions()["KUBERAY_VERSION"]
+    ext = client.ApiextensionsV1Api(playground.api_client())
+    crd = ext.read_custom_resource_definition("rayclusters.ray.io")
+    spec = next(v for v in crd.spec.versions if v.name == "v1").schema.open_apiv3_schema.properties["spec"]
+    assert ("authOptions" in spec.properties) == (pinned >= "v1.6"), (pinned, sorted(spec.properties))
