@@ -137,3 +137,23 @@ def test_kubeconform_uses_the_chosen_minors_schemas():
         assert found["Deployment"].status == status, (minor, found["Deployment"])
         if status == "invalid":
             assert "hostnameOverride" in found["Deployment"].message
+
+
+def test_crds_not_fetched_name_the_tool_to_fetch(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("DOCKYARD_TOOLS_CACHE", str(tmp_path))
+    assert main(["check", str(RECIPE), str(INFRA), "--kuberay-version", "1.4"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "KubeRay v1.4.0 CRDs are not fetched" in err
+    assert "bash hack/tools.sh kuberay-crds-1.4" in err, err
+
+
+def test_the_playground_kuberay_is_picked_by_its_variable(monkeypatch):
+    from generator.tools import PLAYGROUND_KUBERAY_ENV, ToolMissing
+
+    assert tool_dir("kuberay").name == f"kuberay-{versions()['KUBERAY_VERSION']}"
+    monkeypatch.setenv(PLAYGROUND_KUBERAY_ENV, "1.5")
+    assert tool_dir("kuberay").name == f"kuberay-{versions()['KUBERAY_1_5_VERSION']}"
+    assert tool_dir("kuberay-crds").name == f"kuberay-crds-{versions()['KUBERAY_VERSION']}"  # check's own choice
+    monkeypatch.setenv(PLAYGROUND_KUBERAY_ENV, "1.2")
+    with pytest.raises(ToolMissing, match=f"{PLAYGROUND_KUBERAY_ENV}=1.2: dockyard-k8s supports KubeRay v1.4-v1.6"):
+        tool_dir("kuberay")
