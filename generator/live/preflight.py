@@ -225,6 +225,8 @@ def kuberay_crds_row(kube: Kube) -> Row:
 def kuberay_operator_row(kube: Kube) -> Row:
     from kubernetes.client.exceptions import ApiException
 
+    from generator.tools import kuberay_range
+
     try:
         deployments = kube.apps.list_deployment_for_all_namespaces().items
     except ApiException as exc:
@@ -232,14 +234,15 @@ def kuberay_operator_row(kube: Kube) -> Row:
             raise
         return Row(WARN, "KubeRay operator",
                    forbidden("list", "deployments", None, "whether a KubeRay operator runs is unknown"),
-                   "ask a cluster admin whether a KubeRay operator (>= v1.6) watches this namespace")
+                   f"ask a cluster admin whether a KubeRay operator ({kuberay_range()}) watches this namespace")
     ops = [d for d in deployments if "kuberay-operator" in d.metadata.name
            or (d.metadata.labels or {}).get("app.kubernetes.io/name") == "kuberay-operator"]
     if not ops:
         return Row(WARN, "KubeRay operator",
                    "no in-cluster operator Deployment found (an operator running outside the cluster, as on the "
                    "playground, cannot be seen from the API)",
-                   "make sure a KubeRay operator (>= v1.6) watches this namespace, or RayJobs will not progress")
+                   f"make sure a KubeRay operator ({kuberay_range()}) watches this namespace, or RayJobs will not "
+                   "progress")
     ready = [d for d in ops if (d.status.ready_replicas or 0) > 0]
     d = ops[0]
     return Row(OK if ready else FAIL, "KubeRay operator",
