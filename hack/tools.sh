@@ -248,6 +248,7 @@ for t in "${expanded[@]}"; do
     helm4) build helm4 "$HELM4_VERSION" build_helm ;;
     kubeconform) build kubeconform "$KUBECONFORM_VERSION" build_kubeconform ;;
     kubernetes) build kubernetes "$KUBERNETES_VERSION" build_kubernetes ;;
+    kubernetes-1.33) build kubernetes "$KUBERNETES_1_33_VERSION" build_kubernetes ;;
     etcd) build etcd "$ETCD_VERSION" build_etcd ;;
     kwok) build kwok "$KWOK_VERSION" build_kwok ;;
     kuberay) build kuberay "$KUBERAY_VERSION" build_kuberay ;;
