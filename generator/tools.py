@@ -66,6 +66,8 @@ def tool_dir(tool: str) -> Path:
         return cache_dir() / f"{tool}-{kuberay_version()}"
     if tool == "kuberay" and os.environ.get(PLAYGROUND_KUBERAY_ENV):
         return cache_dir() / f"{tool}-{playground_kuberay()}"
+    if tool == "kubernetes" and os.environ.get(PLAYGROUND_KUBERNETES_ENV):
+        return cache_dir() / f"{tool}-{playground_kubernetes()}"
     key = _VERSION_OF.get(tool, tool.upper() + "_VERSION")
     return cache_dir() / f"{tool}-{versions()[key]}"
 
@@ -158,6 +160,43 @@ def playground_kuberay() -> str:
         return kuberay_pin(given)
     except VersionUnsupported as exc:
         raise ToolMissing(f"{PLAYGROUND_KUBERAY_ENV}={given}: {exc}") from None
+
+
+# The Kubernetes minor the playground's control plane runs (`hack/tools.sh kubernetes-1.33`); `make test-matrix`.
+# Only minors with a control-plane pin; the real node's kubelet stays KUBERNETES_VERSION.
+PLAYGROUND_KUBERNETES_ENV = "DOCKYARD_PLAYGROUND_KUBERNETES"
+PLAYGROUND_KUBE_PINS = {"1.33": "KUBERNETES_1_33_VERSION", "1.36": "KUBERNETES_VERSION"}
+
+
+def playground_kubernetes() -> str:
+    """The pinned Kubernetes version of `$DOCKYARD_PLAYGROUND_KUBERNETES` (a minor), else KUBERNETES_VERSION;
+    a minor without a control-plane pin is ToolMissing (exit 1) naming the variable and the pinned minors."""
+    given = os.environ.get(PLAYGROUND_KUBERNETES_ENV)
+    if not given:
+        return versions()["KUBERNETES_VERSION"]
+    minor = _minor_of(given)
+    pinned = versions().get(PLAYGROUND_KUBE_PINS.get(minor, ""), "")
+    exact = given.strip().lstrip("v").count(".") < 2 or given.strip().lstrip("v") == pinned.lstrip("v")
+    if not pinned or not exact:
+        offered = " and ".join(f"{m} ({versions()[k]})" for m, k in sorted(PLAYGROUND_KUBE_PINS.items()))
+        raise ToolMissing(f"{PLAYGROUND_KUBERNETES_ENV}={given}: the playground's control plane is pinned for "
+                          f"Kubernetes {offered} only (dockyard-k8s supports Kubernetes {kube_range()}); "
+                          "give one of those minors")
+    return pinned
+
+
+def playground_targets(tools: tuple[str, ...]) -> list[str]:
+    """hack/tools.sh's names of the cache entries tool_dir() picks for `tools` (kubernetes-1.33, kuberay-1.4)."""
+    chosen = {"kubernetes": (playground_kubernetes, PLAYGROUND_KUBE_PINS),
+              "kuberay": (playground_kuberay, KUBERAY_PINS)}
+    out = []
+    for t in tools:
+        pick, pins = chosen.get(t, (None, {}))
+        version = pick() if pick else ""
+        own = f"{t.upper()}_VERSION"  # the default pin's target is the bare tool name
+        minor = next((m for m, k in pins.items() if k != own and versions()[k] == version), "")
+        out.append(f"{t}-{minor}" if minor else t)
+    return out
 
 
 @contextlib.contextmanager

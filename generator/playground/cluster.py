@@ -38,6 +38,7 @@ from generator.playground.errors import PlaygroundError, UpError, UsageError
 from generator.playground.health import api_for, component_health, node_summary
 from generator.playground.nodes import POD_CIDR, Shape
 from generator.playground.state import STATE_FILE, PlaygroundState, Ports, Process, locked, mark, removable
+from generator.tools import playground_kubernetes
 
 Say = Callable[[str], None]
 
@@ -80,6 +81,8 @@ def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.
                 say(f"playground already running ({state_dir})")
                 if state.shape != shape:
                     say(f"  note: it was started with {asdict(state.shape)}; `down` first to change its shape")
+                if state.kube_version != playground_kubernetes():
+                    say(f"  note: it runs Kubernetes {state.kube_version}; `down` first to change it")
                 print_summary(state, say)
                 return 0
             problems = "; ".join(f"{n}: {d}" for n, d in unhealthy)

@@ -78,13 +78,13 @@ def _binaries(kube_version: str = "") -> Binaries:
 
 def ensure_binaries(say: Callable[[str], None]) -> Binaries:
     """Build whatever playground tool is missing (hack/tools.sh), then return the binary paths."""
-    from generator.tools import REPO, tool_dir, versions
+    from generator.tools import REPO, playground_kubernetes, playground_targets, tool_dir
 
     bins = _binaries()
     missing = [t for t in TOOLS if not (tool_dir(t) / ".complete").is_file()]
     if missing or not all(Path(p).is_file() for p in bins.paths().values()):
         script = REPO / "hack" / "tools.sh"
-        targets = missing or list(TOOLS)
+        targets = playground_targets(tuple(missing or TOOLS))  # e.g. kubernetes-1.33 ($DOCKYARD_PLAYGROUND_KUBERNETES)
         say(f"building missing tools ({', '.join(targets)}) with {script}; a cold build takes ~15-25 min on 2 cores")
         rc = subprocess.call(["bash", str(script), *targets])  # progress goes to our stderr
         if rc != 0:
@@ -93,7 +93,7 @@ def ensure_binaries(say: Callable[[str], None]) -> Binaries:
     for name, path in bins.paths().items():
         if not Path(path).is_file():
             raise UpError(f"{name} is missing at {path}; run `make tools`")
-    return _binaries(versions()["KUBERNETES_VERSION"])
+    return _binaries(playground_kubernetes())
 
 
 def argv(state: PlaygroundState, bins: Binaries, state_dir: Path) -> dict[str, list[str]]:

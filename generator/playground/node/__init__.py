@@ -73,6 +73,12 @@ def ensure_binaries(say: Say) -> C.Binaries:
 
 def preflight() -> None:
     """Raise NodeError naming what this machine lacks (one line) before anything is started."""
+    from generator.tools import PLAYGROUND_KUBERNETES_ENV, playground_kubernetes, versions
+
+    kubelet, control = versions()["KUBERNETES_VERSION"], playground_kubernetes()
+    if control != kubelet:  # a kubelet newer than its apiserver is outside Kubernetes' version skew
+        raise NodeError(f"the real node's kubelet is {kubelet}, newer than the control plane's {control} "
+                        f"(${PLAYGROUND_KUBERNETES_ENV}); unset it for --real-node")
     missing = host.missing_features()
     deps = subprocess.run(["bash", str(Path(__file__).resolve().parents[3] / "hack" / "node-deps.sh"), "--check"],
                           capture_output=True, text=True)
