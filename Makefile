@@ -30,20 +30,29 @@ test: venv lint tools ## the lint gate (before the tool builds), then every test
 unit: venv ## the fast tests only (no playground)
 	$(PY) -m pytest -q -m 'not live'
 
-# The KubeRay operator matrix (issue 19 item 5): a session playground per older KubeRay minor (its operator
-# and CRDs, $$DOCKYARD_PLAYGROUND_KUBERAY) running the live subset: install, `run --wait`, a failed upgrade and
-# rollback, uninstall, doctor's version rows. v1.6 (the pin) is `make test`'s. Not in `make test`: docs/versions.md.
+# The version matrix (issue 19 items 5-6): a session playground per older KubeRay minor (its operator and
+# CRDs, $$DOCKYARD_PLAYGROUND_KUBERAY), then per older Kubernetes minor (its control plane,
+# $$DOCKYARD_PLAYGROUND_KUBERNETES; KubeRay v1.6), each running the live subset: install, `run --wait`, a failed
+# upgrade and rollback, uninstall, doctor's version rows. KubeRay v1.6 on Kubernetes v1.36 (the pins) is
+# `make test`'s. Not in `make test`: docs/versions.md.
 MATRIX_KUBERAY ?= 1.4 1.5
+MATRIX_KUBE ?= 1.33
 MATRIX_TESTS := tests/live/test_live_versions.py \
   'tests/live/test_live_run.py::test_run_wait_status_logs_history_uninstall[helm3]' \
   'tests/live/test_live_run.py::test_failed_upgrade_keeps_previous_revision_and_rollback_restores_spec[helm3]'
 .PHONY: test-matrix
-test-matrix: venv ## the live subset under each older KubeRay operator (v1.4, v1.5), a playground each (not in make test)
+test-matrix: venv ## the live subset under each older KubeRay operator (v1.4, v1.5) and Kubernetes control plane (v1.33), a playground each (not in make test)
 	@set -e; for v in $(MATRIX_KUBERAY); do \
 	  bash hack/tools.sh helm kubernetes etcd kwok kuberay-crds-$$v kuberay-$$v; \
 	  t0=$$(date +%s); echo "== KubeRay $$v: the live subset"; \
 	  DOCKYARD_PLAYGROUND_KUBERAY=$$v $(PY) -m pytest -q -p no:cacheprovider $(MATRIX_TESTS); \
 	  echo "== KubeRay $$v: passed in $$(( $$(date +%s) - t0 )) s"; \
+	done; \
+	for k in $(MATRIX_KUBE); do \
+	  bash hack/tools.sh helm kubernetes-$$k etcd kwok kuberay-crds kuberay; \
+	  t0=$$(date +%s); echo "== Kubernetes $$k: the live subset"; \
+	  DOCKYARD_PLAYGROUND_KUBERNETES=$$k $(PY) -m pytest -q -p no:cacheprovider $(MATRIX_TESTS); \
+	  echo "== Kubernetes $$k: passed in $$(( $$(date +%s) - t0 )) s"; \
 	done
 
 .PHONY: test-random

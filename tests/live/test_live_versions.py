@@ -10,7 +10,14 @@ import os
 import pytest
 from live_helpers import INFRA, RECIPE, cli, infra_variant
 
-from generator.tools import PLAYGROUND_KUBERAY_ENV, kube_range, kuberay_pin, versions
+from generator.tools import (
+    PLAYGROUND_KUBERAY_ENV,
+    PLAYGROUND_KUBERNETES_ENV,
+    kube_range,
+    kuberay_pin,
+    playground_kubernetes,
+    versions,
+)
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -31,6 +38,7 @@ def test_doctor_names_the_server_version_and_the_crds_accept_the_render(playgrou
     rows = _rows(out)
     assert rows["Kubernetes version"].startswith("✓ "), out
     assert f"(supported {kube_range()})" in rows["Kubernetes version"]
+    assert playground_kubernetes() in rows["Kubernetes version"]  # v1.33.13 under make test-matrix
     assert rows["KubeRay CRDs accept"].startswith("✓ "), out
     assert "fieldValidation=Strict" in rows["KubeRay CRDs accept"]
 
@@ -64,3 +72,16 @@ def test_the_playground_runs_the_chosen_kuberay(playground):
     crd = ext.read_custom_resource_definition("rayclusters.ray.io")
     spec = next(v for v in crd.spec.versions if v.name == "v1").schema.open_apiv3_schema.properties["spec"]
     assert ("authOptions" in spec.properties) == (pinned >= "v1.6"), (pinned, sorted(spec.properties))
+
+
+def test_the_playground_runs_the_chosen_kubernetes(playground):
+    """`$DOCKYARD_PLAYGROUND_KUBERNETES` (make test-matrix) picks the control plane: the server's /version and
+    kwok's nodes are that pin's, so the matrix cannot silently run on the newest minor."""
+    from kubernetes import client
+
+    wanted = playground_kubernetes()
+    assert (os.environ.get(PLAYGROUND_KUBERNETES_ENV) or "1.36") in wanted  # 1.33 -> v1.33.13
+    api = playground.api_client()
+    assert client.VersionApi(api).get_code().git_version == wanted
+    kubelets = {n.status.node_info.kubelet_version for n in client.CoreV1Api(api).list_node().items}
+    assert kubelets == {wanted}, kubelets
