@@ -17,10 +17,14 @@ from generator.tools import REPO
 # Property tests take derandomize from the profile (none pins it). `make test`: "derandomized", the same
 # examples every run (reproducible CI). `make test-random`: "random", a new seed each run, printed by the
 # target; a failure replays with `make test-random SEED=N` (or pytest --hypothesis-seed=N) and its blob.
-settings.register_profile("derandomized", derandomize=True)
+# Hypothesis picks its own "ci" profile where $CI is set (no deadline: a loaded CI machine): "derandomized"
+# builds on whichever of the two is in force, so CI keeps its deadline rule.
+_AUTO = ("default", "ci")  # profiles nobody chose with --hypothesis-profile
+if settings.get_current_profile_name() in _AUTO:  # not chosen, and not re-imported as tests.conftest
+    settings.register_profile("derandomized", parent=settings.get_profile(settings.get_current_profile_name()),
+                              derandomize=True)
+    settings.load_profile("derandomized")  # before the test modules build their settings
 settings.register_profile("random", derandomize=False, database=None, print_blob=True)
-if settings.get_current_profile_name() == "default":  # not chosen (--hypothesis-profile), not re-imported as
-    settings.load_profile("derandomized")  # tests.conftest: before the test modules build their settings
 
 EXAMPLES = REPO / "values-examples"
 RECIPE = EXAMPLES / "grpo_swe.yaml"
