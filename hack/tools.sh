@@ -236,7 +236,7 @@ ray_image_sources() {
   local d; d=$(scratch_dir)
   cp "$root/generator/playground/node/ray_image.py" "$root"/tools/ray-image/*.lock "$d/" && echo "$d"
 }
-[ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds kube-validate checkov kubernetes etcd kwok kuberay registry node ray-image)
+[ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds kuberay-crds-1.4 kuberay-crds-1.5 kube-validate checkov kubernetes etcd kwok kuberay registry node ray-image)
 node_tools=(runc containerd cni-plugins coredns kube-router node-images kubernetes-node device-plugin)
 expanded=()
 for t in "${tools[@]}"; do if [ "$t" = node ]; then expanded+=("${node_tools[@]}"); else expanded+=("$t"); fi; done
