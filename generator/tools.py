@@ -28,8 +28,13 @@ def playground_state_dir() -> Path:
     env = os.environ.get(PLAYGROUND_DIR_ENV)
     if env:
         return Path(env).expanduser()
+    return state_dir() / "playground"
+
+
+def state_dir() -> Path:
+    """`${XDG_STATE_HOME:-~/.local/state}/dockyard-k8s`: what the CLI keeps between runs."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "dockyard-k8s" / "playground"
+    return Path(base) / "dockyard-k8s"
 
 
 class ToolMissing(RuntimeError):

@@ -9,6 +9,7 @@ import re
 from functools import cache
 
 from generator.errors import InputError, Problem
+from generator.inputs.loader import key_path_text
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ def from_validation(exc: ValidationError, root: type[BaseModel], docs: list[tupl
         line = None if overridden else doc.line_of(rel)
         bad_key = err["type"] == "invalid_key" or loc[-1:] == ("[key]",)
         shown = rel[:-1] if bad_key else rel  # the message names the key itself
-        path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in prefix + shown).replace(".[", "[")
+        path = key_path_text(tuple(prefix + shown))
         problems.append(Problem(file, line, path, message, expected, suggestion))
     problems.sort(key=lambda p: (p.file, p.line or 0))
     return InputError(problems)

@@ -153,7 +153,7 @@ class _Builder:
         self.loader, self.file, self.lines = loader, file, lines
 
     def problem(self, node: yaml.Node, path: tuple[Any, ...], message: str, expected: str = "") -> InputError:
-        where = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in path).replace(".[", "[")
+        where = _where(tuple(path))
         return InputError([Problem(self.file, node.start_mark.line + 1, where, message, expected)])
 
     def build(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
@@ -292,8 +292,12 @@ _SEGMENT = re.compile(r"([^.\[\]]+)((?:\[[0-9]+\])*)")
 _INDEX = re.compile(r"\[([0-9]+)\]")
 
 
-def _where(path: tuple[str | int, ...]) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else ("." if i else "") + p for i, p in enumerate(path))
+def key_path_text(path: tuple[Any, ...]) -> str:
+    """("a", "b", 0, "c") -> `a.b[0].c`: how every error names a key path."""
+    return "".join(f"[{p}]" if isinstance(p, int) else ("." if i else "") + str(p) for i, p in enumerate(path))
+
+
+_where = key_path_text
 
 
 def _key_path(key: str) -> tuple[str | int, ...] | None:

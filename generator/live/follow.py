@@ -40,8 +40,7 @@ def follow(kube: Kube, release: str, namespace: str, deadline: float, progress: 
             progress.update(snap, phase)
             if snap.ready():
                 return snap
-            failure = snap.failure() or (_vanished(kube, release, namespace) if snap.revision is None or not snap.fleets
-                                              else None)
+            failure = snap.failure() or (_vanished(kube, snap) if snap.revision is None or not snap.fleets else None)
             if failure:
                 raise CheckFailed(failure + reasons(snap))
             if time.monotonic() >= deadline:
@@ -55,17 +54,16 @@ def follow(kube: Kube, release: str, namespace: str, deadline: float, progress: 
         stop.set()
 
 
-def _vanished(kube: Kube, release: str, namespace: str) -> str | None:
+def _vanished(kube: Kube, snap: Snapshot) -> str | None:
     """What went from under a wait that sees no revision or no object of its release: its namespace, or
-    the release itself (None when both are there: the objects are yet to come)."""
-    deleting = kube.namespace_deletion(namespace)
+    the release itself (None when both are there: the objects are yet to come). One read."""
+    release, namespace = snap.release, snap.namespace
+    exists, deleting = kube.namespace_state(namespace)
     if deleting:
         return f"namespace {namespace} is {deleting}; {release} cannot become ready there"
-    if not kube.namespace_exists(namespace):
+    if exists is False:
         return f"namespace {namespace} was deleted while waiting for {release}: nothing of it is left"
-    from generator.live.snapshot import release_records
-
-    if not release_records(kube, release, namespace):
+    if snap.revision is None:  # take() found no Helm record of it
         return f"release {release} was uninstalled from {namespace} while waiting for it"
     return None
 

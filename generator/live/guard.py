@@ -17,7 +17,7 @@ from typing import Any
 
 from generator.errors import CheckFailed
 from generator.live.kube import Kube
-from generator.live.snapshot import decode_release, labels, release_records
+from generator.live.snapshot import configmap_release_namespaces, decode_release, labels, release_records
 
 CHART_NAME = "dockyard"
 MARKER = ("dockyard.dev/launcher", "dockyard-k8s")  # a Chart.yaml annotation only this chart carries
@@ -52,15 +52,7 @@ def require_secret_storage(kube: Kube, release: str, namespace: str, verb: str) 
     """Refuse (exit 1) a release Helm keeps in ConfigMaps (made with HELM_DRIVER=configmap): dockyard-k8s
     keeps releases where Helm does by default, in Secrets, and would otherwise miss it and install a
     second release over its objects."""
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        found = kube.list(f"/api/v1/namespaces/{namespace}/configmaps", label_selector=f"owner=helm,name={release}")
-    except ApiException as exc:
-        if exc.status == 403:
-            return  # cannot tell; the Secrets are checked as always
-        raise
-    if found:
+    if configmap_release_namespaces(kube, release, namespace):  # None (forbidden): cannot tell, Secrets checked
         raise CheckFailed(
             f"release {release} in namespace {namespace} is stored in ConfigMaps (Helm's configmap driver: made with "
             f"HELM_DRIVER=configmap), not in Secrets where dockyard-k8s keeps releases: `{verb}` refuses to touch it; "

@@ -78,8 +78,9 @@ def _clock_id() -> str | None:
 
 
 def _store() -> Path:
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "dockyard-k8s" / "lease-observations.json"
+    from generator.tools import state_dir
+
+    return state_dir() / "lease-observations.json"
 
 
 def first_seen(key: str, record: list[Any], now: float) -> float:

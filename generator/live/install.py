@@ -88,20 +88,23 @@ def _recover(helm: Helm, kube: Kube, p: Plan, records: list[Any], out: Progress,
     status = labels(records[-1]).get("status")
     deployed = [r for r in records if labels(r).get("status") == "deployed"]
     live = live_manifest(records)
-    timeout = max(5.0, deadline - time.monotonic())
+
+    def left() -> float:  # helm's --timeout, read after enforce(): --replace may have spent some waiting
+        return max(5.0, deadline - time.monotonic())
+
     if status in PENDING and deployed:
         rev = int(labels(deployed[-1])["version"])
         why = f"release {p.release} was left {status} by an interrupted run, and rolling it back to revision {rev}"
         enforce(kube, p.namespace, live, decode_release(deployed[-1]).get("manifest", ""), replace=replace,
                 verb="run", say=out.say, deadline=deadline, why=why + " changes what runs")
         out.say(f"release {p.release} was left {status} by an interrupted run: rolling back to revision {rev}")
-        helm.rollback(p.release, p.namespace, rev, timeout=timeout)
+        helm.rollback(p.release, p.namespace, rev, timeout=left())
     elif status in PENDING or status == "uninstalling":
         what = "an interrupted first install" if status in PENDING else "an interrupted uninstall"
         enforce(kube, p.namespace, live, "", replace=replace, verb="run", say=out.say, deadline=deadline,
                 why=f"release {p.release} was left {status} by {what}, and recovering it means removing it")
         out.say(f"release {p.release} was left {status} by {what}: removing it")
-        helm.uninstall(p.release, p.namespace, timeout=timeout)
+        helm.uninstall(p.release, p.namespace, timeout=left())
     elif not deployed and status == "failed":
         out.say(f"release {p.release} has no deployed revision (last: failed): upgrading over it")
 

@@ -60,6 +60,7 @@ class Kube:
         self.server = cfg.host
         self.api = client.ApiClient(cfg)
         self.calls = 0
+        self._git_version: str | None = None
         self.request_timeout = 30.0  # seconds, per request
         self.deadline: float | None = None  # time.monotonic() past which a request gets REQUEST_FLOOR seconds
         original = self.api.call_api
@@ -211,13 +212,21 @@ class Kube:
                                   "create it, or remove infra.priorityClassName") from None
             raise
 
+    def git_version(self) -> str:
+        """The server's /version gitVersion, read once per client (doctor's rows share it)."""
+        if self._git_version is None:
+            from kubernetes import client
+
+            self._git_version = client.VersionApi(self.api).get_code().git_version
+        return self._git_version
+
     def target(self) -> str:
         """The cluster a verb acts on, for its first progress line."""
         return f"context {self.context} at {self.server}"
 
     def tool_args(self) -> tuple[Argv, dict[str, str]]:
-        """(flags, environment) that give kubectl this client's view: the same kubeconfig files, merged
-        the same way, and this context (helm gets the same through release.Helm)."""
+        """(kubectl's flags, the environment of kubectl and helm) that give them this client's view: the same
+        kubeconfig files, merged the same way, and this context (release.Helm passes the context itself)."""
         from generator.live import kubeconfig as kc
 
         flags = (["--kubeconfig", self.kubeconfig] if self.kubeconfig else []) + ["--context", str(self.context)]
@@ -237,24 +246,29 @@ class Kube:
     def namespace_deletion(self, name: str) -> str | None:
         """'being deleted (since T): ...' when a namespace is (phase Terminating / deletionTimestamp set),
         with what still holds it up; None when it is not, does not exist, or cannot be read."""
+        return self.namespace_state(name)[1]
+
+    def namespace_state(self, name: str) -> tuple[bool | None, str | None]:
+        """(whether the namespace exists — None when it cannot be read —, why it is being deleted or None),
+        from one read."""
         from kubernetes.client.exceptions import ApiException
 
         try:
             doc = self.request("GET", f"/api/v1/namespaces/{name}")
         except ApiException as exc:
             if exc.status in (403, 404):
-                return None
+                return (False if exc.status == 404 else None), None
             raise
         since = doc["metadata"].get("deletionTimestamp")
         status = doc.get("status") or {}
         if not since and status.get("phase") != "Terminating":
-            return None
+            return True, None
         # the namespace controller's conditions say what still holds the deletion up
         held = [c.get("message") for c in status.get("conditions") or []
                 if c.get("status") == "True" and c.get("message")]
-        return ("being deleted" + (f" (since {since})" if since else "")
-                + ": its objects are going away and nothing new can be created in it"
-                + (f"; {'; '.join(held)}" if held else ""))
+        return True, ("being deleted" + (f" (since {since})" if since else "")
+                      + ": its objects are going away and nothing new can be created in it"
+                      + (f"; {'; '.join(held)}" if held else ""))
 
     def ensure_namespace(self, name: str) -> bool:
         """Create the namespace (and wait for its default ServiceAccount); True when created."""

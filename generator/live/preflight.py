@@ -107,14 +107,12 @@ def helm_row() -> Row:
 
 
 def api_server_row(kube: Kube) -> Row:
-    from kubernetes import client
-
     try:
-        ver = client.VersionApi(kube.api).get_code()
+        version = kube.git_version()
     except Exception as exc:
         return Row(FAIL, "API server", describe_error(exc, kube.server) or str(exc),
                    "check --kubeconfig / --context, or start the playground")
-    return Row(OK, "API server", f"{kube.server} Kubernetes {ver.git_version}")
+    return Row(OK, "API server", f"{kube.server} Kubernetes {version}")
 
 
 # the namespace and the release ---------------------------------------------------------------------
@@ -438,13 +436,11 @@ def kubernetes_version_verdict(git_version: str) -> Row:
 
 def kubernetes_version_row(kube: Kube) -> Row:
     """The server's version (/version) inside the supported range."""
-    from kubernetes import client
-
     try:
-        ver = client.VersionApi(kube.api).get_code()
+        version = kube.git_version()
     except Exception as exc:
         return Row(WARN, "Kubernetes version", f"unknown: {describe_error(exc, kube.server) or exc}")
-    return kubernetes_version_verdict(ver.git_version)
+    return kubernetes_version_verdict(version)
 
 
 def _crd_probe(obj: dict[str, Any]) -> dict[str, Any]:

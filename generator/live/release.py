@@ -169,9 +169,7 @@ class Helm:
         self.cmd = _exec_command_class()(executable=self.version.path, kubeconfig=kube.kubeconfig,
                                          kubecontext=kube.context, default_timeout="600s", history_max_revisions=10)
         self.cmd.deadline = deadline
-        from generator.live.kubeconfig import helm_env
-
-        self.cmd.env = helm_env(kube.source)
+        self.cmd.env = kube.tool_args()[1]  # the kubeconfig files kubectl would read, no targeting HELM_*
 
     def _run(self, coro: Any, what: str) -> Any:
         from pyhelm3 import errors

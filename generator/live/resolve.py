@@ -6,7 +6,7 @@ from typing import Any
 
 from generator.errors import CheckFailed
 from generator.live.kube import INSTANCE, NAME_LABEL, Kube, is_forbidden
-from generator.live.snapshot import labels, release_records
+from generator.live.snapshot import configmap_release_namespaces, labels, release_records
 
 OTHERS_FORBIDDEN = "listing other namespaces is forbidden for you: pass -n"
 
@@ -93,13 +93,7 @@ def _deleting(kube: Kube, namespace: str) -> str:
 
 def _other_driver(kube: Kube, release: str, namespace: str | None) -> str:
     """Where Helm's configmap driver holds a release of that name (HELM_DRIVER=configmap), else ''."""
-    try:
-        cms = kube.list(f"/api/v1{_scope(namespace)}/configmaps", label_selector=f"owner=helm,name={release}")
-    except Exception as exc:
-        if is_forbidden(exc):
-            return ""
-        raise
-    where = sorted({c["metadata"]["namespace"] for c in cms})
+    where = configmap_release_namespaces(kube, release, namespace)
     if not where:
         return ""
     return (f" (Helm's configmap driver holds a release {release} in {', '.join(where)}: made with "

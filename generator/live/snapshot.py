@@ -133,6 +133,21 @@ def release_records(kube: Kube, release: str, namespace: str | None) -> list[dic
     return sorted(items, key=lambda s: int(labels(s).get("version", 0)))
 
 
+def configmap_release_namespaces(kube: Kube, release: str, namespace: str | None) -> list[str] | None:
+    """The namespaces where Helm's configmap driver (HELM_DRIVER=configmap) keeps a release of that name
+    (one call); None when listing ConfigMaps is forbidden (cannot tell)."""
+    from generator.live.kube import is_forbidden
+
+    path = f"/api/v1/namespaces/{namespace}/configmaps" if namespace else "/api/v1/configmaps"
+    try:
+        found = kube.list(path, label_selector=f"owner=helm,name={release}")
+    except Exception as exc:
+        if is_forbidden(exc):
+            return None
+        raise
+    return sorted({c["metadata"]["namespace"] for c in found})
+
+
 # Pods -------------------------------------------------------------------------------------------
 
 def container_gpus(container: dict[str, Any]) -> int:

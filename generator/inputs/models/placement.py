@@ -51,7 +51,7 @@ class NodeSelectorRequirement(Strict):
 
 
 def _integer(text: str) -> bool:
-    return re.match(r"-?[0-9]+\Z", text) is not None
+    return re.fullmatch(INTEGER.strip("^$"), text) is not None
 
 
 class NodeFieldRequirement(Strict):

@@ -35,15 +35,15 @@ class Forward:
         self.proc: subprocess.Popen | None = None
         self.restarts = -1
 
-    def argv(self) -> list[str]:
-        flags, _ = self.kube.tool_args()
+    def argv(self, flags: list[str]) -> list[str]:
         return [binary("kubectl", "kubernetes"), *flags, "-n", self.namespace, "port-forward", "--address",
                 "127.0.0.1", self.target, f"{self.local or ''}:{self.remote}"]
 
     def start(self, timeout: float = 20) -> int:
         self.restarts += 1
-        self.proc = subprocess.Popen(self.argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=self.kube.tool_args()[1])
+        flags, env = self.kube.tool_args()
+        self.proc = subprocess.Popen(self.argv(flags), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=env)
         deadline = time.monotonic() + timeout
         assert self.proc.stdout is not None
         while time.monotonic() < deadline:
