@@ -23,7 +23,8 @@ MAX_RAYJOB_NAME = 47  # KubeRay's limits on the names the recipe's name becomes
 MAX_RAYCLUSTER_NAME = 53
 RAY_RESOURCE_PARAMS = ("num-cpus", "num-gpus", "memory", "resources")
 # What Helm's toYaml drops (the whole object it is in) or mangles: the chart's dockyard.validate.badChars.
-TOYAML_BAD = re.compile("[\x7f-\x9f\u2028\u2029\ufffe\uffff]")
+TOYAML_CHARS = "\x7f-\x9f\u2028\u2029\ufffe\uffff"  # the chart's dockyard.validate.badChars
+TOYAML_BAD = re.compile(f"[{TOYAML_CHARS}]")
 TOYAML_BAD_NAMES = "U+007F to U+009F, U+2028, U+2029, U+FFFE, U+FFFF"
 RAY_RESOURCES_EXPECTED = "a JSON object of Ray resource name: number in a string, e.g. '{\"custom\": 2}'"
 

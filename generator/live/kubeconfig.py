@@ -105,7 +105,8 @@ def _read(path: str) -> dict[str, Any]:
 
 
 def merged(src: Source) -> dict[str, Any]:
-    """One kubeconfig dict, merged by client-go's rules (first definition wins), paths made absolute."""
+    """One kubeconfig dict, merged by client-go's rules (first definition wins), paths made absolute.
+    Not the Python client's KubeConfigMerger: it lets the last file's current-context win, kubectl the first."""
     out: dict[str, Any] = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []}
     seen: dict[str, set[str]] = {plural: set() for plural, _ in KINDS}
     for path in src.files:

@@ -13,6 +13,7 @@ from contextvars import ContextVar
 from functools import cache
 
 from generator.errors import CheckFailed, InputError, Problem
+from generator.inputs.rules import TOYAML_CHARS
 from generator.render import procs
 from generator.tools import CHART_DIR, binary, kube_version
 
@@ -72,7 +73,8 @@ def helm_binary() -> str:
 
 
 # Characters Go's YAML reader refuses raw in its input; JSON's \\uXXXX escape is read fine for these.
-_GO_YAML_RAW = re.compile("[\u007f-\u009f\u2028\u2029\ufeff\ufffe\uffff]")
+# what values_json escapes for helm's YAML reader: the characters toYaml drops, and the byte-order mark
+_GO_YAML_RAW = re.compile(f"[{TOYAML_CHARS}\ufeff]")
 
 
 def values_json(values: Any) -> str:
