@@ -66,7 +66,7 @@ def _up(args: argparse.Namespace) -> int:
         node_cpu=args.node_cpu,
         node_memory=args.node_memory,
     )
-    return up(_state_dir(args), shape, timeout=args.timeout, real_node=args.real_node)
+    return up(_state_dir(args), shape, timeout=args.timeout, real_node=args.real_node, kueue=args.kueue)
 
 
 def _down(args: argparse.Namespace) -> int:
@@ -109,6 +109,9 @@ def add_parser(subparsers: Any) -> None:
     up.add_argument("--real-node-gpus", type=int, default=None, metavar="G",
                     help="fake nvidia.com/gpu the real node advertises through the kubelet's device-plugin API "
                          "(default 0), so the chart's GPU worker groups run there as real containers")
+    up.add_argument("--kueue", action="store_true",
+                    help="also run the Kueue controller (sigs.k8s.io/kueue) with its webhooks, a ClusterQueue "
+                         "`playground` over the nodes' capacity and LocalQueue `training` in namespace `dockyard`")
     common(up)
     up.set_defaults(func=_up)
 

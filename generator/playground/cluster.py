@@ -67,16 +67,20 @@ def _sayer(out: TextIO) -> Say:
 # ---------------------------------------------------------------- up
 
 
-def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.stdout, real_node: bool = False) -> int:
+def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.stdout, real_node: bool = False,
+       kueue: bool = False) -> int:
     """Start the playground (idempotent: a healthy one is left as it is); returns 0 or raises."""
     say = _sayer(out)
     with locked(state_dir):
         state = PlaygroundState.load(state_dir)
         if state and not state.failed:
-            unhealthy = [(n, d) for n in COMPONENTS for ok, d in [component_health(state, n)] if not ok]
+            health = [(n, *component_health(state, n)) for n in control_plane.wanted(state)]
+            unhealthy = [(n, d) for n, ok, d in health if not ok]
             unhealthy += [(n, d) for n, ok, d in _node_health(state) if not ok]  # the real node, if any
             if real_node != bool(state.real_node):
                 unhealthy.append(("real node", "wanted" if real_node else "not wanted"))
+            if kueue != state.kueue:
+                unhealthy.append(("kueue", "wanted" if kueue else "not wanted"))
             if not unhealthy:
                 say(f"playground already running ({state_dir})")
                 if state.shape != shape:
@@ -96,7 +100,7 @@ def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.
                                  "pick another --state-dir")
             shutil.rmtree(state_dir)
         bins = control_plane.ensure_binaries(say)
-        return _fresh_up(state_dir, shape, bins, timeout, say, real_node)
+        return _fresh_up(state_dir, shape, bins, timeout, say, real_node, kueue)
 
 
 def _new_state(state_dir: Path, shape: Shape, kube_version: str) -> PlaygroundState:
@@ -133,7 +137,7 @@ def _write_files(state: PlaygroundState, state_dir: Path) -> None:
 
 
 def _fresh_up(state_dir: Path, shape: Shape, bins: control_plane.Binaries, timeout: float, say: Say,
-              real_node: bool = False) -> int:
+              real_node: bool = False, kueue: bool = False) -> int:
     t0 = time.monotonic()
     state_dir.mkdir(parents=True, exist_ok=True)
     state_dir.chmod(0o700)
@@ -141,6 +145,7 @@ def _fresh_up(state_dir: Path, shape: Shape, bins: control_plane.Binaries, timeo
     (state_dir / "logs").mkdir()
     (state_dir / "kubeconfigs").mkdir()
     state = _new_state(state_dir, shape, bins.kube_version)
+    state.kueue = kueue
     try:
         _write_files(state, state_dir)
         state.save(state_dir)
@@ -153,6 +158,8 @@ def _fresh_up(state_dir: Path, shape: Shape, bins: control_plane.Binaries, timeo
         _start_control_plane(state, state_dir, argv, t0, t0 + timeout, say)
         if real_node:
             real.start(state, state_dir, say, time.monotonic() + max(timeout, 240.0))
+        if kueue:
+            _start_kueue(state, state_dir, t0, time.monotonic() + timeout, say)
     except BaseException as exc:
         _clean_up_failed(state, state_dir, exc, say)
         if not isinstance(exc, Exception):
@@ -193,6 +200,27 @@ def _start_control_plane(state: PlaygroundState, state_dir: Path, argv: dict[str
     launch.wait("all components healthy and nodes Ready", lambda: _cluster_ready(state, expected), deadline)
 
 
+def _start_kueue(state: PlaygroundState, state_dir: Path, t0: float, deadline: float, say: Say) -> None:
+    """Kueue's CRDs, the controller (generator/playground/kueue.py), its webhooks once it serves, the queues."""
+    from generator.playground import crds
+    from generator.playground import kueue as kq
+
+    kdir = control_plane.ensure_kueue(say)
+    api = api_for(state)
+    names = crds.install(api, kdir / "crds")
+    launch.wait("Kueue CRDs to be Established", lambda: crds.established(api, names), deadline, "kueue")
+    config = kq.write_files(state_dir, (state.pki_files.serving_crt, state.pki_files.serving_key),
+                            state.ports.kueue_webhook, state.ports.kueue_probe)
+    launch.start(state, state_dir, state.components, "kueue", "kueue", kq.argv(str(kdir / "kueue"), config, state_dir),
+                 control_plane.env("kueue", state_dir))
+    launch.wait("Kueue /readyz", _alive_check(state, "kueue"), deadline, "kueue")
+    kq.register_webhooks(api, kq.webhook_configurations(kdir / "webhook.yaml", state.ports.kueue_webhook,
+                                                         state.ca_file))
+    nominal = kq.create_queues(api, deadline)
+    say(f"  Kueue ready: ClusterQueue {kq.CLUSTER_QUEUE} ({', '.join(f'{k} {v}' for k, v in nominal.items())}), "
+        f"LocalQueue {kq.NAMESPACE}/{kq.LOCAL_QUEUE} ({time.monotonic() - t0:.1f} s)")
+
+
 def _alive_check(state: PlaygroundState, name: str) -> launch.Check:
     def check() -> tuple[bool, str]:
         if not procs.is_running(state.components[name]):
@@ -205,7 +233,7 @@ def _alive_check(state: PlaygroundState, name: str) -> launch.Check:
 def _cluster_ready(state: PlaygroundState, expected_nodes: int) -> tuple[bool, str]:
     from generator.playground.kubeapi import ApiError
 
-    for name in COMPONENTS:
+    for name in control_plane.wanted(state, core_only=True):
         ok, detail = component_health(state, name)
         if not ok:
             if not procs.is_running(state.components[name]):
@@ -262,7 +290,7 @@ def status(state_dir: Path, out: TextIO = sys.stdout) -> int:
         return EXIT_FAILED
     say(f"playground {state_dir}" + (" (last start-up FAILED)" if state.failed else ""))
     healthy = True
-    rows = [(n, *component_health(state, n)) for n in COMPONENTS]
+    rows = [(n, *component_health(state, n)) for n in control_plane.wanted(state)]
     for name, ok, detail in [*rows, *_node_health(state)]:
         healthy &= ok
         say(f"  {name:<25} {'ok  ' if ok else 'DOWN'} {detail}")

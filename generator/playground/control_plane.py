@@ -22,7 +22,9 @@ COMPONENTS = [
     "kube-scheduler",
     "kwok",
     "kuberay-operator",
+    "kueue",  # only with `up --kueue` (wanted())
 ]
+OPTIONAL = {"kueue": "kueue"}  # component -> the PlaygroundState flag that wants it
 SERVICE_CIDR = "127.32.0.0/16"  # the apiserver accepts a loopback range; nothing routes it
 SERVICE_IP = "127.32.0.1"  # the `kubernetes` Service's ClusterIP (first address of the range)
 FALLBACK_POD_CIDR = "127.63.0.0/16"  # kwok's --cidr, only for nodes created without a podCIDR
@@ -37,7 +39,14 @@ HEALTH = {
     "kube-scheduler": ("https", "scheduler", "/healthz"),
     "kwok": ("https", "kwok", "/healthz"),
     "kuberay-operator": ("http", "kuberay_probe", "/readyz"),
+    "kueue": ("http", "kueue_probe", "/readyz"),
 }
+
+
+def wanted(state: PlaygroundState, core_only: bool = False) -> list[str]:
+    """The components this playground runs, in start order (`core_only`: without the optional ones)."""
+    return [c for c in COMPONENTS
+            if c not in OPTIONAL or (not core_only and getattr(state, OPTIONAL[c]))]
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,18 @@ def ensure_binaries(say: Callable[[str], None]) -> Binaries:
         if not Path(path).is_file():
             raise UpError(f"{name} is missing at {path}; run `make tools`")
     return _binaries(playground_kubernetes())
+
+
+def ensure_kueue(say: Callable[[str], None]) -> Path:
+    """The Kueue tool cache entry (binary, CRDs, webhook manifest), built by hack/tools.sh when missing."""
+    from generator.tools import REPO, tool_dir
+
+    kdir = tool_dir("kueue")
+    if not (kdir / ".complete").is_file():
+        say("building Kueue with hack/tools.sh kueue (a cold build takes ~5-10 min on 2 cores)")
+        if subprocess.call(["bash", str(REPO / "hack" / "tools.sh"), "kueue"]) != 0:
+            raise UpError("building Kueue failed (hack/tools.sh kueue)", "kueue")
+    return kdir
 
 
 def argv(state: PlaygroundState, bins: Binaries, state_dir: Path) -> dict[str, list[str]]:
@@ -206,7 +227,7 @@ def argv(state: PlaygroundState, bins: Binaries, state_dir: Path) -> dict[str, l
 
 
 def env(name: str, state_dir: Path) -> dict[str, str] | None:
-    """Extra environment of a component (the operator reads its kubeconfig from KUBECONFIG too)."""
-    if name == "kuberay-operator":
-        return {"KUBECONFIG": str(state_dir / "kubeconfigs" / "kuberay-operator.kubeconfig")}
+    """Extra environment of a component (the operator and Kueue read their kubeconfig from KUBECONFIG)."""
+    if name in ("kuberay-operator", "kueue"):
+        return {"KUBECONFIG": str(state_dir / "kubeconfigs" / f"{name}.kubeconfig")}
     return None

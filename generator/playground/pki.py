@@ -141,6 +141,7 @@ USERS: dict[str, tuple[str, str, list[str]]] = {
     "kube-scheduler": ("system:kube-scheduler", "dockyard-sched", []),
     "kwok": ("system:kwok-controller", "dockyard-kwok", ["system:masters"]),
     "kuberay-operator": ("system:kuberay-operator", "dockyard-kuberay", ["system:masters"]),
+    "kueue": ("system:kueue", "dockyard-kueue", ["system:masters"]),
 }
 
 

@@ -5,7 +5,7 @@ unset), so a playground started by an older version is still read, reported on a
 
     {"version": 1, "state_dir", "created", "shape": {...}, "ports": {...}, "server", "service_cidr",
      "pod_cidr", "kubeconfig", "kube_version", "components": {name: {name, pid, start_time, exe, log}},
-     "pki": {...}, "tokens": {identity: token}, "failed"?, "ready_seconds"?, "real_node"?: {...}}
+     "pki": {...}, "tokens": {identity: token}, "failed"?, "ready_seconds"?, "real_node"?: {...}, "kueue"?: true}
 """
 
 from __future__ import annotations
@@ -51,10 +51,16 @@ class Ports:
     scheduler: int
     kwok: int
     kuberay_probe: int
+    kueue_probe: int = 0  # `up --kueue` (older state files have neither)
+    kueue_webhook: int = 0
 
     @classmethod
     def names(cls) -> list[str]:
         return [f.name for f in fields(cls)]
+
+    def to_dict(self) -> dict[str, int]:
+        """As saved: the optional ports only when set (an older file reads and writes back as it was)."""
+        return {k: v for k, v in asdict(self).items() if v or not k.startswith("kueue_")}
 
 
 @dataclass
@@ -124,6 +130,7 @@ class PlaygroundState:
     pki: Pki | None = None  # None until the PKI is written (a start-up that failed before it)
     tokens: dict[str, str] = field(default_factory=dict)
     real_node: RealNodeState | None = None
+    kueue: bool = False  # `up --kueue` (generator/playground/kueue.py)
     failed: bool = False
     ready_seconds: float | None = None
     version: int = VERSION
@@ -148,13 +155,14 @@ class PlaygroundState:
             pki=Pki(**d["pki"]) if d.get("pki") else None,
             tokens=dict(d.get("tokens") or {}),
             real_node=RealNodeState.from_dict(d["real_node"]) if d.get("real_node") else None,
+            kueue=bool(d.get("kueue")),
             failed=bool(d.get("failed")), ready_seconds=d.get("ready_seconds"), version=int(d.get("version", VERSION)),
         )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "version": self.version, "state_dir": self.state_dir, "created": self.created,
-            "shape": asdict(self.shape), "ports": asdict(self.ports), "server": self.server,
+            "shape": asdict(self.shape), "ports": self.ports.to_dict(), "server": self.server,
             "service_cidr": self.service_cidr, "pod_cidr": self.pod_cidr, "kubeconfig": self.kubeconfig,
             "kube_version": self.kube_version, "components": {n: asdict(r) for n, r in self.components.items()},
         }
@@ -164,6 +172,8 @@ class PlaygroundState:
             out["tokens"] = dict(self.tokens)
         if self.real_node is not None:
             out["real_node"] = self.real_node.to_dict()
+        if self.kueue:
+            out["kueue"] = True
         if self.failed:
             out["failed"] = True
         if self.ready_seconds is not None:

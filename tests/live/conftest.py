@@ -27,6 +27,14 @@ LIVE_DIR = Path(__file__).resolve().parent
 SESSION_SHAPE = {"gpu_nodes": 2, "gpus_per_node": 8, "cpu_nodes": 1, "node_cpu": "64", "node_memory": "512Gi"}
 
 
+def session_kueue() -> bool:
+    """The session playground runs Kueue (issue 20), except in `make test-matrix`'s legs: Kueue is claimed for
+    the pinned KubeRay and Kubernetes only, and those legs run no Kueue test."""
+    from generator.tools import PLAYGROUND_KUBERAY_ENV, PLAYGROUND_KUBERNETES_ENV
+
+    return not (os.environ.get(PLAYGROUND_KUBERAY_ENV) or os.environ.get(PLAYGROUND_KUBERNETES_ENV))
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if LIVE_DIR in Path(str(item.path)).resolve().parents:
@@ -79,7 +87,7 @@ def playground():
     try:
         out = io.StringIO()
         t0 = time.monotonic()
-        rc = exit_code(up, state_dir, Shape(**SESSION_SHAPE), timeout=SESSION_UP, out=out)
+        rc = exit_code(up, state_dir, Shape(**SESSION_SHAPE), timeout=SESSION_UP, out=out, kueue=session_kueue())
         if rc != 0:
             pytest.fail(f"playground up failed (exit {rc}):\n{out.getvalue()}", pytrace=False)
         print(f"\nsession playground started in {time.monotonic() - t0:.1f} s at {state_dir}")

@@ -72,9 +72,12 @@ def test_the_state_file_reads_and_writes_as_before(tmp_path):
     plain = old_state(tmp_path, {"etcd": {"name": "etcd", "pid": 7, "start_time": 9, "exe": "etcd", "log": "l"}})
     with_node = {**copy.deepcopy(plain), "service_cidr": "10.96.0.0/16", "real_node": old_real_node(tmp_path)}
     failed = {k: v for k, v in plain.items() if k not in ("pki", "tokens", "ready_seconds")} | {"failed": True}
-    for doc in (plain, with_node, failed):
+    with_kueue = {**copy.deepcopy(plain), "kueue": True}
+    with_kueue["ports"].update(kueue_probe=4711, kueue_webhook=4712)
+    for doc in (plain, with_node, failed, with_kueue):
         state = PlaygroundState.from_dict(copy.deepcopy(doc))
         assert json.loads(json.dumps(state.to_dict())) == doc
+    assert PlaygroundState.from_dict(with_kueue).kueue and not PlaygroundState.from_dict(plain).kueue
     typed = PlaygroundState.from_dict(with_node)
     assert typed.components["etcd"] == Process("etcd", 7, 9, "etcd", "l")
     assert typed.real_node and typed.real_node.serving[0].endswith("kubelet-serving.crt") and typed.real_node.gpus == 2
