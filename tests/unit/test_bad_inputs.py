@@ -16,15 +16,33 @@ GOOD_INFRA = {
 }
 
 
-def infra_with(path: str, value) -> dict:
-    """GOOD_INFRA with `value` set at dotted `path`."""
-    data = yaml.safe_load(yaml.safe_dump(GOOD_INFRA))
+def infra_with_in(base: dict, path: str, value) -> dict:
+    """`base` with `value` set at dotted `path`."""
+    data = yaml.safe_load(yaml.safe_dump(base))
     node = data
     *parents, last = path.split(".")
     for p in parents:
         node = node.setdefault(p, {})
     node[last] = value
     return data
+
+
+def infra_with(path: str, value) -> dict:
+    """GOOD_INFRA with `value` set at dotted `path`."""
+    return infra_with_in(GOOD_INFRA, path, value)
+
+
+def infra_with_all(changes: dict) -> dict:
+    """GOOD_INFRA with each value set at its dotted path."""
+    data = GOOD_INFRA
+    for path, value in changes.items():
+        data = infra_with_in(data, path, value)
+    return data
+
+
+def _queued(**changes) -> tuple:
+    """A change for the table: launch.queue set, and `changes` (dotted path with "__" for ".")."""
+    return ("infra", None, {"launch.queue": "training", **{k.replace("__", "."): v for k, v in changes.items()}})
 
 
 def _required(requirement: dict) -> dict:
@@ -229,6 +247,37 @@ CASES = [
     ("overlay tolerations not a list", ("infra", "kuberay.spec", {"workerGroupSpecs": [
         {"groupName": "trainer", "template": {"spec": {"tolerations": {"key": "a"}}}}]}),
      ["kuberay.spec.workerGroupSpecs[0].template.spec.tolerations: tolerations must be a list"]),
+    # Kueue (issue 20): the names it reads from the labels, and its webhooks' admission rules (v0.17.0)
+    ("queue not a Kueue name", ("infra", "launch.queue", "Training_Q"),
+     ["launch.queue: 'Training_Q' is not valid", "a DNS-1123 name"]),
+    ("queue longer than a label value", ("infra", "launch.queue", "q" * 64),
+     ["launch.queue: '" + "q" * 64 + "' is out of range", "at most 63 characters"]),
+    ("priority class not a Kueue name", _queued(launch__priorityClass="High Priority"),
+     ["launch.priorityClass: 'High Priority' is not valid", "a DNS-1123 name"]),
+    ("queued rayjob keeps its cluster", _queued(launch__shutdownAfterJobFinishes=False),
+     ["launch.shutdownAfterJobFinishes: Kueue refuses a queued RayJob that keeps its cluster after the job ends",
+      "expected: launch.shutdownAfterJobFinishes: true (the default), or no launch.queue"]),
+    ("queue in attach mode", _queued(launch__mode="attach", launch__clusterName="shared"),
+     ["launch.queue: an existing cluster cannot be queued", "refuses a queued RayJob on a clusterSelector",
+      "expected: no launch.queue in attach mode, or launch.mode rayjob or bringup"]),
+    ("queued with in-tree autoscaling", _queued(kuberay__spec={"enableInTreeAutoscaling": True}),
+     ["kuberay.spec.enableInTreeAutoscaling: Kueue refuses in-tree autoscaling on a queued RayJob or RayCluster",
+      "expected: false (or unset), or no launch.queue"]),
+    ("queued bringup with in-tree autoscaling",
+     _queued(launch__mode="bringup", kuberay__spec={"enableInTreeAutoscaling": True}),
+     ["kuberay.spec.enableInTreeAutoscaling: Kueue refuses in-tree autoscaling"]),
+    # Kueue's "at most 7 worker groups, none named head": the overlay names only the chart's two groups, once each
+    ("queued with a group named head", _queued(kuberay__spec={"workerGroupSpecs": [{"groupName": "head"}]}),
+     ["kuberay.spec.workerGroupSpecs[0].groupName: 'head' is not allowed", "one of: trainer, inference"]),
+    ("queued with 8 worker groups",
+     _queued(kuberay__spec={"workerGroupSpecs": [{"groupName": g} for g in ["trainer", "inference"] * 4]}),
+     ["kuberay.spec.workerGroupSpecs: duplicate groupName 'trainer'"]),
+    ("priority class without a queue", ("infra", "launch.priorityClass", "high"),
+     ["launch.priorityClass: a WorkloadPriorityClass without launch.queue does nothing",
+      "expected: launch.queue: the LocalQueue to submit to, or no launch.priorityClass"]),
+    ("suspend in the overlay", ("infra", "kuberay.spec", {"suspend": False}),
+     ["kuberay.spec.suspend: the chart never renders suspend: Kueue suspends a queued RayJob or RayCluster",
+      "expected: no kuberay.spec.suspend"]),
 ]
 
 
@@ -243,7 +292,8 @@ def test_bad_input_table(tmp_path, capsys, case_id, change, expected):
     target, path, value = change
     recipe, infra = RECIPE, write(tmp_path, "bad.infra.yaml", GOOD_INFRA)
     if target == "infra":
-        infra = write(tmp_path, "bad.infra.yaml", infra_with(path, value))
+        bad = infra_with(path, value) if path is not None else infra_with_all(value)
+        infra = write(tmp_path, "bad.infra.yaml", bad)
     else:
         data = yaml.safe_load(RECIPE.read_text())
         data[path] = value

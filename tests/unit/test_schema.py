@@ -7,6 +7,7 @@ import json
 import jsonschema
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from generator.inputs.models import ChartValues, InfraSpec
 from generator.maint import schema_export
@@ -80,3 +81,57 @@ def test_infra_schema_validates_the_examples():
     for path in (REPO / "values-examples").glob("*.infra.yaml"):
         jsonschema.Draft7Validator(schema).validate(yaml.safe_load(path.read_text()))
         InfraSpec.model_validate(yaml.safe_load(path.read_text()))
+
+
+# Kueue's rules (issue 20): the JSON Schema twins refuse what the models refuse, in an infra spec as
+# written (no defaults filled: what an editor checks), in the fast path and in the chart values.
+_IMAGE = {"repository": "ghcr.io/dockyard-rl/ubuntu-swe", "tag": "vllm"}
+KUEUE_INFRA = [
+    ("queued rayjob", {"launch": {"queue": "training", "priorityClass": "high"}}, True),
+    ("queued, mode left to its default", {"launch": {"queue": "training", "ttlSecondsAfterFinished": 60}}, True),
+    ("queued bringup keeping its cluster",
+     {"launch": {"mode": "bringup", "queue": "training", "shutdownAfterJobFinishes": False}}, True),
+    ("queued, autoscaling off", {"launch": {"queue": "q"}, "kuberay": {"spec": {"enableInTreeAutoscaling": False}}},
+     True),
+    ("autoscaling without a queue", {"kuberay": {"spec": {"enableInTreeAutoscaling": True}}}, True),
+    ("unqueued rayjob keeping its cluster", {"launch": {"shutdownAfterJobFinishes": False}}, True),
+    ("queued rayjob keeping its cluster",
+     {"launch": {"mode": "rayjob", "queue": "q", "shutdownAfterJobFinishes": False}}, False),
+    ("queued, mode left out, keeping its cluster", {"launch": {"queue": "q", "shutdownAfterJobFinishes": False}},
+     False),
+    ("queued attach", {"launch": {"mode": "attach", "clusterName": "c", "queue": "q"}}, False),
+    ("queued with autoscaling", {"launch": {"queue": "q"}, "kuberay": {"spec": {"enableInTreeAutoscaling": True}}},
+     False),
+    ("queued bringup with autoscaling",
+     {"launch": {"mode": "bringup", "queue": "q"}, "kuberay": {"spec": {"enableInTreeAutoscaling": True}}}, False),
+    ("priority class alone", {"launch": {"priorityClass": "high"}}, False),
+    ("suspend", {"kuberay": {"spec": {"suspend": False}}}, False),
+    ("queue of 64 characters", {"launch": {"queue": "q" * 64}}, False),
+    ("queue of 63, with dots", {"launch": {"queue": "team-a." + "q" * 56}}, True),
+]
+
+
+@pytest.mark.parametrize("over, ok", [c[1:] for c in KUEUE_INFRA], ids=[c[0] for c in KUEUE_INFRA])
+def test_kueue_rules_twins_agree(over, ok):
+    from generator.inputs import schema_check
+
+    infra = {"infra": {"image": _IMAGE}, **over}
+    try:
+        InfraSpec.model_validate(infra)
+        models = True
+    except ValidationError:
+        models = False
+    schema = json.loads((REPO / "schema" / "infra.schema.json").read_text())
+    written = jsonschema.Draft7Validator(schema).is_valid(infra)
+    try:
+        schema_check.check("infra", infra)
+        fast = True
+    except schema_check.Refused:
+        fast = False
+    assert (models, written, fast) == (ok, ok, ok)
+    values = {key: over[key] for key in ("launch", "kuberay") if key in over}
+    chart = json.loads((CHART_DIR / "values.schema.json").read_text())
+    full = {**ChartValues().model_dump(mode="json", by_alias=True), "recipe": {"name": "grpo-swe"}}
+    for key, value in values.items():
+        full[key] = {**full[key], **value}
+    assert jsonschema.Draft7Validator(chart).is_valid(full) is ok  # values.yaml's nulls in, as Helm sees them

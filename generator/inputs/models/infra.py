@@ -27,6 +27,7 @@ from generator.inputs.models.types import (
     Dns1123Subdomain,
     EnvName,
     FreeForm,
+    KueueName,
     NodeSelector,
     Quantity,
     Strict,
@@ -98,14 +99,37 @@ class InfraSettings(InfraBase):
     namespace: Dns1123Label = Field("default", description="Namespace the live path installs into.")
 
 
+# Kueue's admission rules (its RayJob and RayCluster webhooks, v0.17.0), in the words the chart uses too
+# (charts/dockyard/templates/_validate.tpl, dockyard.validate.kueue).
+KUEUE_NO_ATTACH = ("an existing cluster cannot be queued: Kueue admits a RayJob with its own cluster or a "
+                   "RayCluster, and refuses a queued RayJob on a clusterSelector")
+KUEUE_SHUTDOWN = ("Kueue refuses a queued RayJob that keeps its cluster after the job ends (the cluster would "
+                  "go on holding the queue's quota)")
+KUEUE_AUTOSCALING = ("Kueue refuses in-tree autoscaling on a queued RayJob or RayCluster: it admits the gang "
+                     "at its fixed size")
+KUEUE_PRIORITY_ALONE = ("a WorkloadPriorityClass without launch.queue does nothing: Kueue reads it only on a "
+                        "queued RayJob or RayCluster")
+SUSPEND_OWNED = ("the chart never renders suspend: Kueue suspends a queued RayJob or RayCluster and admits it "
+                 "by clearing suspend, and a helm upgrade must not flip it")
+
+# JSON Schema conditions: a queue (or priority class) is set when it is a string (values.yaml holds null).
+_QUEUED: dict[str, Any] = {"required": ["queue"], "properties": {"queue": {"type": "string"}}}
+_PRIORITY_SET: dict[str, Any] = {"required": ["priorityClass"], "properties": {"priorityClass": {"type": "string"}}}
+
+
 class LaunchSettings(Strict):
     """How the GPU fleet is launched."""
 
+    # JSON Schema twins of _attach_needs_cluster and _kueue_rules, so Helm refuses the same values.
     model_config = ConfigDict(
-        json_schema_extra={
-            "if": {"properties": {"mode": {"const": "attach"}}, "required": ["mode"]},
-            "then": {"required": ["clusterName"], "properties": {"clusterName": {"type": "string"}}},
-        }
+        json_schema_extra={"allOf": [
+            {"if": {"properties": {"mode": {"const": "attach"}}, "required": ["mode"]},
+             "then": {"required": ["clusterName"], "properties": {"clusterName": {"type": "string"}}}},
+            {"if": _PRIORITY_SET, "then": _QUEUED},
+            {"if": _QUEUED, "then": {"properties": {"mode": {"not": {"const": "attach"}}}}},
+            {"if": {"required": ["queue"], "properties": {"queue": {"type": "string"}, "mode": {"const": "rayjob"}}},
+             "then": {"properties": {"shutdownAfterJobFinishes": {"const": True}}}},
+        ]}
     )
 
     mode: Literal["rayjob", "bringup", "attach"] = Field(
@@ -122,6 +146,16 @@ class LaunchSettings(Strict):
     backoffLimit: int = Field(0, ge=0, le=10, description="Retries of a failed RayJob.")
     configMountPath: str = Field("/etc/dockyard", pattern=r"^/",
                                  description="Where the recipe ConfigMap is mounted on the head.")
+    queue: KueueName | None = Field(
+        None,
+        description="Kueue LocalQueue (in the namespace) to submit to: label `kueue.x-k8s.io/queue-name` on the "
+                    "RayJob (rayjob) or RayCluster (bringup); Kueue then admits the whole gang or none of it.",
+    )
+    priorityClass: KueueName | None = Field(
+        None,
+        description="Kueue WorkloadPriorityClass of the queued job: label `kueue.x-k8s.io/priority-class`; needs "
+                    "`queue`.",
+    )
 
     @field_validator("clusterName")
     @classmethod
@@ -129,6 +163,21 @@ class LaunchSettings(Strict):
         if info.data.get("mode") == "attach" and not name:
             raise ValueError("launch.mode attach needs launch.clusterName: the existing RayCluster to attach to")
         return name
+
+    @model_validator(mode="after")
+    def _kueue_rules(self) -> LaunchSettings:
+        if self.priorityClass is not None and self.queue is None:
+            raise refused(("priorityClass",), KUEUE_PRIORITY_ALONE,
+                          "launch.queue: the LocalQueue to submit to, or no launch.priorityClass")
+        if self.queue is None:
+            return self
+        if self.mode == "attach":
+            raise refused(("queue",), KUEUE_NO_ATTACH,
+                          "no launch.queue in attach mode, or launch.mode rayjob or bringup")
+        if self.mode == "rayjob" and not self.shutdownAfterJobFinishes:
+            raise refused(("shutdownAfterJobFinishes",), KUEUE_SHUTDOWN,
+                          "launch.shutdownAfterJobFinishes: true (the default), or no launch.queue")
+        return self
 
 
 class WorkerGroupOverlay(BaseModel):
@@ -147,7 +196,11 @@ class WorkerGroupOverlay(BaseModel):
 class RayClusterSpecOverlay(BaseModel):
     """Free-form RayClusterSpec overlay (node selectors, tolerations, resources, env, volumes, per-group)."""
 
-    model_config = ConfigDict(extra="allow", **STRICT_TYPES)
+    # JSON Schema twin of _kuberay_rules' suspend check, so Helm refuses the same values.
+    model_config = ConfigDict(
+        extra="allow", **STRICT_TYPES,
+        json_schema_extra={"not": {"required": ["suspend"], "properties": {"suspend": {"not": {"type": "null"}}}}},
+    )
 
     headGroupSpec: FreeForm = Field({}, description="Merged into the head group spec.")
     workerGroupSpecs: list[WorkerGroupOverlay] = Field(
@@ -165,6 +218,9 @@ class RayClusterSpecOverlay(BaseModel):
     @model_validator(mode="after")
     def _kuberay_rules(self) -> RayClusterSpecOverlay:
         refuse_non_finite(self.model_extra)
+        if (self.model_extra or {}).get("suspend") is not None:
+            raise refused(("suspend",), SUSPEND_OWNED,
+                          "no kuberay.spec.suspend (Kueue, or kubectl, sets it on the object)")
         groups: list[tuple[str, dict[str, Any]]] = [("headGroupSpec", dict(self.headGroupSpec))]
         groups += [(g.groupName, g.model_dump()) for g in self.workerGroupSpecs]
         problem = kuberay_overlay_problem(groups)
@@ -359,8 +415,26 @@ class Sandbox(Strict):
         return labels
 
 
+# JSON Schema twin of kueue_overlay_problem (on InfraSpec and ChartValues), so Helm refuses the same values.
+KUEUE_AUTOSCALING_RULE: dict[str, Any] = {
+    "if": {"required": ["launch"], "properties": {"launch": _QUEUED}},
+    "then": {"properties": {"kuberay": {"properties": {"spec": {"properties": {
+        "enableInTreeAutoscaling": {"not": {"const": True}}}}}}}},
+}
+
+
+def kueue_overlay_problem(launch: LaunchSettings, kuberay: KubeRaySettings) -> Exception | None:
+    """Kueue's rule on the kuberay.spec overlay of a queued job, or None."""
+    if launch.queue is not None and (kuberay.spec.model_extra or {}).get("enableInTreeAutoscaling") is True:
+        return refused(("kuberay", "spec", "enableInTreeAutoscaling"), KUEUE_AUTOSCALING,
+                       "false (or unset), or no launch.queue")
+    return None
+
+
 class InfraSpec(Strict):
     """The infra spec file."""
+
+    model_config = Strict.model_config | {"json_schema_extra": KUEUE_AUTOSCALING_RULE}
 
     infra: InfraSettings = Field(description="Image, backend, namespace and cluster-wide settings.")
     launch: LaunchSettings = Field(LaunchSettings(), description="How the GPU fleet is launched.")
@@ -375,3 +449,10 @@ class InfraSpec(Strict):
         if found:
             raise refused(*found)
         return value
+
+    @model_validator(mode="after")
+    def _kueue_overlay(self) -> InfraSpec:
+        problem = kueue_overlay_problem(self.launch, self.kuberay)
+        if problem:
+            raise problem
+        return self

@@ -124,6 +124,9 @@ def _cidr(value: str) -> str:
 Cidr = Annotated[str, Field(pattern=CIDR_RE), AfterValidator(_cidr)]
 Dns1123Label = Annotated[str, Field(pattern=DNS1123_LABEL_RE, max_length=63)]
 Dns1123Subdomain = Annotated[str, Field(pattern=DNS1123_SUBDOMAIN_RE, max_length=253)]
+# A Kueue object named in a label (LocalQueue, WorkloadPriorityClass): Kueue validates the name as a
+# DNS-1123 subdomain, and a label value holds at most 63 characters.
+KueueName = Annotated[str, Field(pattern=DNS1123_SUBDOMAIN_RE, max_length=63)]
 EnvName = Annotated[str, Field(pattern=ENV_NAME_RE)]
 FreeForm = Annotated[
     dict[str, Any],

@@ -5,7 +5,14 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from generator.inputs.models.common import Image
-from generator.inputs.models.infra import InfraBase, KubeRaySettings, LaunchSettings, Sandbox
+from generator.inputs.models.infra import (
+    KUEUE_AUTOSCALING_RULE,
+    InfraBase,
+    KubeRaySettings,
+    LaunchSettings,
+    Sandbox,
+    kueue_overlay_problem,
+)
 from generator.inputs.models.recipe import ClusterShape
 from generator.inputs.models.types import DNS1035_LABEL_RE, Strict
 from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
@@ -39,10 +46,11 @@ class ChartValues(Strict):
     """Values of charts/dockyard."""
 
     model_config = Strict.model_config | {
-        "json_schema_extra": {
-            "if": {"properties": {"launch": {"properties": {"mode": {"const": "rayjob"}}}}},
-            "then": {"properties": {"recipe": {"properties": {"name": {"maxLength": MAX_RAYJOB_NAME}}}}},
-        }
+        "json_schema_extra": {"allOf": [
+            {"if": {"properties": {"launch": {"properties": {"mode": {"const": "rayjob"}}}}},
+             "then": {"properties": {"recipe": {"properties": {"name": {"maxLength": MAX_RAYJOB_NAME}}}}}},
+            KUEUE_AUTOSCALING_RULE,
+        ]}
     }
 
     recipe: RecipeValues = Field(RecipeValues(), description="Launcher keys of the recipe, and the recipe itself.")
@@ -58,4 +66,7 @@ class ChartValues(Strict):
                 f"recipe name {self.recipe.name!r} has {len(self.recipe.name)} characters; "
                 f"KubeRay allows at most {MAX_RAYJOB_NAME} for a RayJob"
             )
+        problem = kueue_overlay_problem(self.launch, self.kuberay)
+        if problem:
+            raise problem
         return self
