@@ -114,6 +114,29 @@ SCHEMA_FIRST = [
     ("unknown group", {"kuberay": {"spec": {"workerGroupSpecs": [{"groupName": "bogus"}]}}},
      'kuberay.spec.workerGroupSpecs: unknown groupName "bogus" (expected trainer or inference)',
      "kuberay.spec.workerGroupSpecs[0].groupName: 'bogus' is not allowed"),
+    # Kueue's admission rules (issue 20), and suspend left to Kueue
+    ("priority class without a queue", {"launch": {"priorityClass": "high"}},
+     ("launch.priorityClass: a WorkloadPriorityClass without launch.queue does nothing: Kueue reads it only on a "
+      "queued RayJob or RayCluster; set launch.queue or remove launch.priorityClass"),
+     "launch.priorityClass: a WorkloadPriorityClass without launch.queue does nothing"),
+    ("queue in attach mode", {"launch": {"mode": "attach", "clusterName": "shared", "queue": "training"}},
+     ("launch.queue: an existing cluster cannot be queued: Kueue admits a RayJob with its own cluster or a "
+      "RayCluster, and refuses a queued RayJob on a clusterSelector; use launch.mode rayjob or bringup, or remove "
+      "launch.queue"),
+     "launch.queue: an existing cluster cannot be queued"),
+    ("queued rayjob keeps its cluster", {"launch": {"queue": "training", "shutdownAfterJobFinishes": False}},
+     ("launch.shutdownAfterJobFinishes: Kueue refuses a queued RayJob that keeps its cluster after the job ends "
+      "(the cluster would go on holding the queue's quota); set it to true or remove launch.queue"),
+     "launch.shutdownAfterJobFinishes: Kueue refuses a queued RayJob that keeps its cluster"),
+    ("queued with in-tree autoscaling",
+     {"launch": {"mode": "bringup", "queue": "training"}, "kuberay": {"spec": {"enableInTreeAutoscaling": True}}},
+     ("kuberay.spec.enableInTreeAutoscaling: Kueue refuses in-tree autoscaling on a queued RayJob or RayCluster: it "
+      "admits the gang at its fixed size; set it to false or remove launch.queue"),
+     "kuberay.spec.enableInTreeAutoscaling: Kueue refuses in-tree autoscaling"),
+    ("suspend in the overlay", {"kuberay": {"spec": {"suspend": True}}},
+     ("kuberay.spec.suspend: the chart never renders suspend: Kueue suspends a queued RayJob or RayCluster and "
+      "admits it by clearing suspend, and a helm upgrade must not flip it; remove it"),
+     "kuberay.spec.suspend: the chart never renders suspend"),
 ]
 # (release, mode, the chart's refusal, the models' words for the recipe named so)
 RELEASES = [

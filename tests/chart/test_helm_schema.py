@@ -27,6 +27,17 @@ BAD = [
     ("quota enabled without limits", {"infra": {"resourceQuota": {"enabled": True, "hard": {}}}}, "hard"),
     ("root under restricted", {"sandbox": {"security": {"profile": "restricted", "runAsUser": 0}}}, "runAsUser"),
     ("root under runAsNonRoot", {"infra": {"security": {"runAsNonRoot": True, "runAsUser": 0}}}, "runAsUser"),
+    # Kueue (issue 20): its names, its admission rules, suspend left to it
+    ("queue not a Kueue name", {"launch": {"queue": "Training_Q"}}, "queue"),
+    ("queue longer than a label value", {"launch": {"queue": "q" * 64}}, "queue"),
+    ("priority class without a queue", {"launch": {"priorityClass": "high"}}, "queue"),
+    ("queue in attach mode", {"launch": {"mode": "attach", "clusterName": "shared", "queue": "training"}}, "mode"),
+    ("queued rayjob keeps its cluster", {"launch": {"queue": "training", "shutdownAfterJobFinishes": False}},
+     "shutdownAfterJobFinishes"),
+    ("queued with in-tree autoscaling",
+     {"launch": {"queue": "training"}, "kuberay": {"spec": {"enableInTreeAutoscaling": True}}},
+     "enableInTreeAutoscaling"),
+    ("suspend in the overlay", {"kuberay": {"spec": {"suspend": False}}}, "/kuberay/spec"),
 ]
 
 

@@ -38,6 +38,21 @@ dockyard.dev/fleet: {{ . | quote }}
 {{- end }}
 {{- end -}}
 
+{{/* Kueue's labels of the queued object, the RayJob (rayjob) or the RayCluster (bringup), never of its
+pod templates: Kueue reads them there and suspends the object until it admits the whole gang.
+The chart never renders `suspend` itself (dockyard.validate.kueue), so an upgrade cannot flip it.
+$ with launch {queue: training, priorityClass: high} -> kueue.x-k8s.io/queue-name: "training"
+                                                        kueue.x-k8s.io/priority-class: "high"
+$ without launch.queue -> "" */}}
+{{- define "dockyard.kueueLabels" -}}
+{{- with .Values.launch.queue }}
+kueue.x-k8s.io/queue-name: {{ . | quote }}
+{{- with $.Values.launch.priorityClass }}
+kueue.x-k8s.io/priority-class: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
 {{/* Images and pods ------------------------------------------------------ */}}
 
 {{/* dict "img" <image> "fallback" <image>: the reference, repository@digest, else repository:tag.

@@ -12,6 +12,7 @@ $ -> "" (valid), else fail "release name \"1abc\" must be a DNS-1035 label …\n
 {{- $messages = append $messages (include "dockyard.validate.releaseName" .) -}}
 {{- $messages = append $messages (include "dockyard.validate.workerGroupNames" .) -}}
 {{- $messages = append $messages (include "dockyard.validate.kuberayGroups" .) -}}
+{{- $messages = append $messages (include "dockyard.validate.kueue" .) -}}
 {{- $messages = append $messages (include "dockyard.validate.resourceQuota" .) -}}
 {{- $messages = append $messages (include "dockyard.validate.sandboxHooks" .) -}}
 {{- $messages = append $messages (include "dockyard.validate.toYamlSafe" .) -}}
@@ -73,6 +74,34 @@ kuberay.spec.headGroupSpec {rayStartParams: {labels: "a=b"}}
 {{- $messages = append $messages (printf "kuberay.spec %s: Ray resources set both in group-level resources and rayStartParams; KubeRay refuses this" $role) -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+{{- join "\n" $messages -}}
+{{- end -}}
+
+{{/* Kueue's admission rules (its RayJob and RayCluster webhooks) for a queued job, and suspend left
+to Kueue: the chart never renders it, so a helm upgrade cannot flip what Kueue set.
+launch {mode: rayjob, queue: training, shutdownAfterJobFinishes: false}
+-> launch.shutdownAfterJobFinishes: Kueue refuses a queued RayJob that keeps its cluster after the job ends (…) */}}
+{{- define "dockyard.validate.kueue" -}}
+{{- $l := .Values.launch -}}
+{{- $spec := .Values.kuberay.spec | default dict -}}
+{{- $messages := list -}}
+{{- if and $l.priorityClass (not $l.queue) -}}
+{{- $messages = append $messages (printf "launch.priorityClass: a WorkloadPriorityClass without launch.queue does nothing: Kueue reads it only on a queued RayJob or RayCluster; set launch.queue or remove launch.priorityClass") -}}
+{{- end -}}
+{{- if $l.queue -}}
+{{- if eq $l.mode "attach" -}}
+{{- $messages = append $messages (printf "launch.queue: an existing cluster cannot be queued: Kueue admits a RayJob with its own cluster or a RayCluster, and refuses a queued RayJob on a clusterSelector; use launch.mode rayjob or bringup, or remove launch.queue") -}}
+{{- end -}}
+{{- if and (eq $l.mode "rayjob") (not $l.shutdownAfterJobFinishes) -}}
+{{- $messages = append $messages (printf "launch.shutdownAfterJobFinishes: Kueue refuses a queued RayJob that keeps its cluster after the job ends (the cluster would go on holding the queue's quota); set it to true or remove launch.queue") -}}
+{{- end -}}
+{{- if and (kindIs "bool" $spec.enableInTreeAutoscaling) $spec.enableInTreeAutoscaling -}}
+{{- $messages = append $messages (printf "kuberay.spec.enableInTreeAutoscaling: Kueue refuses in-tree autoscaling on a queued RayJob or RayCluster: it admits the gang at its fixed size; set it to false or remove launch.queue") -}}
+{{- end -}}
+{{- end -}}
+{{- if not (kindIs "invalid" $spec.suspend) -}}
+{{- $messages = append $messages (printf "kuberay.spec.suspend: the chart never renders suspend: Kueue suspends a queued RayJob or RayCluster and admits it by clearing suspend, and a helm upgrade must not flip it; remove it") -}}
 {{- end -}}
 {{- join "\n" $messages -}}
 {{- end -}}

@@ -156,7 +156,8 @@ $ -> rayVersion: 2.52.0
 {{- range ($overlay.workerGroupSpecs | default list) -}}
 {{- if has .groupName (list "trainer" "inference") -}}{{- $_ := set $workerOvs .groupName . -}}{{- end -}}
 {{- end -}}
-{{- $spec := mergeOverwrite (dict "rayVersion" .Values.kuberay.rayVersion) (omit $overlay "headGroupSpec" "workerGroupSpecs") -}}
+{{- /* suspend is Kueue's (a set one is refused, dockyard.validate.kueue): not even a null of it is rendered */ -}}
+{{- $spec := mergeOverwrite (dict "rayVersion" .Values.kuberay.rayVersion) (omit $overlay "headGroupSpec" "workerGroupSpecs" "suspend") -}}
 {{- $head := include "dockyard.ray.headBase" . | fromYaml -}}
 {{- $_ := set $spec "headGroupSpec" (include "dockyard.ray.group" (dict "ctx" . "role" "head" "base" $head "overlay" $overlay.headGroupSpec) | fromJson) -}}
 {{- $workers := list -}}
