@@ -228,6 +228,16 @@ build_ray_image() {
   python3 "$root/generator/playground/node/ray_image.py" build "$1" "$2"
 }
 
+# Kueue (issue 20; `playground up --kueue`): the controller manager, version-stamped, plus its CRDs and its
+# webhook manifest from the module (generator/playground/kueue.py registers them by URL on 127.0.0.1).
+build_kueue() {
+  local mod=sigs.k8s.io/kueue src
+  GOBIN=$1 go install -trimpath -ldflags "-s -w -X $mod/pkg/version.GitVersion=$2" "$mod/cmd/kueue@$2"
+  src=$(go mod download -json "$mod@$2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  mkdir -p "$1/crds" && cp "$src"/config/components/crd/bases/*.yaml "$1/crds/"
+  cp "$src/config/components/webhook/manifests.yaml" "$1/webhook.yaml" && chmod -R u+w "$1"
+}
+
 # hack/tools.sh --key TOOL: print TOOL's recipe key and build nothing (tests: a bumped pin rebuilds).
 if [ "${1:-}" = --key ]; then key_only=1; shift; fi
 tools=("$@")
@@ -236,7 +246,7 @@ ray_image_sources() {
   local d; d=$(scratch_dir)
   cp "$root/generator/playground/node/ray_image.py" "$root"/tools/ray-image/*.lock "$d/" && echo "$d"
 }
-[ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds kuberay-crds-1.4 kuberay-crds-1.5 kube-validate checkov kubernetes etcd kwok kuberay registry node ray-image)
+[ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds kuberay-crds-1.4 kuberay-crds-1.5 kube-validate checkov kubernetes etcd kwok kuberay kueue registry node ray-image)
 node_tools=(runc containerd cni-plugins coredns kube-router node-images kubernetes-node device-plugin)
 expanded=()
 for t in "${tools[@]}"; do if [ "$t" = node ]; then expanded+=("${node_tools[@]}"); else expanded+=("$t"); fi; done
@@ -259,6 +269,7 @@ for t in "${expanded[@]}"; do
     kuberay-1.5) build kuberay "$KUBERAY_1_5_VERSION" build_kuberay ;;
     kube-validate) build kube-validate "$KUBERNETES_VERSION" build_kube_validate "$root/tools/kube-validate" ;;
     checkov) build checkov "$CHECKOV_VERSION" build_checkov ;;
+    kueue) build kueue "$KUEUE_VERSION" build_kueue ;;
     registry) build registry "$REGISTRY_VERSION" build_registry ;;
     kubernetes-node) build kubernetes-node "$KUBERNETES_VERSION" build_kubernetes_node ;;
     runc) node_deps && build runc "$RUNC_VERSION" build_runc ;;
