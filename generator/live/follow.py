@@ -7,6 +7,7 @@ import threading
 import time
 
 from generator.errors import CheckFailed
+from generator.live import queueing
 from generator.live.kube import INSTANCE, RAY_GROUP, RAY_VERSION, Kube
 from generator.live.progress import Progress
 from generator.live.snapshot import Snapshot, take
@@ -37,12 +38,15 @@ def follow(kube: Kube, release: str, namespace: str, deadline: float, progress: 
             changed.clear()
             read_at = time.monotonic()
             snap = take(kube, release, namespace)
-            progress.update(snap, phase)
+            progress.update(snap, "queued" if snap.queued() else phase)
             if snap.ready():
                 return snap
             failure = snap.failure() or (_vanished(kube, snap) if snap.revision is None or not snap.fleets else None)
             if failure:
                 raise CheckFailed(failure + reasons(snap))
+            if time.monotonic() >= deadline and snap.queued() and snap.queue:
+                raise CheckFailed(f"{release} still queued after the timeout (the release stays installed and starts "
+                                  f"when Kueue admits it): {queueing.line(snap.queue)}")
             if time.monotonic() >= deadline:
                 raise CheckFailed(f"{release} not ready after the timeout" + reasons(snap))
             if not watching:

@@ -6,7 +6,9 @@ one, else the newest failed one, for upgrade — with the one it would leave (a 
 older revision for `rollback` and for the recovery of an interrupted run, nothing for removing a
 release) against the live RayJobs and RayClusters. Losses (a running RayJob or RayCluster deleted, or a
 RayJob whose spec KubeRay would not apply, #1776) are refused unless the user passes --replace
-(`enforce()`); a recipe change under a running job is announced.
+(`enforce()`); a recipe change under a running job is announced. A RayJob or RayCluster queued by Kueue
+(its queue label and spec.suspend true: nothing of the gang runs) is not running training: a change to it is
+announced as applying before it starts; an admitted one counts as running, and the loss says it was admitted.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generator.errors import CheckFailed
+from generator.live import queueing
 from generator.live.kube import Kube
 from generator.live.snapshot import configmap_release_namespaces, decode_release, labels, release_records
 
@@ -67,8 +70,14 @@ class Impact:
     lost: list[str] = field(default_factory=list)  # refused without --replace
     replace: list[tuple[str, str]] = field(default_factory=list)  # (plural, name) to delete first with --replace
     notes: list[str] = field(default_factory=list)  # announced, never refused
+    unqueued: list[str] = field(default_factory=list)  # queued objects the change takes out of Kueue: refused too
 
     def refuse_unless(self, replace: bool, verb: str, why: str = "") -> None:
+        if self.unqueued and not replace:
+            raise CheckFailed(
+                f"`{verb}` takes queued objects out of Kueue's queue:\n  " + "\n  ".join(self.unqueued)
+                + "\nnothing was changed. Rerun with --replace to recreate them unqueued (nothing of them runs yet: "
+                "no training is lost), or keep launch.queue")
         if self.lost and not replace:
             raise CheckFailed(
                 f"`{verb}` would lose running training{': ' + why if why else ''}:\n  " + "\n  ".join(self.lost)
@@ -111,12 +120,19 @@ def _recipes(objs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _state(kind: str, live: dict[str, Any]) -> str:
     st = live.get("status") or {}
+    admitted = _admitted(live)
     if kind == "RayJob":
         job = st.get("jobStatus") or "-"
         return f"jobDeploymentStatus {st.get('jobDeploymentStatus') or 'Initializing'}, jobStatus {job}" + (
-            f", RayCluster {st['rayClusterName']}" if st.get("rayClusterName") else "")
+            f", RayCluster {st['rayClusterName']}" if st.get("rayClusterName") else "") + admitted
     workers = sum(int(g.get("replicas") or 0) for g in (live.get("spec") or {}).get("workerGroupSpecs") or [])
-    return f"state {st.get('state') or 'pending'}, {workers} workers"
+    return f"state {st.get('state') or 'pending'}, {workers} workers" + admitted
+
+
+def _admitted(live: dict[str, Any]) -> str:
+    """', admitted by Kueue from LocalQueue Q' for a running object that carries the queue label."""
+    queue = queueing.queue_name(live)
+    return f", admitted by Kueue from LocalQueue {queue}" if queue else ""
 
 
 def _running(kind: str, live: dict[str, Any] | None) -> bool:
@@ -134,9 +150,23 @@ def impact(kube: Kube, namespace: str, current: str | None, target: str) -> Impa
         return out
     cur_objs, tgt_objs = manifest_objects(current), manifest_objects(target)
     cur, tgt = _ray(cur_objs), _ray(tgt_objs)
+    tgt_labels = {(o["kind"], o["metadata"]["name"]): o for o in tgt_objs if o.get("kind") in RAY_PLURALS}
     kept_running = []
     for (kind, name), spec in cur.items():
         live = kube.get_ray(RAY_PLURALS[kind], namespace, name)
+        if queueing.held(live) and not (live or {})["metadata"].get("deletionTimestamp"):  # not running yet
+            changes = "it would be deleted" if (kind, name) not in tgt else (
+                "its change applies before it starts" if tgt[(kind, name)] != spec or _recipes(cur_objs)
+                != _recipes(tgt_objs) else "")
+            if changes:
+                out.notes.append(f"note: {kind} {name} is queued by Kueue in LocalQueue {queueing.queue_name(live)}, "
+                                 f"not yet running (suspended until admitted): no training is lost; {changes}")
+            if (kind, name) in tgt and not queueing.queue_name(tgt_labels[(kind, name)]):
+                # Kueue lets go of it, but nothing clears the suspend it set, and its Workload stays behind
+                out.unqueued.append(f"{kind} {name} (suspended by Kueue in LocalQueue {queueing.queue_name(live)}) "
+                                    "would lose its queue label and stay suspended, its Workload left behind")
+                out.replace.append((RAY_PLURALS[kind], name))
+            continue
         if not _running(kind, live):
             if kind == "RayJob" and live is not None and (kind, name) in tgt \
                     and not (live.get("metadata") or {}).get("deletionTimestamp"):
@@ -155,19 +185,20 @@ def impact(kube: Kube, namespace: str, current: str | None, target: str) -> Impa
                             "job's cluster (KubeRay #1776): it must be deleted and recreated")
             out.replace.append((RAY_PLURALS[kind], name))
         else:
-            kept_running.append((kind, name))
+            kept_running.append((kind, name, _admitted(live).lstrip(", ")))
             if tgt[(kind, name)] != spec:
                 paths = "; ".join(diff_paths(spec, tgt[(kind, name)]))
                 out.notes.append(f"note: RayCluster {name} spec changes ({paths}): KubeRay rescales its groups "
                                  "but does not restart running pods for a pod-template change")
     old_recipes, new_recipes = _recipes(cur_objs), _recipes(tgt_objs)
     changed = [n for n in old_recipes if n in new_recipes and old_recipes[n] != new_recipes[n]]
-    for kind, name in kept_running:
+    for kind, name, admitted in kept_running:
         for cm in changed:
             out.notes.append(
-                f"note: the recipe changes under running {kind} {name}: ConfigMap {cm} is updated and the "
-                "mounted file follows within about a minute, but a running driver keeps the config it read "
-                "at start" + (" (--replace restarts the job with the new recipe)" if kind == "RayJob" else ""))
+                f"note: the recipe changes under running {kind} {name}{f' ({admitted})' if admitted else ''}: "
+                f"ConfigMap {cm} is updated and the mounted file follows within about a minute, but a running "
+                "driver keeps the config it read at start"
+                + (" (--replace restarts the job with the new recipe)" if kind == "RayJob" else ""))
             if kind == "RayJob":
                 out.replace.append((RAY_PLURALS[kind], name))
     return out

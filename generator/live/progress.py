@@ -7,6 +7,7 @@ import threading
 import time
 from typing import TextIO
 
+from generator.live import queueing
 from generator.live.snapshot import FLEETS, Snapshot
 
 
@@ -28,6 +29,8 @@ def fleet_lines(snap: Snapshot) -> list[str]:
     if snap.raycluster:
         c = snap.raycluster
         lines.append(f"    raycluster {c['name']}: {c.get('state') or 'pending'}")
+    if snap.queue:
+        lines.append(f"    kueue: {queueing.line(snap.queue)}")
     return lines
 
 

@@ -1,7 +1,10 @@
 """One read of a release's state: Helm record, RayJob, RayCluster, and a row per fleet.
 
 A snapshot costs a fixed number of API calls (seven list/get calls by label selector or field
-selector), whatever the number of pods: `status`, `run --wait` and `dev` all read through it.
+selector), whatever the number of pods: `status`, `run --wait` and `dev` all read through it. A job
+queued with Kueue (the `kueue.x-k8s.io/queue-name` label on the RayJob, or the RayCluster in bringup
+mode) costs one more list (its Workload by UID), plus one read while it is not admitted (the LocalQueue)
+or after it was preempted (the preemptor): generator/live/queueing.py.
 Objects are read as plain JSON dicts (Kube.list), not the client's pydantic models: that keeps
 `status` free of the typed API modules' import cost.
 """
@@ -16,9 +19,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from generator.live import queueing
 from generator.live.kube import GPU, INSTANCE, Kube, Objects
 
 FLEETS = ("head", "trainer", "inference", "sandbox", "submitter")
+QUEUED = "queued by Kueue"  # the reason of a fleet Kueue holds back
 
 
 @dataclass
@@ -48,12 +53,17 @@ class Snapshot:
     rayjob: dict[str, Any] | None = None
     raycluster: dict[str, Any] | None = None
     fleets: dict[str, Fleet] = field(default_factory=dict)
+    queue: queueing.Queue | None = None  # Kueue's view of a job that carries the queue label, else None
     calls: int = 0
     namespace_deleting: str | None = None  # set by `status`: why the namespace is Terminating
 
     # end states --------------------------------------------------------------------------------
     def ray_fleets(self) -> list[Fleet]:
         return [self.fleets[f] for f in ("head", "trainer", "inference") if f in self.fleets]
+
+    def queued(self) -> bool:
+        """Held by Kueue: queued (or preempted and requeued), suspended, so nothing of the gang runs."""
+        return bool(self.queue and self.queue.waits)
 
     def ready(self) -> bool:
         sandbox = self.fleets.get("sandbox")
@@ -94,9 +104,11 @@ class Snapshot:
             if f is None or (name == "submitter" and f.pods == 0):
                 continue
             part = f"{name} {f.ready}/{f.desired}"
-            if f.reason and not f.is_ready:
+            if f.reason and not f.is_ready and not f.reason.startswith(QUEUED):  # the kueue part says why
                 part += f" ({f.reason})"
             parts.append(part)
+        if self.queue:
+            parts.append("kueue: " + queueing.line(self.queue))
         if self.rayjob:
             parts.append(f"rayjob {self.rayjob.get('deploymentStatus') or 'New'}")
         if self.raycluster:
@@ -109,6 +121,7 @@ class Snapshot:
         out = asdict(self)
         out["fleets"] = [asdict(f) | {"ready_all": f.is_ready} for f in self.fleets.values()]
         out["ready"] = self.ready()
+        out["queue"] = self.queue.to_dict() if self.queue else None
         return out
 
 
@@ -229,6 +242,9 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
     events = kube.list(f"/api/v1/namespaces/{namespace}/events", field_selector="type=Warning")
 
     ray_spec = _read_ray(snap, jobs, clusters)
+    queued = _queued(snap, jobs, clusters)
+    if queued is not None:  # only a labelled job costs Kueue reads
+        snap.queue = queueing.read(kube, namespace, queued[1], queued[0])
     per_pod_gpu = _desired(snap, ray_spec, deployments, bool(records))
     for f in snap.fleets.values():
         f.gpus_requested = f.desired * per_pod_gpu.get(f.fleet, 0)
@@ -287,6 +303,14 @@ def _read_ray(snap: Snapshot, jobs: Objects, clusters: Objects) -> dict[str, Any
         }
         ray_spec = cluster.get("spec") or ray_spec
     return ray_spec
+
+
+def _queued(snap: Snapshot, jobs: Objects, clusters: Objects) -> tuple[str, dict[str, Any]] | None:
+    """(kind, object) of what Kueue queues, when it carries the queue label: the release's RayJob, else (bringup)
+    its RayCluster (a RayJob's own cluster is admitted with the job)."""
+    name, kind, found = (snap.rayjob, "RayJob", jobs) if snap.rayjob else (snap.raycluster, "RayCluster", clusters)
+    obj = next((o for o in found if name and o["metadata"]["name"] == name["name"]), None)
+    return (kind, obj) if obj is not None and queueing.queue_name(obj) else None
 
 
 def _desired(snap: Snapshot, ray_spec: dict[str, Any] | None, deployments: Objects,
@@ -372,7 +396,9 @@ def _explain(snap: Snapshot, reasons: dict[str, Counter[str]], nodes: dict[str, 
             f.reason = text if f.pods - f.ready <= 1 else f"{count} pod(s) {text}"
         elif f.pods < f.desired:
             key = "sandbox" if name == "sandbox" else ("submitter" if name == "submitter" else "ray")
-            if key in warnings:
+            if key != "sandbox" and snap.queued():  # Kueue holds the gang: no pod of it is created
+                f.reason = f"{QUEUED} (LocalQueue {snap.queue.local_queue if snap.queue else '?'})"
+            elif key in warnings:
                 f.reason = warnings[key]
             elif key == "ray" and not snap.raycluster:
                 f.reason = "waiting for KubeRay to create the RayCluster"

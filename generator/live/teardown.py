@@ -1,4 +1,7 @@
-"""Removing a release: helm uninstall under the run lock, then waiting until none of its objects is left."""
+"""Removing a release: helm uninstall under the run lock, then waiting until none of its objects is left —
+Kueue's Workloads of its queued RayJob or RayCluster included (they carry no release label: found by the
+object's UID; the garbage collector removes them with their owner). After a rollback, the Workloads of
+objects it removed are waited for the same way."""
 
 from __future__ import annotations
 
@@ -6,15 +9,41 @@ import sys
 import time
 
 from generator.errors import CheckFailed
-from generator.live.guard import impact, live_manifest, require_ours, require_secret_storage
+from generator.live import queueing
+from generator.live.guard import (
+    RAY_PLURALS,
+    impact,
+    live_manifest,
+    manifest_objects,
+    require_ours,
+    require_secret_storage,
+)
 from generator.live.kube import INSTANCE, Kube
 from generator.live.release import Helm, RunLock, wait_until
 from generator.live.resolve import resolve
 from generator.live.snapshot import release_records
 
 
-def leftovers(kube: Kube, release: str, ns: str) -> list[str]:
-    """Every object of the release still present (by instance label), pods included."""
+def queued_objects(kube: Kube, ns: str, manifest: str | None) -> dict[str, tuple[str, str]]:
+    """{UID: (plural, name)} of the manifest's RayJobs and RayClusters that carry Kueue's queue label, as they
+    are live (one read each; none for a release without launch.queue)."""
+    out = {}
+    for obj in manifest_objects(manifest or ""):
+        if obj.get("kind") in RAY_PLURALS and queueing.queue_name(obj):
+            live = kube.get_ray(RAY_PLURALS[obj["kind"]], ns, obj["metadata"]["name"])
+            if live is not None:
+                out[live["metadata"]["uid"]] = (RAY_PLURALS[obj["kind"]], obj["metadata"]["name"])
+    return out
+
+
+def workloads_left(kube: Kube, ns: str, uids: dict[str, tuple[str, str]] | list[str]) -> list[str]:
+    """The Workloads Kueue made for these object UIDs that still exist (one list per UID)."""
+    return [f"{queueing.WORKLOADS}/{w['metadata']['name']}" for w in queueing.workloads_of(kube, ns, list(uids))]
+
+
+def leftovers(kube: Kube, release: str, ns: str, uids: dict[str, tuple[str, str]] | None = None) -> list[str]:
+    """Every object of the release still present (by instance label), pods included, and the Workloads of
+    its queued objects (`uids`, from queued_objects before they were deleted)."""
     from kubernetes import client
 
     sel = f"{INSTANCE}={release}"
@@ -34,7 +63,7 @@ def leftovers(kube: Kube, release: str, ns: str) -> list[str]:
         out += [f"{kind}/{o.metadata.name}" for o in fn()]
     for plural in ("rayclusters", "rayjobs"):
         out += [f"{plural}/{o['metadata']['name']}" for o in kube.list_ray(plural, ns, sel)]
-    return out
+    return out + (workloads_left(kube, ns, uids) if uids else [])
 
 
 def held(kube: Kube, release: str, ns: str) -> list[str]:
@@ -78,12 +107,45 @@ def uninstall(kubeconfig: str | None, context: str | None, release: str | None, 
         # uninstall is the request to remove: it never refuses, but names the running training it ends
         for line in impact(kube, ns, live_manifest(records), "").lost:
             print(f"uninstall ends running training: {line}", flush=True)
+        uids = queued_objects(kube, ns, live_manifest(records))
         try:
             Helm(kube, deadline=deadline).uninstall(name, ns, timeout=timeout)
         except CheckFailed as exc:
             raise CheckFailed(f"{exc}{_why_held(kube, name, ns)}") from None
-        left = wait_until(lambda: not leftovers(kube, name, ns), max(1.0, deadline - time.monotonic()))
+        left = wait_until(lambda: not leftovers(kube, name, ns, uids), max(1.0, deadline - time.monotonic()))
     if not left:
-        raise CheckFailed(f"release {name} uninstalled, but objects remain: {', '.join(leftovers(kube, name, ns))}"
-                          + _why_held(kube, name, ns))
+        remain = leftovers(kube, name, ns, uids)
+        raise CheckFailed(f"release {name} uninstalled, but objects remain: {', '.join(remain)}"
+                          + _why_held(kube, name, ns) + _why_workloads(kube, ns, uids))
     print(f"release {name} uninstalled from {ns}: nothing left ({time.monotonic() - t0:.1f}s)")
+
+
+def _why_workloads(kube: Kube, ns: str, uids: dict[str, tuple[str, str]]) -> str:
+    """What holds a Workload whose owner is gone: Kueue's finalizer (only a running Kueue removes it)."""
+    lines = []
+    for w in queueing.workloads_of(kube, ns, list(uids)) if uids else []:
+        meta = w["metadata"]
+        fins = ", ".join(meta.get("finalizers") or []) or "none"
+        lines.append(f"\n  {queueing.WORKLOADS}/{meta['name']} (of {'/'.join(uids.get(_job_uid(w), ('?', '?')))}) "
+                     f"{'is being deleted' if meta.get('deletionTimestamp') else 'is not deleted yet'}, finalizers: "
+                     f"{fins}: Kueue's controller removes its finalizer, the garbage collector the Workload "
+                     "(is Kueue running? is kube-controller-manager?)")
+    return "".join(lines)
+
+
+def _job_uid(workload: dict) -> str:
+    return (workload["metadata"].get("labels") or {}).get(queueing.JOB_UID_LABEL, "")
+
+
+def settle_workloads(kube: Kube, ns: str, before: dict[str, tuple[str, str]], timeout: float) -> None:
+    """After a rollback: no Workload of the queued objects `before` is left behind. One whose object is gone
+    (deleted, or recreated under a new UID by --replace) goes with it (the garbage collector): waited for.
+    (An object that stays but leaves the queue is refused by the guard: guard.Impact.unqueued.)"""
+    gone = []
+    for uid, (plural, name) in before.items():
+        live = kube.get_ray(plural, ns, name)
+        if live is None or live["metadata"].get("uid") != uid:
+            gone.append(uid)
+    if gone and not wait_until(lambda: not workloads_left(kube, ns, gone), timeout):
+        raise CheckFailed(f"Workloads left behind: {', '.join(workloads_left(kube, ns, gone))}"
+                          + _why_workloads(kube, ns, {u: before[u] for u in gone}))

@@ -12,6 +12,7 @@ from generator.live.kube import Kube, usage_error
 from generator.live.release import Helm, RunLock
 from generator.live.resolve import resolve
 from generator.live.snapshot import decode_release, labels, release_records
+from generator.live.teardown import queued_objects, settle_workloads
 
 
 def _revision_arg(revision: int | None) -> int | None:
@@ -49,6 +50,7 @@ def rollback(args: Any) -> int:
         by_version = {int(labels(r)["version"]): r for r in records}
         current = int(labels(records[-1])["version"])
         target = _target(by_version, current, release, target)
+        queued = queued_objects(kube, ns, live_manifest(records))  # Kueue's Workloads: none left behind
         enforce(kube, ns, live_manifest(records), decode_release(by_version[target]).get("manifest", ""),
                 replace=args.replace, verb=f"rollback {release} {target}",
                 say=lambda line: print(line, flush=True), deadline=deadline)
@@ -56,6 +58,7 @@ def rollback(args: Any) -> int:
             helm.rollback(release, ns, target, timeout=max(5.0, deadline - time.monotonic()))
         except CheckFailed as exc:
             raise CheckFailed(f"{exc}\n  helm's end state: {end_state(kube, release, ns, current)}") from None
+        settle_workloads(kube, ns, queued, max(1.0, deadline - time.monotonic()))
     after = release_records(kube, release, ns)
     print(f"release {release} rolled back to revision {target}: now revision {labels(after[-1])['version']} "
           f"({labels(after[-1]).get('status')})")

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from generator.errors import EXIT_OK
-from generator.live import driver_log
+from generator.live import driver_log, queueing
 from generator.live.kube import Kube
 from generator.live.resolve import resolve
 from generator.live.show import columns, emit
@@ -29,6 +29,8 @@ def status_table(snap: Snapshot) -> str:
         c = snap.raycluster
         lines.append(f"raycluster {c['name']}  {c.get('state') or 'pending'}"
                      + (f"  — {c['reason']}" if c.get("reason") else ""))
+    if snap.queue:
+        lines.append(f"queue      {queueing.line(snap.queue)}")
     lines.append(f"mode       {snap.mode or '-'}  ready: {'yes' if snap.ready() else 'no'}")
     rows = [["FLEET", "READY", "GPUS REQ/ALLOC", "NODES", "REASON"]]
     for name in FLEETS:
