@@ -1,7 +1,7 @@
 """`doctor RECIPE INFRA`: preflight checks on the target cluster, each a row ✓ / ✗ / ! with a remedy.
 
-The rows are made by `generator.live.preflight` (access) and `generator.live.capacity` (room);
-checks() puts them in order. Exit 1 when a row is ✗.
+The rows are made by `generator.live.preflight` (access), `generator.live.capacity` (room) and, when
+launch.queue is set, `generator.live.kueue_rows` (Kueue's queues and quota); checks() puts them in order. Exit 1 when a row is ✗.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from generator.errors import EXIT_FAILED, EXIT_OK
-from generator.live import capacity, placement, preflight
+from generator.live import capacity, kueue_rows, placement, preflight
 from generator.live.kube import Kube, describe_error, is_forbidden
 from generator.live.plan import plan
 from generator.live.preflight import FAIL, OK, WARN, Row
@@ -45,6 +45,7 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
 
     docs = [d for d in yaml.safe_load_all(template(values, release, namespace)) if isinstance(d, dict)]
     rows += preflight.kuberay_fields_rows(kube, docs, namespace)
+    rows += kueue_rows.doctor_rows(kube, values, docs, ns)  # only when launch.queue is set
     templates = pod_templates(docs)
     room = capacity.read_room(kube, release, namespace)
     cluster = inputs.recipe.cluster

@@ -1,0 +1,619 @@
+"""`doctor`'s Kueue rows, made only when the infra spec sets `launch.queue` (no request otherwise).
+
+    Kueue CRDs               kueue.x-k8s.io serves workloads, clusterqueues and localqueues
+    Kueue LocalQueue         launch.queue exists in the namespace and is Active
+    Kueue ClusterQueue       the LocalQueue's ClusterQueue exists and is Active
+    Kueue namespaceSelector  the ClusterQueue's namespaceSelector matches the namespace's labels
+    Kueue quota: resources   every resource the gang requests is covered by a resourceGroup
+    Kueue quota: gang        the gang fits the nominal quota (plus what borrowing allows), else by how much not
+    Kueue priority class     launch.priorityClass names a WorkloadPriorityClass
+
+The gang is what Kueue's RayJob/RayCluster integration (v0.17.0, pkg/controller/jobs/ray*) asks quota for:
+one pod set for the head (1 pod), one per worker group (replicas × numOfHosts) and, for a RayJob in
+K8sJobMode, the submitter (1 pod), each pod's requests as Kueue counts them (limits where no request
+is set, init containers, overhead). Flavors are assigned as Kueue's flavor assigner does: each pod set
+takes, per resource group, the first flavor in order whose node labels and taints it matches and whose
+quota still holds it. A 403 on a Kueue object is a ! row naming the verb and resource, never an abort.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from generator.live.capacity import fmt, qty
+from generator.live.kube import Kube
+from generator.live.placement import _requirement, selects, untolerated
+from generator.live.preflight import FAIL, OK, WARN, Namespace, Row, forbidden
+
+GROUP = "kueue.x-k8s.io"
+VERSIONS = ("v1beta2", "v1beta1")  # Kueue >= v0.15 serves v1beta2; older ones v1beta1 (cohort, not cohortName)
+NEEDED = ("workloads", "clusterqueues", "localqueues")
+QUEUE_LABEL = f"{GROUP}/queue-name"
+PRIORITY_LABEL = f"{GROUP}/priority-class"
+ADMIN = "a cluster admin (Kueue's kueue-batch-admin-role reads ClusterQueues)"
+
+
+# the gang as Kueue counts it ---------------------------------------------------------------------------
+
+@dataclass
+class PodSet:
+    name: str
+    count: int
+    spec: dict[str, Any]  # the pod spec (node selector, affinity, tolerations for the flavor match)
+    per_pod: dict[str, float]  # what one pod requests
+
+    def total(self, resource: str) -> float:
+        return self.per_pod.get(resource, 0.0) * self.count
+
+
+def _container_requests(c: dict[str, Any]) -> dict[str, float]:
+    """A container's requests, its limits where no request is set (Kueue's UseLimitsAsMissingRequests)."""
+    res = c.get("resources") or {}
+    merged = dict(res.get("limits") or {})
+    merged.update(res.get("requests") or {})
+    return {k: qty(v) for k, v in merged.items()}
+
+
+def _add(into: dict[str, float], more: dict[str, float]) -> None:
+    for k, v in more.items():
+        into[k] = into.get(k, 0.0) + v
+
+
+def pod_requests(spec: dict[str, Any]) -> dict[str, float]:
+    """One pod's requests as Kubernetes' PodRequests (component-helpers) counts them, which Kueue uses: the
+    containers and sidecars (restartable init containers) summed, at least each init container's peak, plus
+    the pod's overhead."""
+    total: dict[str, float] = {}
+    for c in spec.get("containers") or []:
+        _add(total, _container_requests(c))
+    sidecars: dict[str, float] = {}
+    peak: dict[str, float] = {}
+    for c in spec.get("initContainers") or []:
+        req = _container_requests(c)
+        if c.get("restartPolicy") == "Always":  # a sidecar runs beside the containers and the later init ones
+            _add(total, req)
+            _add(sidecars, req)
+            step = dict(sidecars)
+        else:
+            step = dict(req)
+            _add(step, sidecars)
+        for k, v in step.items():
+            peak[k] = max(peak.get(k, 0.0), v)
+    for k, v in peak.items():
+        total[k] = max(total.get(k, 0.0), v)
+    _add(total, {k: qty(v) for k, v in (spec.get("overhead") or {}).items()})
+    return {k: v for k, v in total.items() if v > 0}
+
+
+def queued_object(docs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The rendered RayJob or RayCluster that carries the queue label (the one Kueue admits)."""
+    return next((d for d in docs if d.get("kind") in ("RayJob", "RayCluster")
+                 and QUEUE_LABEL in ((d.get("metadata") or {}).get("labels") or {})), None)
+
+
+def pod_sets(obj: dict[str, Any]) -> list[PodSet]:
+    """Kueue's pod sets of a RayJob or RayCluster (raycluster.BuildPodSets, rayjob addSubmitterPodSet)."""
+    spec = obj.get("spec") or {}
+    cluster = spec.get("rayClusterSpec") if obj.get("kind") == "RayJob" else spec
+    cluster = cluster or {}
+    out = []
+    head = ((cluster.get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}
+    out.append(PodSet("head", 1, head, pod_requests(head)))
+    for g in cluster.get("workerGroupSpecs") or []:
+        count = int(g["replicas"]) if g.get("replicas") is not None else 1
+        hosts = int(g.get("numOfHosts") or 1)
+        worker = (g.get("template") or {}).get("spec") or {}
+        out.append(PodSet(g["groupName"], count * max(hosts, 1), worker, pod_requests(worker)))
+    if obj.get("kind") == "RayJob" and (spec.get("submissionMode") or "K8sJobMode") == "K8sJobMode":
+        tpl = spec.get("submitterPodTemplate")
+        sub = (tpl or {}).get("spec") or {}
+        # KubeRay's default submitter (Kueue's getSubmitterTemplate) when the RayJob names none
+        per = pod_requests(sub) if tpl else {"cpu": 0.5, "memory": 200 * 2**20}
+        out.append(PodSet("submitter", 1, sub, per))
+    return out
+
+
+def gang_needs(sets: list[PodSet]) -> dict[str, float]:
+    need: dict[str, float] = {}
+    for ps in sets:
+        for r in ps.per_pod:
+            need[r] = need.get(r, 0.0) + ps.total(r)
+    return need
+
+
+def _amounts(need: dict[str, float]) -> str:
+    return ", ".join(f"{r} {fmt(r, v)}" for r, v in sorted(need.items()))
+
+
+def gang_text(sets: list[PodSet]) -> str:
+    """'5 pods (head 1, trainer 2, inference 1, submitter 1)'."""
+    return (f"{sum(ps.count for ps in sets)} pods ("
+            + ", ".join(f"{ps.name} {ps.count}" for ps in sets) + ")")
+
+
+# label selectors (a ClusterQueue's namespaceSelector) ------------------------------------------------
+
+def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """metav1.LabelSelectorAsSelector(selector).Matches(labels): null matches nothing, {} everything."""
+    if selector is None:
+        return False
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    return all(_requirement(e, labels) for e in selector.get("matchExpressions") or [])
+
+
+def selector_text(selector: dict[str, Any] | None) -> str:
+    if selector is None:
+        return "null (no namespace)"
+    parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
+    for e in selector.get("matchExpressions") or []:
+        vals = e.get("values") or []
+        parts.append(f"{e.get('key')} {e.get('operator')}" + (f" ({', '.join(vals)})" if vals else ""))
+    return ", ".join(parts) or "{} (every namespace)"
+
+
+# quota and flavor assignment -------------------------------------------------------------------------
+
+@dataclass
+class Flavor:
+    name: str
+    nominal: dict[str, float]
+    borrowing: dict[str, float | None]  # the resource's borrowingLimit; None: no limit
+    lending: dict[str, float | None] = field(default_factory=dict)  # its lendingLimit; None: all of nominal
+
+
+@dataclass
+class Group:
+    covered: list[str]
+    flavors: list[Flavor]
+
+
+def _limit(quota: dict[str, Any], key: str) -> float | None:
+    return qty(quota[key]) if quota.get(key) is not None else None
+
+
+def resource_groups(cq: dict[str, Any]) -> list[Group]:
+    out = []
+    for g in (cq.get("spec") or {}).get("resourceGroups") or []:
+        flavors = []
+        for f in g.get("flavors") or []:
+            res = f.get("resources") or []
+            flavors.append(Flavor(f["name"], {r["name"]: qty(r.get("nominalQuota", 0)) for r in res},
+                                  {r["name"]: _limit(r, "borrowingLimit") for r in res},
+                                  {r["name"]: _limit(r, "lendingLimit") for r in res}))
+        out.append(Group(list(g.get("coveredResources") or []), flavors))
+    return out
+
+
+def cohort_of(cq: dict[str, Any]) -> str | None:
+    spec = cq.get("spec") or {}
+    return spec.get("cohortName") or spec.get("cohort") or None  # v1beta2 / v1beta1
+
+
+def _requested(sets: list[PodSet], groups: list[Group]) -> list[PodSet]:
+    """The pod sets with `pods` added to their requests when the ClusterQueue covers it (as Kueue does)."""
+    if not any("pods" in g.covered for g in groups):
+        return sets
+    return [PodSet(ps.name, ps.count, ps.spec, {**ps.per_pod, "pods": 1.0}) for ps in sets]
+
+
+def _restricted(spec: dict[str, Any], keys: set[str]) -> dict[str, Any]:
+    """The pod's node selector and required node affinity on the flavors' label keys only (flavorSelector)."""
+    out: dict[str, Any] = {"nodeSelector": {k: v for k, v in (spec.get("nodeSelector") or {}).items() if k in keys}}
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms: list[dict[str, Any]] = []
+    for t in required.get("nodeSelectorTerms") or []:
+        exprs = [e for e in t.get("matchExpressions") or [] if e.get("key") in keys]
+        if not exprs:  # a term left empty matches every flavor: only the node selector is left
+            terms = []
+            break
+        terms.append({"matchExpressions": exprs})
+    if terms:
+        out["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                                            {"nodeSelectorTerms": terms}}}
+    return out
+
+
+def flavor_refusal(ps: PodSet, flavor: dict[str, Any] | None, name: str, keys: set[str]) -> str | None:
+    """Why the pod set cannot take this ResourceFlavor (an untolerated taint, node labels it does not
+    select), None when it can (checkFlavorForPodSets)."""
+    if flavor is None:
+        return f"ResourceFlavor {name} does not exist"
+    fspec = flavor.get("spec") or {}
+    tolerating = {"tolerations": (ps.spec.get("tolerations") or []) + (fspec.get("tolerations") or [])}
+    taints = untolerated(tolerating, fspec.get("nodeTaints") or [])
+    if taints:
+        t = taints[0]
+        return f"{ps.name} does not tolerate {name}'s taint {t.get('key')}={t.get('value') or ''}:{t.get('effect')}"
+    if not selects(_restricted(ps.spec, keys), "", dict(fspec.get("nodeLabels") or {})):
+        return f"{ps.name}'s node selector/affinity does not match {name}'s nodeLabels {fspec.get('nodeLabels')}"
+    return None
+
+
+@dataclass
+class Assignment:
+    """Pod sets to flavors under some cap per (flavor, resource)."""
+
+    used: dict[tuple[str, str], float] = field(default_factory=dict)
+    placed: dict[str, list[str]] = field(default_factory=dict)  # pod set -> its flavors
+    unplaced: list[tuple[str, str]] = field(default_factory=list)  # (pod set, why)
+
+
+def assign(sets: list[PodSet], groups: list[Group], flavors: dict[str, dict[str, Any] | None],
+           cap: Any) -> Assignment:
+    """Kueue's flavor assignment against `cap(flavor, resource)`: pod set by pod set, per resource group
+    the first flavor (in order) that the pod set may use and whose cap still holds it."""
+    out = Assignment()
+    for ps in sets:
+        for g in groups:
+            need = {r: ps.total(r) for r in g.covered if ps.per_pod.get(r)}
+            if not need:
+                continue
+            keys = {k for f in g.flavors for k in ((flavors.get(f.name) or {}).get("spec") or {}).get("nodeLabels")
+                    or {}}
+            why = []
+            for f in g.flavors:
+                refusal = flavor_refusal(ps, flavors.get(f.name), f.name, keys)
+                if refusal:
+                    why.append(refusal)
+                    continue
+                short = [r for r, v in need.items() if out.used.get((f.name, r), 0.0) + v > cap(f, r) + 1e-9]
+                if short:
+                    why.append(f"{f.name} has no room for its {', '.join(short)}")
+                    continue
+                for r, v in need.items():
+                    out.used[(f.name, r)] = out.used.get((f.name, r), 0.0) + v
+                out.placed.setdefault(ps.name, []).append(f.name)
+                break
+            else:
+                out.unplaced.append((ps.name, "; ".join(why) or "the resource group has no flavor"))
+    return out
+
+
+def nominal_cap(f: Flavor, r: str) -> float:
+    return f.nominal.get(r, 0.0)
+
+
+@dataclass
+class Borrowing:
+    """What the ClusterQueue's cohort may lend it: `lendable` per (flavor, resource) summed over the cohort's
+    other ClusterQueues (their nominal quota, capped by their lendingLimit), None when that is unknown
+    (`unknown` says why: the ClusterQueues cannot be listed, or the cohort is an object with quota or a
+    parent of its own)."""
+
+    cohort: str | None = None
+    lendable: dict[tuple[str, str], float] | None = None
+    unknown: str = ""
+
+    def cap(self, f: Flavor, r: str) -> float:
+        """The most the ClusterQueue can hold of (flavor, resource): nominal, plus what it may borrow."""
+        nominal = f.nominal.get(r, 0.0)
+        if not self.cohort:
+            return nominal
+        limit = f.borrowing.get(r)
+        lend = math.inf if self.lendable is None else self.lendable.get((f.name, r), 0.0)
+        return nominal + min(math.inf if limit is None else limit, lend)
+
+
+def lendable(cq: dict[str, Any], others: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
+    """What the other ClusterQueues of cq's cohort lend, per (flavor, resource)."""
+    cohort = cohort_of(cq)
+    out: dict[tuple[str, str], float] = {}
+    for other in others:
+        if other["metadata"]["name"] == cq["metadata"]["name"] or cohort_of(other) != cohort:
+            continue
+        for g in resource_groups(other):
+            for f in g.flavors:
+                for r, nominal in f.nominal.items():
+                    limit = f.lending.get(r)
+                    out[(f.name, r)] = out.get((f.name, r), 0.0) + (nominal if limit is None else min(limit, nominal))
+    return out
+
+
+def _quota_of(groups: list[Group], resource: str, cap: Any) -> float:
+    return sum(cap(f, resource) for g in groups if resource in g.covered for f in g.flavors)
+
+
+def _reserved(cq: dict[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for f in (cq.get("status") or {}).get("flavorsReservation") or []:
+        for r in f.get("resources") or []:
+            out[r["name"]] = out.get(r["name"], 0.0) + qty(r.get("total", 0))
+    return out
+
+
+def coverage_row(cq_name: str, groups: list[Group], sets: list[PodSet]) -> Row:
+    covered = {r for g in groups for r in g.covered}
+    missing: dict[str, list[str]] = {}
+    for ps in sets:
+        for r in ps.per_pod:
+            if r not in covered:
+                missing.setdefault(r, []).append(ps.name)
+    if missing:
+        what = "; ".join(f"{r} (by {', '.join(who)})" for r, who in sorted(missing.items()))
+        return Row(FAIL, "Kueue quota: resources",
+                   f"ClusterQueue {cq_name} covers {', '.join(sorted(covered)) or 'nothing'}; the gang also requests "
+                   f"{what}: Kueue never admits a workload requesting a resource its ClusterQueue does not cover",
+                   f"ask {ADMIN} to add {', '.join(sorted(missing))} to a resourceGroup of ClusterQueue {cq_name}, "
+                   "or drop those requests from kuberay.spec")
+    asked = sorted({r for ps in sets for r in ps.per_pod})
+    return Row(OK, "Kueue quota: resources", f"ClusterQueue {cq_name} covers every resource the gang requests "
+               f"({', '.join(asked)})")
+
+
+def _quota_text(groups: list[Group], r: str, borrow: Borrowing) -> str:
+    """'16', or inside a cohort 'nominal 8 + 4 borrowable in cohort C' ('+ borrowing with no known bound')."""
+    nominal = _quota_of(groups, r, nominal_cap)
+    if not borrow.cohort:
+        return fmt(r, nominal)
+    extra = _quota_of(groups, r, borrow.cap) - nominal
+    more = "an unknown amount" if math.isinf(extra) else fmt(r, extra)
+    return f"nominal {fmt(r, nominal)} + {more} borrowable in cohort {borrow.cohort}"
+
+
+def gang_row(cq: dict[str, Any], sets: list[PodSet], flavors: dict[str, dict[str, Any] | None],
+             borrow: Borrowing | None = None) -> Row:
+    """Whether the gang fits the nominal quota (✓), only by borrowing from the cohort (!), or never (✗,
+    with the numbers short per resource, or the pod set no flavor takes)."""
+    check, name = "Kueue quota: gang", cq["metadata"]["name"]
+    borrow = borrow or Borrowing(cohort_of(cq), None, "the cohort's other ClusterQueues were not read")
+    groups = resource_groups(cq)
+    sets = _requested(sets, groups)
+    need = {r: v for r, v in gang_needs(sets).items() if any(r in g.covered for g in groups)}
+    gang = gang_text(sets)
+    nominal = assign(sets, groups, flavors, nominal_cap)
+    if not nominal.unplaced:
+        reserved = {r: v for r, v in _reserved(cq).items() if v and r in need}
+        now = (f"; reserved now by admitted workloads: {_amounts(reserved)} (it queues until that leaves room)"
+               if any(reserved[r] + need[r] > _quota_of(groups, r, nominal_cap) + 1e-9 for r in reserved) else "")
+        return Row(OK, check, f"{gang} fit ClusterQueue {name}'s nominal quota: "
+                   + ", ".join(f"{r} {fmt(r, v)} of {fmt(r, _quota_of(groups, r, nominal_cap))}"
+                               for r, v in sorted(need.items())) + now)
+    best = assign(sets, groups, flavors, borrow.cap) if borrow.cohort else nominal
+    raise_it = f"ask {ADMIN} to raise ClusterQueue {name}'s nominalQuota, or shrink cluster.trainer/inference"
+    if not best.unplaced:
+        over = {r: v - _quota_of(groups, r, nominal_cap) for r, v in need.items()
+                if v > _quota_of(groups, r, nominal_cap) + 1e-9}
+        said = "; ".join(f"{r}: needs {fmt(r, need[r])}, {fmt(r, v)} over the quota of "
+                         f"{_quota_text(groups, r, borrow)}" for r, v in sorted(over.items()))
+        known = (f"whether the cohort lends that much is unknown ({borrow.unknown})" if borrow.lendable is None
+                 else "the other ClusterQueues of the cohort lend it only what they leave unused")
+        return Row(WARN, check, f"{gang} exceed ClusterQueue {name}'s nominal quota and fit only by borrowing from "
+                   f"cohort {borrow.cohort}: {said or 'the flavors fit only with borrowed quota'}; {known}: it "
+                   "waits until they do", raise_it)
+    short = {r: v - _quota_of(groups, r, borrow.cap) for r, v in need.items()
+             if v > _quota_of(groups, r, borrow.cap) + 1e-9}
+    allows = "quota, borrowing included" if borrow.cohort else "nominal quota (no cohort to borrow from)"
+    if short:
+        return Row(FAIL, check, f"{gang} never fit ClusterQueue {name}'s {allows}: "
+                   + "; ".join(f"{r}: the gang needs {fmt(r, need[r])}, the quota is {_quota_text(groups, r, borrow)}, "
+                               f"{fmt(r, v)} short" for r, v in sorted(short.items())), raise_it)
+    return Row(FAIL, check, f"{gang} never fit ClusterQueue {name}'s {allows}: "
+               + "; ".join(f"no flavor takes pod set {ps} ({why})" for ps, why in best.unplaced)[:500]
+               + " (a pod set takes one flavor per resource group, all its pods alike)",
+               "give the pod sets the tolerations and node selector of a flavor the ClusterQueue lists "
+               f"(kuberay.placement), or ask {ADMIN} for quota in a flavor they match")
+
+
+# the rows ------------------------------------------------------------------------------------------------
+
+def _get(kube: Kube, path: str) -> tuple[dict[str, Any] | None, int | None]:
+    """(the object, None), or (None, 403/404) when forbidden or absent; any other failure raises."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return kube.request("GET", path), None
+    except ApiException as exc:
+        if exc.status in (403, 404):
+            return None, exc.status
+        raise
+
+
+def _active(obj: dict[str, Any]) -> tuple[bool | None, str]:
+    """(Active condition's status — None when Kueue has set none —, its reason: message)."""
+    cond = next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == "Active"), None)
+    if cond is None:
+        return None, ""
+    return cond.get("status") == "True", f"{cond.get('reason', '')}: {cond.get('message', '')}".strip(": ")
+
+
+def crds_row(kube: Kube) -> tuple[Row, str | None]:
+    """(the row, the served version to read Kueue's objects with, None when not served)."""
+    for version in VERSIONS:
+        doc, status = _get(kube, f"/apis/{GROUP}/{version}")
+        if doc is None:
+            if status == 403:
+                return Row(WARN, "Kueue CRDs", forbidden("get", f"/apis/{GROUP}/{version}", None,
+                                                         "whether Kueue is installed is unknown"),
+                           missing=[f"get /apis/{GROUP}/{version}"]), None
+            continue
+        served = {r["name"] for r in doc.get("resources") or []}
+        missing = [p for p in NEEDED if p not in served]
+        if missing:
+            return Row(FAIL, "Kueue CRDs", f"{GROUP}/{version} does not serve {', '.join(missing)}",
+                       "install Kueue (its manifests or Helm chart) with its CRDs"), None
+        return Row(OK, "Kueue CRDs", f"{GROUP}/{version} serves {', '.join(NEEDED)}"), version
+    return Row(FAIL, "Kueue CRDs", f"the cluster does not serve {GROUP} (launch.queue is set): Kueue is not installed, "
+               "and its LocalQueue cannot admit the job",
+               "install Kueue (https://kueue.sigs.k8s.io), or unset launch.queue"), None
+
+
+def local_queue_row(kube: Kube, api: str, queue: str, ns: Namespace) -> tuple[Row, dict[str, Any] | None]:
+    check = "Kueue LocalQueue"
+    if ns.exists is False:
+        return Row(FAIL, check, f"namespace {ns.name} does not exist, so neither does LocalQueue {queue} "
+                   "(launch.queue): the job would wait in no queue", f"create namespace {ns.name} and a LocalQueue "
+                   f"{queue} in it naming a ClusterQueue"), None
+    lq, status = _get(kube, f"{api}/namespaces/{ns.name}/localqueues/{queue}")
+    if status == 403:
+        return Row(WARN, check, forbidden("get", f"localqueues.{GROUP}", ns.name, f"whether {queue} exists is unknown"),
+                   f"ask a cluster admin for get on localqueues.{GROUP} in {ns.name} (Kueue's kueue-batch-user-role)",
+                   missing=[f"get localqueues.{GROUP}"]), None
+    if lq is None:
+        others = _local_queue_names(kube, api, ns.name)
+        return Row(FAIL, check, f"no LocalQueue {queue} in namespace {ns.name} (launch.queue): Kueue keeps the job "
+                   "suspended, waiting in no queue" + (f"; the namespace has: {', '.join(others)}" if others else ""),
+                   (f"set launch.queue to one of: {', '.join(others)}, or create LocalQueue {queue}" if others
+                    else f"create LocalQueue {queue} in {ns.name} (spec.clusterQueue: a ClusterQueue), or ask a "
+                         "cluster admin which queue to use")), None
+    cq = (lq.get("spec") or {}).get("clusterQueue")
+    active, why = _active(lq)
+    if active is None:
+        return Row(WARN, check, f"{queue} → ClusterQueue {cq}: no Active condition yet (is Kueue's controller "
+                   "running?)", "check the kueue-controller-manager's pods and logs"), lq
+    if not active:
+        stop = (lq.get("spec") or {}).get("stopPolicy") or "None"
+        return Row(FAIL, check, f"{queue} → ClusterQueue {cq} is not active ({why}): nothing is admitted from it",
+                   f"LocalQueue {queue} has stopPolicy {stop}: ask its owner to set None" if stop != "None"
+                   else "see the Kueue ClusterQueue row"), lq
+    return Row(OK, check, f"{queue} in {ns.name} is active → ClusterQueue {cq}"), lq
+
+
+def _local_queue_names(kube: Kube, api: str, namespace: str) -> list[str]:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return sorted(q["metadata"]["name"] for q in kube.list(f"{api}/namespaces/{namespace}/localqueues"))
+    except ApiException as exc:
+        if exc.status == 403:
+            return []
+        raise
+
+
+def cluster_queue_row(kube: Kube, api: str, name: str, sets: list[PodSet]) -> tuple[Row, dict[str, Any] | None]:
+    check = "Kueue ClusterQueue"
+    cq, status = _get(kube, f"{api}/clusterqueues/{name}")
+    if status == 403:
+        return Row(WARN, check, forbidden("get", f"clusterqueues.{GROUP}", None,
+                                          f"whether {name} is active, admits the namespace and has quota is unknown"),
+                   f"ask {ADMIN} for get on clusterqueues.{GROUP}, or whether {name} has quota for "
+                   f"{_amounts(gang_needs(sets))}", missing=[f"get clusterqueues.{GROUP}"]), None
+    if cq is None:
+        return Row(FAIL, check, f"ClusterQueue {name} (the LocalQueue's spec.clusterQueue) does not exist: "
+                   "nothing is admitted",
+                   f"ask {ADMIN} to create ClusterQueue {name}, or use a LocalQueue of another one"), None
+    active, why = _active(cq)
+    if active is None:
+        return Row(WARN, check, f"{name}: no Active condition yet (is Kueue's controller running?)",
+                   "check the kueue-controller-manager's pods and logs"), cq
+    if not active:
+        return Row(FAIL, check, f"{name} is not active ({why}): nothing is admitted", f"ask {ADMIN} to fix it"), cq
+    cohort = cohort_of(cq)
+    return Row(OK, check, f"{name} is active" + (f" (cohort {cohort})" if cohort else "")), cq
+
+
+def namespace_selector_row(cq: dict[str, Any], ns: Namespace) -> Row:
+    check, name = "Kueue namespaceSelector", cq["metadata"]["name"]
+    selector = (cq.get("spec") or {}).get("namespaceSelector")
+    if ns.obj is None:
+        return Row(WARN, check, forbidden("get", "namespaces", ns.name, f"whether {name}'s namespaceSelector "
+                                          f"({selector_text(selector)}) matches it is unknown"))
+    labels = dict(ns.obj.metadata.labels or {})
+    if selector_matches(selector, labels):
+        return Row(OK, check, f"{name}'s namespaceSelector {selector_text(selector)} matches {ns.name}")
+    return Row(FAIL, check, f"{name}'s namespaceSelector {selector_text(selector)} does not match namespace {ns.name} "
+               f"(labels: {', '.join(f'{k}={v}' for k, v in sorted(labels.items())) or 'none'}): Kueue admits "
+               "nothing from it",
+               f"label namespace {ns.name} to match, or use a LocalQueue whose ClusterQueue admits it")
+
+
+def flavors_of(kube: Kube, api: str, cq: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
+    """The ResourceFlavors the ClusterQueue names (None: absent); {} when they cannot be read (403), so the
+    flavor match is skipped."""
+    names = {f["name"] for g in (cq.get("spec") or {}).get("resourceGroups") or [] for f in g.get("flavors") or []}
+    out: dict[str, dict[str, Any] | None] = {}
+    for n in sorted(names):
+        obj, status = _get(kube, f"{api}/resourceflavors/{n}")
+        if status == 403:
+            return {n: {} for n in names}
+        out[n] = obj
+    return out
+
+
+def read_borrowing(kube: Kube, api: str, cq: dict[str, Any]) -> Borrowing:
+    """The cohort's lending to cq: its other ClusterQueues (one list), and the Cohort object of that name
+    when the cluster serves it (quota or a parent of its own make the total unknown here)."""
+    from kubernetes.client.exceptions import ApiException
+
+    cohort = cohort_of(cq)
+    if not cohort:
+        return Borrowing()
+    if api.endswith("v1beta2"):
+        obj, status = _get(kube, f"{api}/cohorts/{cohort}")
+        if status == 403:
+            return Borrowing(cohort, None, forbidden("get", f"cohorts.{GROUP}", None, "its own quota is unknown"))
+        spec = (obj or {}).get("spec") or {}
+        if spec.get("parentName") or spec.get("resourceGroups"):
+            return Borrowing(cohort, None, f"Cohort {cohort} has quota or a parent of its own")
+    try:
+        others = kube.list(f"{api}/clusterqueues")
+    except ApiException as exc:
+        if exc.status != 403:
+            raise
+        return Borrowing(cohort, None, forbidden("list", f"clusterqueues.{GROUP}", None,
+                                                 "the cohort's lenders are unknown"))
+    return Borrowing(cohort, lendable(cq, others))
+
+
+def priority_class_row(kube: Kube, api: str, name: str) -> Row:
+    check = "Kueue priority class"
+    obj, status = _get(kube, f"{api}/workloadpriorityclasses/{name}")
+    if status == 403:
+        return Row(WARN, check, forbidden("get", f"workloadpriorityclasses.{GROUP}", None,
+                                          f"whether {name} exists is unknown"),
+                   f"ask a cluster admin whether WorkloadPriorityClass {name} exists",
+                   missing=[f"get workloadpriorityclasses.{GROUP}"])
+    if obj is None:
+        return Row(FAIL, check, f"WorkloadPriorityClass {name} (launch.priorityClass) does not exist: Kueue makes no "
+                   "Workload for the job", f"create WorkloadPriorityClass {name}, or unset launch.priorityClass")
+    return Row(OK, check, f"WorkloadPriorityClass {name} exists (value {obj.get('value')})")
+
+
+def doctor_rows(kube: Kube, values: dict[str, Any], docs: list[dict[str, Any]], ns: Namespace) -> list[Row]:
+    """The Kueue rows for the composed values' launch.queue; none (and no request) when it is unset."""
+    launch = values.get("launch") or {}
+    queue, priority = launch.get("queue"), launch.get("priorityClass")
+    if not queue:
+        return []
+    crds, version = crds_row(kube)
+    if version is None:
+        return [crds]
+    api = f"/apis/{GROUP}/{version}"
+    rows = [crds]
+    obj = queued_object(docs)
+    sets = pod_sets(obj) if obj else []
+    lq_row, lq = local_queue_row(kube, api, queue, ns)
+    rows.append(lq_row)
+    cq_name = ((lq or {}).get("spec") or {}).get("clusterQueue")
+    if cq_name:
+        cq_row, cq = cluster_queue_row(kube, api, cq_name, sets)
+        rows.append(cq_row)
+        if cq is not None:
+            rows.append(namespace_selector_row(cq, ns))
+            groups = resource_groups(cq)
+            coverage = coverage_row(cq_name, groups, _requested(sets, groups))
+            rows.append(coverage)
+            if coverage.mark != FAIL:
+                rows.append(gang_row(cq, sets, flavors_of(kube, api, cq), read_borrowing(kube, api, cq)))
+    if priority:
+        rows.append(priority_class_row(kube, api, priority))
+    return rows
+
+
+def refuse_never_admitted(kube: Kube, values: dict[str, Any], release: str, namespace: str, what: str) -> None:
+    """CheckFailed (exit 1) before anything is installed when a Kueue row is ✗ (no such LocalQueue, a gang
+    the ClusterQueue can never hold, ...): the queued job would wait out its whole --timeout."""
+    import yaml
+
+    from generator.errors import CheckFailed
+    from generator.live.preflight import read_namespace
+    from generator.render.helm import template
+
+    docs = [d for d in yaml.safe_load_all(template(values, release, namespace)) if isinstance(d, dict)]
+    row = next((r for r in doctor_rows(kube, values, docs, read_namespace(kube, namespace)) if r.mark == FAIL), None)
+    if row is not None:
+        raise CheckFailed(f"Kueue would never admit this gang ({row.check}: {row.detail}): {what} would wait out its "
+                          f"whole --timeout; nothing was changed. {row.remedy}")
