@@ -1,7 +1,8 @@
 """`doctor RECIPE INFRA`: preflight checks on the target cluster, each a row ✓ / ✗ / ! with a remedy.
 
 The rows are made by `generator.live.preflight` (access), `generator.live.capacity` (room) and, when
-launch.queue is set, `generator.live.kueue_rows` (Kueue's queues and quota); checks() puts them in order. Exit 1 when a row is ✗.
+launch.queue is set, `generator.live.kueue_rows` (Kueue's queues and quota); checks() puts them in order.
+Exit 1 when a row is ✗.
 """
 
 from __future__ import annotations
