@@ -5,6 +5,10 @@ entrypoint is replaced by smoke_probe.py, shipped in the recipe ConfigMap as pro
 runs on the real Ray cluster and reports rows; this verb prints them as a ✓/✗ table and exits 0
 when all hold, 1 otherwise. The release is removed afterwards unless --keep. Every step is bounded
 by --timeout; a step that does not happen in time is named in one line with what the cluster said.
+With `launch.queue` the probe's RayJob carries the job's Kueue labels (the values are the user's) and
+waits for admission as the job would: refused before anything is installed when a Kueue row of
+`doctor` is ✗ (kueue_rows.refuse_never_admitted), and a wait that times out while queued gives
+Kueue's reason (queueing.line).
 """
 
 from __future__ import annotations
@@ -129,6 +133,11 @@ def smoke(args: Any) -> int:
     from generator.live.capacity import refuse_never_fits
 
     refuse_never_fits(kube, p.cluster, "`smoke`")
+    queue = (values.get("launch") or {}).get("queue")
+    if queue:  # Kueue admits the probe as it would the job: refused now if it never would
+        from generator.live.kueue_rows import refuse_never_admitted
+
+        refuse_never_admitted(kube, values, p.release, p.namespace, "`smoke`")
     if not kube.namespace_exists(p.namespace):
         if not args.create_namespace:
             raise CheckFailed(f"namespace {p.namespace} does not exist: pass --create-namespace, or create it")
@@ -148,7 +157,7 @@ def smoke(args: Any) -> int:
                          description="dockyard-k8s smoke")
         say(f"smoke: release {p.release} installed in {p.namespace} with the probe as entrypoint "
             f"({time.monotonic() - t0:.0f}s)")
-        job = _wait_for_probe(kube, p.release, p.namespace, Steps(deadline), say, t0)
+        job = _wait_for_probe(kube, p.release, p.namespace, Steps(deadline), say, t0, queue)
         return _report(kube, p.release, p.namespace, job, say, t0)
     finally:
         if not args.keep:
@@ -159,14 +168,23 @@ def smoke(args: Any) -> int:
 
 
 def _wait_for_probe(kube: Kube, release: str, namespace: str, steps: Steps, say: Callable[[str], None],
-                    t0: float) -> dict[str, Any]:
-    """Wait for the RayCluster to be ready, then for the probe (the Ray job) to end: the ended RayJob."""
+                    t0: float, queue: str | None = None) -> dict[str, Any]:
+    """Wait for Kueue to admit the RayJob (`queue` set), for the RayCluster to be ready, then for the probe
+    (the Ray job) to end: the ended RayJob."""
+    from generator.live import queueing
 
     def get() -> dict[str, Any] | None:
         return kube.get_ray("rayjobs", namespace, release)
 
     def seen() -> str:
-        return f"RayJob {release}: {_job_state(get())}; pods: {_pods_state(kube, namespace, release)}"
+        job = get()
+        state = (queueing.line(queueing.read(kube, namespace, job, "RayJob")) if job and queueing.held(job)
+                 else _job_state(job))
+        return f"RayJob {release}: {state}; pods: {_pods_state(kube, namespace, release)}"
+
+    def admitted() -> bool:  # Kueue's webhook suspends the RayJob at create; admission clears suspend
+        job = get()
+        return job is not None and not queueing.suspended(job)
 
     def cluster_ready() -> bool:
         return ((get() or {}).get("status") or {}).get("rayClusterStatus", {}).get("state") == "ready"
@@ -175,6 +193,10 @@ def _wait_for_probe(kube: Kube, release: str, namespace: str, steps: Steps, say:
         job = get()
         return job if job and (job.get("status") or {}).get("jobStatus") in TERMINAL else None
 
+    if queue:
+        say(f"smoke: RayJob {release} queued in LocalQueue {queue}; waiting for Kueue to admit the whole gang")
+        steps.wait(f"Kueue admitting RayJob {release} (LocalQueue {queue})", admitted, seen)
+        say(f"smoke: admitted by Kueue ({time.monotonic() - t0:.0f}s)")
     steps.wait("the RayCluster becoming ready", cluster_ready, seen)
     say(f"smoke: RayCluster ready ({time.monotonic() - t0:.0f}s)")
     job: dict[str, Any] = steps.wait("the probe finishing", ended, seen)
