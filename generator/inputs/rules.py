@@ -206,7 +206,7 @@ def sandbox_pool_problem(sandbox: dict[str, Any]) -> tuple[Where, str, str] | No
     on, low, high = hpa.get("enabled", False), hpa.get("minReplicas", 2), hpa.get("maxReplicas", 10)
     pdb = sandbox.get("pdb") or {}
     roll = sandbox.get("rollingUpdate") or {}
-    grace, pause = sandbox.get("terminationGracePeriodSeconds", 300), sandbox.get("preStopSleepSeconds")
+    grace, pause = sandbox.get("terminationGracePeriodSeconds", 300), sandbox.get("preStopSleepSeconds", 5)
     found: tuple[Where, str, str] | None = None
     if low > high:
         found = (("autoscaling", "maxReplicas"), f"minReplicas {low} is more than maxReplicas {high}",
@@ -223,7 +223,7 @@ def sandbox_pool_problem(sandbox: dict[str, Any]) -> tuple[Where, str, str] | No
     elif _zero(roll.get("maxSurge", "25%")) and _zero(roll.get("maxUnavailable", 0)):
         found = (("rollingUpdate",), "maxSurge and maxUnavailable are both zero, a rollout Kubernetes refuses",
                  "maxSurge of at least 1 (maxUnavailable 0 keeps every replica serving)")
-    elif pause is not None and pause >= grace:
+    elif pause >= grace:
         found = (("preStopSleepSeconds",),
                  (f"preStopSleepSeconds {pause} leaves no time of terminationGracePeriodSeconds {grace} to finish "
                  "the tasks in flight"),

@@ -100,7 +100,8 @@ CASES = [
      ("sandbox.autoscaling.maxReplicas: minReplicas 5 is more than maxReplicas 3; expected maxReplicas of at least 5, "
       "or a lower minReplicas"),
      "sandbox.autoscaling.maxReplicas: minReplicas 5 is more than maxReplicas 3"),
-    ("pdb takes the hpa minimum", {"sandbox": {"autoscaling": {"enabled": True, "minReplicas": 3},
+    ("pdb takes the hpa minimum", {"sandbox": {"autoscaling": {"enabled": True, "minReplicas": 3,
+                                                               "targetCPUUtilizationPercentage": 70},
                                                "pdb": {"maxUnavailable": 3}}},
      ("sandbox.pdb.maxUnavailable: maxUnavailable 3 lets a drain evict every executor at the HPA's minimum "
       "(autoscaling.minReplicas 3); expected pdb.maxUnavailable below 3, or a higher autoscaling.minReplicas"),

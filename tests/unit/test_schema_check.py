@@ -253,6 +253,7 @@ CASES = [
     ("sandbox.rollingUpdate", {"maxUnavailable": "0%"}), ("sandbox.rollingUpdate", {"maxSurge": True}),
     ("sandbox.preStopSleepSeconds", 300), ("sandbox.preStopSleepSeconds", 299), ("sandbox.preStopSleepSeconds", None),
     ("sandbox.preStopSleepSeconds", 0), ("sandbox.terminationGracePeriodSeconds", 5),
+    ("sandbox.autoscaling", {"enabled": True, "targetCPUUtilizationPercentage": 1}),
 ]
 
 

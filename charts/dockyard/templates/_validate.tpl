@@ -129,7 +129,7 @@ sandbox.autoscaling: autoscaling is enabled but sets no target, so the HPA has n
 {{- printf "sandbox.pdb.maxUnavailable: maxUnavailable %d lets a drain evict every executor at the HPA's minimum (autoscaling.minReplicas %d); expected pdb.maxUnavailable below %d, or a higher autoscaling.minReplicas" (int64 $sb.pdb.maxUnavailable) $low $low -}}
 {{- else if and (regexMatch "^0+%?$" (toString $roll.maxSurge)) (regexMatch "^0+%?$" (toString $roll.maxUnavailable)) -}}
 sandbox.rollingUpdate: maxSurge and maxUnavailable are both zero, a rollout Kubernetes refuses; expected maxSurge of at least 1 (maxUnavailable 0 keeps every replica serving)
-{{- else if and (not (kindIs "invalid" $sb.preStopSleepSeconds)) (ge (int64 $sb.preStopSleepSeconds) $grace) -}}
+{{- else if ge (int64 $sb.preStopSleepSeconds) $grace -}}
 {{- printf "sandbox.preStopSleepSeconds: preStopSleepSeconds %d leaves no time of terminationGracePeriodSeconds %d to finish the tasks in flight; expected preStopSleepSeconds below %d, or a longer terminationGracePeriodSeconds" (int64 $sb.preStopSleepSeconds) $grace $grace -}}
 {{- end -}}
 {{- end -}}

@@ -276,7 +276,8 @@ class SandboxAutoscaling(Strict):
     minReplicas: int = Field(2, ge=1, le=10000, description="Fewest replicas the HPA keeps (at least 1).")
     maxReplicas: int = Field(10, ge=1, le=10000, description="Most replicas the HPA adds; at least minReplicas.")
     targetCPUUtilizationPercentage: int | None = Field(
-        70, ge=1, description="Average CPU use, in % of the CPU request, the HPA aims for; null drops the metric.")
+        None, ge=1, description="Average CPU use, in % of the CPU request, the HPA aims for (e.g. 70); enabled "
+                                "needs this or the memory target.")
     targetMemoryUtilizationPercentage: int | None = Field(
         None, ge=1, description="Average memory use, in % of the memory request, the HPA aims for.")
     behavior: FreeForm = Field(
@@ -391,9 +392,9 @@ class Sandbox(Strict):
         300, ge=1, le=86400,
         description="Seconds an executor has, after the preStop pause, to finish its in-flight tasks before "
                     "SIGKILL; fits tasks of up to ~5 minutes (docs/sandbox-pool.md).")
-    preStopSleepSeconds: int | None = Field(
+    preStopSleepSeconds: int = Field(
         5, ge=0, le=3600,
-        description="preStop `sleep` before SIGTERM, so the endpoint leaves the Service first; null: none.")
+        description="preStop `sleep` before SIGTERM, so the endpoint leaves the Service first (0: no pause).")
     readinessProbe: SandboxReadinessProbe = Field(SandboxReadinessProbe(),
                                                   description="The executor's readiness probe.")
     topologySpreadConstraints: list[TopologySpreadConstraint] = Field(
