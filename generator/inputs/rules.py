@@ -187,3 +187,45 @@ def overlay_shape_problem(role: str, spec: dict[str, Any]) -> tuple[Where, str, 
         if found:
             return ("template", "spec", "containers", *found[0]), found[1], found[2]
     return None
+
+
+# The sandbox pool's cross-field rules (issue 21): the models (Sandbox), schema_check's hook and the chart
+# (dockyard.validate.sandboxPool) refuse the same values with the same words.
+
+def _zero(value: Any) -> bool:
+    """A rolling-update IntOrString that means none: 0, or a percentage of zero."""
+    if isinstance(value, str):
+        return re.fullmatch(r"0+%", value) is not None
+    return value == 0 and not isinstance(value, bool)
+
+
+def sandbox_pool_problem(sandbox: dict[str, Any]) -> tuple[Where, str, str] | None:
+    """Why the sandbox pool's autoscaling, PDB, rolling update or shutdown settings contradict each other:
+    (key path inside `sandbox`, message, expected), or None. `sandbox` as dumped: defaults in, None is unset."""
+    hpa = sandbox.get("autoscaling") or {}
+    on, low, high = hpa.get("enabled", False), hpa.get("minReplicas", 2), hpa.get("maxReplicas", 10)
+    pdb = sandbox.get("pdb") or {}
+    roll = sandbox.get("rollingUpdate") or {}
+    grace, pause = sandbox.get("terminationGracePeriodSeconds", 300), sandbox.get("preStopSleepSeconds", 5)
+    found: tuple[Where, str, str] | None = None
+    if low > high:
+        found = (("autoscaling", "maxReplicas"), f"minReplicas {low} is more than maxReplicas {high}",
+                 f"maxReplicas of at least {low}, or a lower minReplicas")
+    elif on and all(hpa.get(t) is None for t in ("targetCPUUtilizationPercentage",
+                                                    "targetMemoryUtilizationPercentage")):
+        found = (("autoscaling",), "autoscaling is enabled but sets no target, so the HPA has no metric to act on",
+                 "targetCPUUtilizationPercentage (e.g. 70) or targetMemoryUtilizationPercentage")
+    elif on and pdb.get("enabled", True) and pdb.get("maxUnavailable", 1) >= low:
+        found = (("pdb", "maxUnavailable"),
+                 (f"maxUnavailable {pdb.get('maxUnavailable', 1)} lets a drain evict every executor at the HPA's "
+                 f"minimum (autoscaling.minReplicas {low})"),
+                 f"pdb.maxUnavailable below {low}, or a higher autoscaling.minReplicas")
+    elif _zero(roll.get("maxSurge", "25%")) and _zero(roll.get("maxUnavailable", 0)):
+        found = (("rollingUpdate",), "maxSurge and maxUnavailable are both zero, a rollout Kubernetes refuses",
+                 "maxSurge of at least 1 (maxUnavailable 0 keeps every replica serving)")
+    elif pause >= grace:
+        found = (("preStopSleepSeconds",),
+                 (f"preStopSleepSeconds {pause} leaves no time of terminationGracePeriodSeconds {grace} to finish "
+                 "the tasks in flight"),
+                 f"preStopSleepSeconds below {grace}, or a longer terminationGracePeriodSeconds")
+    return found

@@ -254,7 +254,13 @@ def _overlay(spec: dict[str, Any]) -> None:
         raise Refused
 
 
-HOOKS: dict[str, Callable[[Any], None]] = {"RayClusterSpecOverlay": _overlay}
+def _sandbox(sandbox: dict[str, Any]) -> None:
+    """Sandbox's _pool_rules (`generator.inputs.rules.sandbox_pool_problem`)."""
+    if rules.sandbox_pool_problem(_plain(sandbox)):
+        raise Refused
+
+
+HOOKS: dict[str, Callable[[Any], None]] = {"RayClusterSpecOverlay": _overlay, "Sandbox": _sandbox}
 
 
 @cache

@@ -95,6 +95,21 @@ CASES = [
      (f'launch.configMountPath: "/etc/\\ufffe" holds a character Helm\'s toYaml drops or mangles ({CHARS}); '
      "remove it"),
      "launch.configMountPath: '/etc/\\ufffe' holds U+FFFE"),
+    # the sandbox pool (issue 21)
+    ("hpa min over max", {"sandbox": {"autoscaling": {"minReplicas": 5, "maxReplicas": 3}}},
+     ("sandbox.autoscaling.maxReplicas: minReplicas 5 is more than maxReplicas 3; expected maxReplicas of at least 5, "
+      "or a lower minReplicas"),
+     "sandbox.autoscaling.maxReplicas: minReplicas 5 is more than maxReplicas 3"),
+    ("pdb takes the hpa minimum", {"sandbox": {"autoscaling": {"enabled": True, "minReplicas": 3,
+                                                               "targetCPUUtilizationPercentage": 70},
+                                               "pdb": {"maxUnavailable": 3}}},
+     ("sandbox.pdb.maxUnavailable: maxUnavailable 3 lets a drain evict every executor at the HPA's minimum "
+      "(autoscaling.minReplicas 3); expected pdb.maxUnavailable below 3, or a higher autoscaling.minReplicas"),
+     "sandbox.pdb.maxUnavailable: maxUnavailable 3 lets a drain evict every executor at the HPA's minimum"),
+    ("preStop eats the grace period", {"sandbox": {"terminationGracePeriodSeconds": 30, "preStopSleepSeconds": 30}},
+     ("sandbox.preStopSleepSeconds: preStopSleepSeconds 30 leaves no time of terminationGracePeriodSeconds 30 to "
+      "finish the tasks in flight; expected preStopSleepSeconds below 30, or a longer terminationGracePeriodSeconds"),
+     "sandbox.preStopSleepSeconds: preStopSleepSeconds 30 leaves no time of terminationGracePeriodSeconds 30"),
 ]
 # Refused by values.schema.json first: the chart's refusal shows with --skip-schema-validation.
 SCHEMA_FIRST = [
@@ -111,6 +126,14 @@ SCHEMA_FIRST = [
      "app.kubernetes.io/name, app.kubernetes.io/part-of, app.kubernetes.io/version, dockyard.dev/fleet, "
      "helm.sh/chart); choose another key"),
      'sandbox.podLabels: "dockyard.dev/fleet" is a label the chart sets itself'),
+    ("hpa without a target", {"sandbox": {"autoscaling": {"enabled": True, "targetCPUUtilizationPercentage": None}}},
+     ("sandbox.autoscaling: autoscaling is enabled but sets no target, so the HPA has no metric to act on; expected "
+      "targetCPUUtilizationPercentage (e.g. 70) or targetMemoryUtilizationPercentage"),
+     "sandbox.autoscaling: autoscaling is enabled but sets no target"),
+    ("rollout neither surges nor drops", {"sandbox": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}}},
+     ("sandbox.rollingUpdate: maxSurge and maxUnavailable are both zero, a rollout Kubernetes refuses; expected "
+      "maxSurge of at least 1 (maxUnavailable 0 keeps every replica serving)"),
+     "sandbox.rollingUpdate: maxSurge and maxUnavailable are both zero"),
     ("unknown group", {"kuberay": {"spec": {"workerGroupSpecs": [{"groupName": "bogus"}]}}},
      'kuberay.spec.workerGroupSpecs: unknown groupName "bogus" (expected trainer or inference)',
      "kuberay.spec.workerGroupSpecs[0].groupName: 'bogus' is not allowed"),

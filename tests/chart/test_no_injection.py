@@ -41,7 +41,8 @@ SWITCHES = {
               "resourceQuota": {"enabled": True}, "limitRange": {"enabled": True}},
     "launch": {"submissionMode": "K8sJobMode"},
     "kuberay": {"pdb": {"enabled": True}},
-    "sandbox": {"security": {"readOnlyRootFilesystem": True}, "networkPolicy": {"allowEgress": False}},
+    "sandbox": {"security": {"readOnlyRootFilesystem": True}, "networkPolicy": {"allowEgress": False},
+                "autoscaling": {"enabled": True, "targetCPUUtilizationPercentage": 70}},
 }
 
 # Fields the chart does not render in these settings, and why.
@@ -157,7 +158,7 @@ NOT_RENDERED.update({slot.path: "a node field requirement takes one value (the A
 def _sentinel(n: int, slot: Slot) -> str:
     token = f"zq{n:03d}x"
     candidates = [token, "/" + token, "sha256:" + f"e{n:03d}" * 16, f"10.{100 + n // 100}.{100 + n % 100}.0/24",
-                  f"9.{100 + n}.7", f"{1000 + n}7m"]
+                  f"9.{100 + n}.7", f"{1000 + n}7m", f"{1000 + n}%"]
     return next(c for c in candidates if _valid(c, slot.schema))
 
 
@@ -214,6 +215,8 @@ def _strategy(slot: Slot) -> st.SearchStrategy[str]:
     words = [w for w in TYPED_WORDS if _valid(w, valid)]
     # not empty: an empty toleration key needs operator Exists, which values_for leaves at its default
     anything = st.from_regex(pattern).filter(lambda s: s and _valid(s, valid) and "sglang" not in s)
+    if slot.path == "sandbox.rollingUpdate.maxSurge":  # a zero maxSurge with a zero maxUnavailable is refused
+        anything = anything.filter(lambda s: s.strip("0") != "%")
     return st.one_of(st.sampled_from(words), st.sampled_from(words), anything) if words else anything
 
 

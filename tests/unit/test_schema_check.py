@@ -240,6 +240,20 @@ CASES = [
     ("kuberay.spec", {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "x", "resources": 1}]}}}}),
     ("sandbox.nodeSelector", {"<<": "a"}), ("sandbox.nodeSelector", {"a": "b\x85"}),
     ("sandbox.podAnnotations", {"a\u2028": "b"}), ("launch.configMountPath", "/x\x7f"),
+    # the sandbox pool's cross-field rules (issue 21): each side of each
+    ("sandbox.autoscaling", {"minReplicas": 5, "maxReplicas": 3}), ("sandbox.autoscaling", {"minReplicas": 3}),
+    ("sandbox.autoscaling", {"enabled": True, "targetCPUUtilizationPercentage": None}),
+    ("sandbox.autoscaling", {"enabled": True, "targetCPUUtilizationPercentage": None,
+                             "targetMemoryUtilizationPercentage": 80}),
+    ("sandbox.autoscaling", {"enabled": False, "targetCPUUtilizationPercentage": None}),
+    ("sandbox.autoscaling", {"enabled": True, "minReplicas": 1}), ("sandbox.autoscaling", {"enabled": True}),
+    ("sandbox.pdb", {"enabled": False}), ("sandbox.rollingUpdate", {"maxSurge": 0}),
+    ("sandbox.rollingUpdate", {"maxSurge": "00%", "maxUnavailable": "0%"}),
+    ("sandbox.rollingUpdate", {"maxSurge": 0, "maxUnavailable": 1}), ("sandbox.rollingUpdate", {"maxSurge": "1"}),
+    ("sandbox.rollingUpdate", {"maxUnavailable": "0%"}), ("sandbox.rollingUpdate", {"maxSurge": True}),
+    ("sandbox.preStopSleepSeconds", 300), ("sandbox.preStopSleepSeconds", 299), ("sandbox.preStopSleepSeconds", None),
+    ("sandbox.preStopSleepSeconds", 0), ("sandbox.terminationGracePeriodSeconds", 5),
+    ("sandbox.autoscaling", {"enabled": True, "targetCPUUtilizationPercentage": 1}),
 ]
 
 

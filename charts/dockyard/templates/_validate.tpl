@@ -15,6 +15,7 @@ $ -> "" (valid), else fail "release name \"1abc\" must be a DNS-1035 label …\n
 {{- $messages = append $messages (include "dockyard.validate.kueue" .) -}}
 {{- $messages = append $messages (include "dockyard.validate.resourceQuota" .) -}}
 {{- $messages = append $messages (include "dockyard.validate.sandboxHooks" .) -}}
+{{- $messages = append $messages (include "dockyard.validate.sandboxPool" .) -}}
 {{- $messages = append $messages (include "dockyard.validate.toYamlSafe" .) -}}
 {{- with without $messages "" -}}
 {{- fail (join "\n" .) -}}
@@ -136,6 +137,30 @@ sandbox.extraEnv [{name: DOCKYARD_WORK_DIR, value: /tmp}]
 {{- end -}}
 {{- end -}}
 {{- join "\n" $messages -}}
+{{- end -}}
+
+{{/* The sandbox pool's autoscaling, PDB, rolling update and shutdown agree (the models' words:
+generator/inputs/rules.py sandbox_pool_problem; the first broken rule only, as there).
+sandbox.autoscaling {minReplicas: 5, maxReplicas: 3}
+-> sandbox.autoscaling.maxReplicas: minReplicas 5 is more than maxReplicas 3; expected maxReplicas of at least 5, … */}}
+{{- define "dockyard.validate.sandboxPool" -}}
+{{- $sb := .Values.sandbox -}}
+{{- $hpa := $sb.autoscaling -}}
+{{- $low := int64 $hpa.minReplicas -}}
+{{- $high := int64 $hpa.maxReplicas -}}
+{{- $roll := $sb.rollingUpdate -}}
+{{- $grace := int64 $sb.terminationGracePeriodSeconds -}}
+{{- if gt $low $high -}}
+{{- printf "sandbox.autoscaling.maxReplicas: minReplicas %d is more than maxReplicas %d; expected maxReplicas of at least %d, or a lower minReplicas" $low $high $low -}}
+{{- else if and $hpa.enabled (kindIs "invalid" $hpa.targetCPUUtilizationPercentage) (kindIs "invalid" $hpa.targetMemoryUtilizationPercentage) -}}
+sandbox.autoscaling: autoscaling is enabled but sets no target, so the HPA has no metric to act on; expected targetCPUUtilizationPercentage (e.g. 70) or targetMemoryUtilizationPercentage
+{{- else if and $hpa.enabled $sb.pdb.enabled (ge (int64 $sb.pdb.maxUnavailable) $low) -}}
+{{- printf "sandbox.pdb.maxUnavailable: maxUnavailable %d lets a drain evict every executor at the HPA's minimum (autoscaling.minReplicas %d); expected pdb.maxUnavailable below %d, or a higher autoscaling.minReplicas" (int64 $sb.pdb.maxUnavailable) $low $low -}}
+{{- else if and (regexMatch "^0+%?$" (toString $roll.maxSurge)) (regexMatch "^0+%?$" (toString $roll.maxUnavailable)) -}}
+sandbox.rollingUpdate: maxSurge and maxUnavailable are both zero, a rollout Kubernetes refuses; expected maxSurge of at least 1 (maxUnavailable 0 keeps every replica serving)
+{{- else if ge (int64 $sb.preStopSleepSeconds) $grace -}}
+{{- printf "sandbox.preStopSleepSeconds: preStopSleepSeconds %d leaves no time of terminationGracePeriodSeconds %d to finish the tasks in flight; expected preStopSleepSeconds below %d, or a longer terminationGracePeriodSeconds" (int64 $sb.preStopSleepSeconds) $grace $grace -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Helm's toYaml silently drops a whole structure holding U+007F-U+009F (but U+0085), U+FFFE or

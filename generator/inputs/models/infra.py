@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -17,6 +17,7 @@ from generator.inputs.models.common import (
     Toleration,
     TopologySpreadConstraint,
     backend_image_problem,
+    present,
 )
 from generator.inputs.models.placement import KubeRayPlacement
 from generator.inputs.models.types import (
@@ -34,7 +35,13 @@ from generator.inputs.models.types import (
     refuse_non_finite,
     refused,
 )
-from generator.inputs.rules import duplicate_group, kuberay_overlay_problem, overlay_shape_problem, toyaml_problem
+from generator.inputs.rules import (
+    duplicate_group,
+    kuberay_overlay_problem,
+    overlay_shape_problem,
+    sandbox_pool_problem,
+    toyaml_problem,
+)
 
 GROUPS = ("trainer", "inference")
 
@@ -310,6 +317,57 @@ class SandboxPdbSettings(Strict):
     maxUnavailable: int = Field(1, ge=0, description="maxUnavailable replicas during voluntary disruption.")
 
 
+class SandboxAutoscaling(Strict):
+    """An autoscaling/v2 HorizontalPodAutoscaler over the executor Deployment."""
+
+    # JSON Schema twin of the "a target set" rule (rules.sandbox_pool_problem), so Helm refuses the same values.
+    model_config = ConfigDict(json_schema_extra={
+        "if": present("enabled", const=True),
+        "then": {"anyOf": [present("targetCPUUtilizationPercentage", type="integer"),
+                           present("targetMemoryUtilizationPercentage", type="integer")]},
+    })
+
+    enabled: bool = Field(
+        False, description="Render an HPA; the Deployment then leaves `replicas` to it (sandbox.replicas is ignored).")
+    minReplicas: int = Field(2, ge=1, le=10000, description="Fewest replicas the HPA keeps (at least 1).")
+    maxReplicas: int = Field(10, ge=1, le=10000, description="Most replicas the HPA adds; at least minReplicas.")
+    targetCPUUtilizationPercentage: int | None = Field(
+        None, ge=1, description="Average CPU use, in % of the CPU request, the HPA aims for (e.g. 70); enabled "
+                                "needs this or the memory target.")
+    targetMemoryUtilizationPercentage: int | None = Field(
+        None, ge=1, description="Average memory use, in % of the memory request, the HPA aims for.")
+    behavior: FreeForm = Field(
+        {}, description="spec.behavior of the HPA (scaleUp / scaleDown policies and stabilization windows), as given.")
+
+
+IntOrPercent = Annotated[int, Field(ge=0)] | Annotated[str, Field(pattern=r"^[0-9]+%$")]
+
+
+class SandboxRollingUpdate(Strict):
+    """The Deployment's RollingUpdate: new executors come up before old ones go (no capacity lost)."""
+
+    # JSON Schema twin of the "not both zero" rule (rules.sandbox_pool_problem).
+    model_config = ConfigDict(json_schema_extra={"not": {
+        "required": ["maxSurge"],
+        "properties": {key: {"anyOf": [{"const": 0}, {"type": "string", "pattern": "^0+%$"}]}
+                       for key in ("maxSurge", "maxUnavailable")},
+    }})
+
+    maxSurge: IntOrPercent = Field("25%", description="Extra pods during a rollout (a count or a percentage).")
+    maxUnavailable: IntOrPercent = Field(
+        0, description="Pods a rollout may take out of service (0: an old pod goes only once a new one is ready).")
+
+
+class SandboxReadinessProbe(Strict):
+    """When an executor gets traffic: HTTP on its health path (fails while it drains), or a TCP connect."""
+
+    type: Literal["http", "tcp"] = Field(
+        "http", description="`http`: GET `path` must answer 2xx/3xx; `tcp`: the port accepting is enough.")
+    path: str = Field("/health", pattern=r"^/", max_length=1024, description="Health path of the http probe.")
+    periodSeconds: int = Field(5, ge=1, le=3600, description="Seconds between probes.")
+    failureThreshold: int = Field(2, ge=1, le=100, description="Failed probes in a row before the pod is not ready.")
+
+
 # What the chart sets itself on the executor pods (charts/dockyard/templates/sandbox/_helpers.tpl):
 # sandbox.extraEnv and sandbox.podLabels may not set these (a chart test keeps them equal to its renders).
 SANDBOX_CHART_ENV = ("DOCKYARD_EXECUTOR_PORT", "DOCKYARD_WORK_DIR")
@@ -370,7 +428,8 @@ class SandboxEnvVar(Strict):
 class Sandbox(Strict):
     """The GPU-free pool of executors that run untrusted agent code."""
 
-    replicas: int = Field(2, ge=0, le=10000, description="Executor replicas.")
+    replicas: int = Field(2, ge=0, le=10000,
+                          description="Executor replicas; ignored when autoscaling.enabled (the HPA sets them).")
     image: OptionalImage = Field(OptionalImage(),
                                  description="Executor image; defaults to the infra image (the same ubuntu-swe build).")
     port: int = Field(9090, ge=1, le=65535, description="Executor port (POST /task/submit).")
@@ -379,6 +438,21 @@ class Sandbox(Strict):
     security: SecuritySettings = Field(SecuritySettings(), description="securityContext baseline (on by default).")
     networkPolicy: NetworkPolicySettings = Field(NetworkPolicySettings(), description="The sandbox NetworkPolicy.")
     pdb: SandboxPdbSettings = Field(SandboxPdbSettings(), description="The sandbox PodDisruptionBudget.")
+    autoscaling: SandboxAutoscaling = Field(SandboxAutoscaling(), description="Opt-in HorizontalPodAutoscaler.")
+    rollingUpdate: SandboxRollingUpdate = Field(SandboxRollingUpdate(),
+                                                description="The Deployment's rolling update (zero-downtime defaults).")
+    minReadySeconds: int = Field(
+        5, ge=0, le=3600,
+        description="Seconds a new executor stays ready before it counts as available (and an old one may go).")
+    terminationGracePeriodSeconds: int = Field(
+        300, ge=1, le=86400,
+        description="Seconds an executor has, after the preStop pause, to finish its in-flight tasks before "
+                    "SIGKILL; fits tasks of up to ~5 minutes (docs/sandbox-pool.md).")
+    preStopSleepSeconds: int = Field(
+        5, ge=0, le=3600,
+        description="preStop `sleep` before SIGTERM, so the endpoint leaves the Service first (0: no pause).")
+    readinessProbe: SandboxReadinessProbe = Field(SandboxReadinessProbe(),
+                                                  description="The executor's readiness probe.")
     topologySpreadConstraints: list[TopologySpreadConstraint] = Field(
         [], description="Spread the replicas over nodes or zones."
     )
@@ -413,6 +487,14 @@ class Sandbox(Strict):
             if problem:
                 raise ValueError(problem)
         return labels
+
+    @model_validator(mode="after")
+    def _pool_rules(self) -> Sandbox:
+        found = sandbox_pool_problem(self.model_dump(include={
+            "autoscaling", "pdb", "rollingUpdate", "terminationGracePeriodSeconds", "preStopSleepSeconds"}))
+        if found:
+            raise refused(*found)
+        return self
 
 
 # JSON Schema twin of kueue_overlay_problem (on InfraSpec and ChartValues), so Helm refuses the same values.

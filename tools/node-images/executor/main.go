@@ -12,6 +12,11 @@
 // {"exit_code": N, "output": "...", "stdout": "...", "stderr": "..."}. The command runs in
 // $DOCKYARD_WORK_DIR when that exists. SIGUSR1 closes the listener (the process stays up and
 // stops answering), so tests can watch the kubelet's liveness probe restart it.
+//
+// SIGTERM (or SIGINT) drains, the contract of docs/sandbox-pool.md: the listener closes (new
+// connections are refused), /health and any task still arriving on an open connection answer 503,
+// the tasks in flight run to their end and get their answers (with Connection: close), then the
+// process exits 0. The kubelet's grace period bounds the drain; a second signal exits at once (1).
 package main
 
 import (
@@ -27,6 +32,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -51,7 +57,50 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func submit(w http.ResponseWriter, r *http.Request) {
+// executor answers the API; draining is set on SIGTERM, inFlight counts the tasks running.
+type executor struct {
+	draining atomic.Bool
+	inFlight atomic.Int64
+}
+
+// refuseWhileDraining answers 503 (nothing ran, so the caller may retry elsewhere) once draining.
+func (e *executor) refuseWhileDraining(w http.ResponseWriter) bool {
+	if !e.draining.Load() {
+		return false
+	}
+	w.Header().Set("Connection", "close")
+	w.Header().Set("Retry-After", "1")
+	writeJSON(w, http.StatusServiceUnavailable, result{ExitCode: -1, Error: "executor draining (SIGTERM): not run, retry on another replica"})
+	return true
+}
+
+func (e *executor) health(w http.ResponseWriter, _ *http.Request) {
+	if e.draining.Load() {
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "draining\n")
+		return
+	}
+	_, _ = io.WriteString(w, "ok\n")
+}
+
+func (e *executor) submit(w http.ResponseWriter, r *http.Request) {
+	if e.refuseWhileDraining(w) {
+		return
+	}
+	e.inFlight.Add(1)
+	defer e.inFlight.Add(-1)
+	run(w, r)
+}
+
+func (e *executor) mux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", e.health)
+	mux.HandleFunc("/task/submit", e.submit)
+	return mux
+}
+
+func run(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		writeJSON(w, http.StatusMethodNotAllowed, result{ExitCode: -1, Error: "POST a JSON task"})
 		return
@@ -110,25 +159,40 @@ func serve() error {
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	mux.HandleFunc("/task/submit", submit)
+	e := &executor{}
+	srv := &http.Server{Handler: e.mux(), ReadHeaderTimeout: 30 * time.Second}
+	drained := make(chan error, 1)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		for s := range sigs {
-			if s == syscall.SIGUSR1 {
+			name := map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT"}[s]
+			switch {
+			case s == syscall.SIGUSR1:
 				fmt.Fprintln(os.Stderr, "executor: SIGUSR1, no longer answering")
 				_ = ln.Close()
-				continue
+			case e.draining.Load():
+				fmt.Fprintf(os.Stderr, "executor: %s while draining, exiting with %d task(s) in flight\n", name, e.inFlight.Load())
+				os.Exit(1)
+			default:
+				fmt.Fprintf(os.Stderr, "executor: %s, draining %d task(s) in flight\n", name, e.inFlight.Load())
+				e.draining.Store(true)
+				srv.SetKeepAlivesEnabled(false)
+				// Shutdown closes the listener and the idle connections, then waits for the active ones:
+				// the tasks in flight, whose request contexts it leaves alone.
+				go func() { drained <- srv.Shutdown(context.Background()) }()
 			}
-			os.Exit(0)
 		}
 	}()
-	fmt.Fprintf(os.Stderr, "executor: serving on :%s\n", port)
-	err = http.Serve(ln, mux)
-	if errors.Is(err, net.ErrClosed) {
-		select {} // stay up, silent: the liveness probe decides
+	fmt.Fprintf(os.Stderr, "executor: serving on %s\n", ln.Addr())
+	err = srv.Serve(ln)
+	if errors.Is(err, net.ErrClosed) && !e.draining.Load() {
+		err = <-drained // SIGUSR1: stay up, silent (the liveness probe decides), until a SIGTERM drains
+	} else if errors.Is(err, http.ErrServerClosed) {
+		err = <-drained
+	}
+	if err == nil {
+		fmt.Fprintln(os.Stderr, "executor: drained, exiting")
 	}
 	return err
 }

@@ -92,3 +92,9 @@ $ (defaults) -> checkov.io/skip1: "CKV_K8S_43=Image pinned by tag, not digest: â
 checkov.io/skip{{ add1 $i }}: {{ $s | quote }}
 {{- end }}
 {{- end -}}
+
+{{/* A rolling-update IntOrString: a count as an integer, a percentage as a quoted string.
+1 -> 1     "25%" -> "25%" */}}
+{{- define "dockyard.intOrString" -}}
+{{- if kindIs "string" . -}}{{ quote . }}{{- else -}}{{ int64 . }}{{- end -}}
+{{- end -}}
