@@ -309,3 +309,14 @@ def test_placement_from_plain_helm_values_nulls_dropped():
     assert specs["trainer"]["tolerations"] == [GPU_TOLERATION]
     assert specs["inference"]["tolerations"] == [{"key": "pool", "value": "serve"}]  # as given: Equal by default
     assert "null" not in json.dumps(specs)
+
+
+@pytest.mark.parametrize("space", ["\u00a0", "\u3000", "\u2003"])
+def test_placement_keeps_a_last_value_ending_in_a_unicode_space(render, space):
+    """The placement block was trimmed whole (Go's TrimSpace): a last value ending in U+00A0 or another
+    Unicode space lost it, one of only such a space became null."""
+    anti = {"": "a", "z": space, "zz": f"b{space}"}  # sorted: the last values end in the space
+    specs = render(kuberay={"placement": {"gpu": {"affinity": {"podAntiAffinity": anti}},
+                                          "submitter": {"affinity": {"podAntiAffinity": anti}}}}).pod_specs()
+    for role in ("trainer", "inference", "submitter"):
+        assert specs[role]["affinity"]["podAntiAffinity"] == anti, role

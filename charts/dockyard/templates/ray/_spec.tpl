@@ -75,7 +75,7 @@ spec:
   {{- with $ctx.Values.infra.priorityClassName }}
   priorityClassName: {{ . | quote }}
   {{- end }}
-  {{- with include "dockyard.ray.placementYaml" (dict "ctx" $ctx "role" .role) | trim }}
+  {{- with include "dockyard.ray.placementYaml" (dict "ctx" $ctx "role" .role) | trimPrefix "\n" }}
   {{- . | nindent 2 }}
   {{- end }}
   {{- if $sec.enabled }}
