@@ -86,8 +86,9 @@ def real_node_turn(timeout: float = 1800) -> Iterator[None]:
 
 
 @contextmanager
-def real_node_playground(prefix: str, timeout: float, env: dict[str, str] | None = None) -> Iterator[tuple]:
-    """In this session's turn, a playground with one real node (and a kwok GPU node) in
+def real_node_playground(prefix: str, timeout: float, env: dict[str, str] | None = None,
+                         kueue: bool = False) -> Iterator[tuple]:
+    """In this session's turn, a playground with one real node (and a kwok GPU node, and Kueue if `kueue`) in
     <sessions root>/<prefix><pid>, with its own Helm homes and `env` set meanwhile: yields (its
     folder, its state, the host before it). Afterwards it is down and the host holds nothing new."""
     from generator.playground.cluster import down, load_state, up
@@ -106,7 +107,7 @@ def real_node_playground(prefix: str, timeout: float, env: dict[str, str] | None
         t0 = time.monotonic()
         try:
             rc = exit_code(up, state_dir, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), timeout=timeout, out=out,
-                           real_node=True)
+                           real_node=True, kueue=kueue)
             assert rc == 0, f"playground up --real-node failed (exit {rc}):\n{out.getvalue()}"
             print(f"\nplayground with a real node up in {time.monotonic() - t0:.1f} s\n{out.getvalue()}")
             yield state_dir, load_state(state_dir), before

@@ -36,7 +36,9 @@ def ray_node():
 
     # the Ray image and the device plugin, cached by version (a cold image build is ~3 min)
     subprocess.run(["bash", str(TOOLS_REPO / "hack" / "tools.sh"), "ray-image", "device-plugin"], check=True)
-    with real_node_playground("real-ray-", timeout=300, env={"DOCKYARD_REAL_NODE_GPUS": "2"}) as (state_dir, state, _):
+    # with Kueue (issue 20): smoke on a queued cluster; unlabelled jobs pass Kueue's webhooks untouched
+    with real_node_playground("real-ray-", timeout=300, env={"DOCKYARD_REAL_NODE_GPUS": "2"},
+                              kueue=True) as (state_dir, state, _):
         yield {"state_dir": state_dir, "state": state, "kubeconfig": str(state_dir / "kubeconfig")}
 
 
@@ -90,6 +92,32 @@ def test_smoke_passes_with_the_playground_infra_and_removes_its_release(ray_node
     # any other failure reads otherwise, a crash raises here)
     rc, out, err = cli(capsys, "status", "grpo-swe-smoke", "-n", ns, "--kubeconfig", ray_node["kubeconfig"])
     assert (rc, out, err) == (EXIT_FAILED, "", f"error: release grpo-swe-smoke not found in namespace {ns}\n")
+
+
+def test_smoke_passes_on_a_queued_cluster_admitted_by_kueue(ray_node, capsys, tmp_path):
+    """The probe job carries the queue label, is suspended by Kueue's webhook, admitted as a gang, runs every row
+    for real, and leaves no Workload behind."""
+    from kubernetes import client, config
+
+    ns = _ns()
+    api = config.new_client_from_config(config_file=ray_node["kubeconfig"])
+    client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "kueue.x-k8s.io", "v1beta2", ns, "localqueues",
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "smoke"},
+         "spec": {"clusterQueue": "playground"}})
+    queued = _infra(tmp_path, "queued", lambda d: d["launch"].update(queue="smoke"))
+    t0 = time.monotonic()
+    rc, out, err = cli(capsys, "smoke", RECIPE, queued, *SHAPE, "-n", ns, "--kubeconfig", ray_node["kubeconfig"],
+                       "--timeout", "600")
+    print(f"\nqueued smoke on the real node: {time.monotonic() - t0:.1f} s\n{out}{err}")
+    assert rc == 0, out + err
+    assert "14/14 rows hold" in out and "Kueue" in out + err, out + err
+    workloads = client.CustomObjectsApi(api).list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", ns,
+                                                                          "workloads")["items"]
+    assert workloads == [], [w["metadata"]["name"] for w in workloads]
+    client.CoreV1Api(api).delete_namespace(ns)
+    api.close()
 
 
 def test_smoke_names_the_row_a_broken_overlay_breaks(ray_node, capsys, tmp_path):
