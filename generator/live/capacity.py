@@ -180,12 +180,30 @@ def _gang_row(room: Room, cluster: Any, gpu_nodes: dict[str, float], empty: bool
     return Row(OK, "GPU capacity: gang", detail)
 
 
-def sandbox_rows(room: Room, template: dict[str, Any] | None, replicas: int) -> list[Row]:
-    """Whether `replicas` sandbox pods fit the schedulable nodes' free cpu, memory and ephemeral storage."""
+def sandbox_rows(room: Room, template: dict[str, Any] | None, replicas: int,
+                 autoscaling: dict[str, Any] | None = None) -> list[Row]:
+    """Whether `replicas` sandbox pods fit the schedulable nodes' free cpu, memory and ephemeral storage; with an
+    HPA (`autoscaling` enabled) its minimum must fit and its maximum is a warning when it cannot."""
+    if autoscaling and autoscaling.get("enabled"):
+        low, high = int(autoscaling.get("minReplicas", 1)), int(autoscaling.get("maxReplicas", 1))
+        rows = _sandbox_rows(room, template, low, knob="sandbox.autoscaling.minReplicas")
+        top = _sandbox_rows(room, template, high, "sandbox pool at max")
+        if top and top[0].mark == FAIL:
+            rows.append(Row(WARN, top[0].check, f"the HPA's maxReplicas {high}: {top[0].detail}",
+                            "lower sandbox.autoscaling.maxReplicas or sandbox.resources, or add CPU nodes: the HPA "
+                            "cannot add replicas past the room"))
+        elif top:
+            rows.append(top[0])
+        return rows
+    return _sandbox_rows(room, template, replicas)
+
+
+def _sandbox_rows(room: Room, template: dict[str, Any] | None, replicas: int, check: str = "sandbox pool fits",
+                  knob: str = "sandbox.replicas") -> list[Row]:
     if not template:
         return []
     if room.nodes_denied:
-        return [Row(WARN, "sandbox pool fits", forbidden("list", "nodes", None, "CPU and memory room unknown"))]
+        return [Row(WARN, check, forbidden("list", "nodes", None, "CPU and memory room unknown"))]
     per = requests(template)
     short = []
     for key in ("cpu", "memory", "ephemeral-storage"):
@@ -195,9 +213,9 @@ def sandbox_rows(room: Room, template: dict[str, Any] | None, replicas: int) -> 
         if slots < replicas:
             short.append(f"{key}: room for {slots} of {replicas} replicas at {fmt(key, need_one)} each")
     if short:
-        return [Row(FAIL, "sandbox pool fits", "; ".join(short),
-                    "lower sandbox.replicas or sandbox.resources (requests are what the scheduler reserves)")]
-    return [Row(WARN if room.pods_denied else OK, "sandbox pool fits",
+        return [Row(FAIL, check, "; ".join(short),
+                    f"lower {knob} or sandbox.resources (requests are what the scheduler reserves)")]
+    return [Row(WARN if room.pods_denied else OK, check,
                 f"{replicas} × (cpu {fmt('cpu', per.get('cpu'))}, memory {fmt('memory', per.get('memory'))}, "
                 f"ephemeral-storage {fmt('ephemeral-storage', per.get('ephemeral-storage'))}) fit the schedulable "
                 "nodes" + (f" if no other pod used any; {IN_USE_UNKNOWN}" if room.pods_denied else ""))]

@@ -38,6 +38,9 @@ RBAC = [
     ("", "pods", ("create",)),  # doctor's server-side dry run of each pod template
 ]
 
+# Only when the release renders a HorizontalPodAutoscaler (sandbox.autoscaling.enabled).
+HPA_RBAC = ("autoscaling", "horizontalpodautoscalers", ("get", "create", "patch", "delete"))
+
 # Cluster-scope reads: not needed to work in a namespace; without them a row says what is unknown.
 CLUSTER_READS = [
     ("", "nodes", "list", "GPU and CPU capacity unknown"),
@@ -180,11 +183,11 @@ def _allowed(kube: Kube, group: str, resource: str, verb: str, namespace: str | 
     return bool(status and status.allowed)
 
 
-def rbac_rows(kube: Kube, namespace: str) -> list[Row]:
-    """Every verb the live path uses in the namespace, then the optional cluster-scope reads."""
+def rbac_rows(kube: Kube, namespace: str, hpa: bool = False) -> list[Row]:
+    """Every verb the live path uses in the namespace (the HPA's with `hpa`), then the optional cluster-scope reads."""
     from kubernetes.client.exceptions import ApiException
 
-    needed = [(g, r, v) for g, r, verbs in RBAC for v in verbs]
+    needed = [(g, r, v) for g, r, verbs in [*RBAC, *([HPA_RBAC] if hpa else [])] for v in verbs]
     try:
         denied = [(g, r, v) for g, r, v in needed if not _allowed(kube, g, r, v, namespace)]
         cluster_denied = [(g, r, v, m) for g, r, v, m in CLUSTER_READS if not _allowed(kube, g, r, v, None)]

@@ -176,3 +176,37 @@ def test_doctor_passes_on_the_playground_and_names_blocking_problems(playground,
         assert rows.get(name) == "✗", (name, out)
     assert "→" in out and "blocking problem" in out and "Traceback" not in err
     assert "restricted" in out and "requests.nvidia.com/gpu" in out
+
+
+def test_doctor_with_an_hpa_checks_its_minimum_warns_on_its_maximum_and_asks_for_its_verbs(
+        playground, namespace, capsys, tmp_path):
+    """sandbox.autoscaling (issue 21): the HPA's minReplicas must fit the CPU nodes (✗ otherwise), a maxReplicas
+    that cannot is a warning (the HPA stops at the room), and RBAC counts the HPA's four verbs."""
+    kc = playground.kubeconfig
+
+    def pool(min_replicas: int, max_replicas: int):
+        return lambda d: (d["sandbox"].update(autoscaling={
+            "enabled": True, "minReplicas": min_replicas, "maxReplicas": max_replicas,
+            "targetCPUUtilizationPercentage": 70}), d["sandbox"]["resources"].update(cpu="16"))
+
+    cpu = int(playground.shape["node_cpu"]) * len(playground.cpu_node_names)  # 64 cores: 4 pods of 16
+    rows = {}
+    for name, (low, high) in {"fits": (2, 3), "max": (2, 40), "min": (40, 41)}.items():
+        infra = infra_variant(tmp_path, f"{name}.yaml", pool(low, high))
+        rc, out, err = cli(capsys, "doctor", RECIPE, infra, "-n", namespace, "-o", "json", "--kubeconfig", kc)
+        rows[name] = (rc, {c["check"]: c for c in json.loads(out)["checks"]})
+    assert cpu // 16 >= 3
+    rc, fits = rows["fits"]
+    assert fits["sandbox pool fits"]["mark"] == "✓" and fits["sandbox pool at max"]["mark"] == "✓", fits
+    assert fits["RBAC"]["mark"] == "✓" and re.search(r"\b(\d+)/\1 verbs allowed", fits["RBAC"]["detail"])
+    rc, top = rows["max"]
+    assert top["sandbox pool fits"]["mark"] == "✓"
+    assert top["sandbox pool at max"]["mark"] == "!" and "maxReplicas 40" in top["sandbox pool at max"]["detail"]
+    rc, low = rows["min"]
+    assert rc == 1 and low["sandbox pool fits"]["mark"] == "✗"
+    assert "sandbox.autoscaling.minReplicas" in low["sandbox pool fits"]["remedy"]
+    # without an HPA the RBAC row asks for four verbs fewer
+    rc, out, err = cli(capsys, "doctor", RECIPE, INFRA, "-n", namespace, "-o", "json", "--kubeconfig", kc)
+    plain = {c["check"]: c for c in json.loads(out)["checks"]}["RBAC"]["detail"]
+    count = lambda detail: int(re.search(r"/(\d+) verbs", detail).group(1))  # noqa: E731
+    assert count(fits["RBAC"]["detail"]) == count(plain) + 4

@@ -35,7 +35,8 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     ns = preflight.read_namespace(kube, namespace)
     rows.append(preflight.namespace_row(ns))
     rows.append(preflight.release_row(kube, release, namespace))
-    rows += preflight.rbac_rows(kube, namespace)
+    autoscaling = (values.get("sandbox") or {}).get("autoscaling") or {}
+    rows += preflight.rbac_rows(kube, namespace, hpa=bool(autoscaling.get("enabled")))
     rows.append(preflight.kuberay_crds_row(kube))
     rows.append(preflight.kuberay_operator_row(kube))
     rows.append(preflight.kuberay_reconciling_row(kube))
@@ -54,7 +55,9 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
         rows += capacity.gpu_rows(room, cluster)
         rows += placement.placement_rows(room, templates)
     replicas = int((values.get("sandbox") or {}).get("replicas", 0))
-    rows += capacity.sandbox_rows(room, templates.get("sandbox"), replicas)
+    if autoscaling.get("enabled"):
+        replicas = int(autoscaling.get("minReplicas", 1))  # what the HPA keeps; its maximum is a warning row
+    rows += capacity.sandbox_rows(room, templates.get("sandbox"), replicas, autoscaling)
     counts = {"sandbox": replicas, "head": 1, "trainer": cluster.trainer.nodes, "inference": cluster.inference.nodes,
               "submitter": 1}
     rows += capacity.quota_rows(kube, ns, templates, counts)
