@@ -216,10 +216,13 @@ def sandbox_pool_problem(sandbox: dict[str, Any]) -> tuple[Where, str, str] | No
         found = (("autoscaling",), "autoscaling is enabled but sets no target, so the HPA has no metric to act on",
                  "targetCPUUtilizationPercentage (e.g. 70) or targetMemoryUtilizationPercentage")
     elif on and pdb.get("enabled", True) and pdb.get("maxUnavailable", 1) >= low:
+        mu = pdb.get("maxUnavailable", 1)
+        fix = f"autoscaling.minReplicas of at least {mu + 1}"
+        if low >= 2:
+            fix = f"pdb.maxUnavailable from 1 to {low - 1}, or {fix}"
         found = (("pdb", "maxUnavailable"),
-                 (f"maxUnavailable {pdb.get('maxUnavailable', 1)} lets a drain evict every executor at the HPA's "
-                 f"minimum (autoscaling.minReplicas {low})"),
-                 f"pdb.maxUnavailable below {low}, or a higher autoscaling.minReplicas")
+                 f"maxUnavailable {mu} lets a drain evict every executor at the HPA's minimum (autoscaling.minReplicas "
+                 f"{low})", f"{fix} (a maxUnavailable of 0 would block every node drain)")
     elif _zero(roll.get("maxSurge", "25%")) and _zero(roll.get("maxUnavailable", 0)):
         found = (("rollingUpdate",), "maxSurge and maxUnavailable are both zero, a rollout Kubernetes refuses",
                  "maxSurge of at least 1 (maxUnavailable 0 keeps every replica serving)")

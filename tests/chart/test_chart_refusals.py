@@ -104,7 +104,8 @@ CASES = [
                                                                "targetCPUUtilizationPercentage": 70},
                                                "pdb": {"maxUnavailable": 3}}},
      ("sandbox.pdb.maxUnavailable: maxUnavailable 3 lets a drain evict every executor at the HPA's minimum "
-      "(autoscaling.minReplicas 3); expected pdb.maxUnavailable below 3, or a higher autoscaling.minReplicas"),
+      "(autoscaling.minReplicas 3); expected pdb.maxUnavailable from 1 to 2, or autoscaling.minReplicas of at least 4 "
+      "(a maxUnavailable of 0 would block every node drain)"),
      "sandbox.pdb.maxUnavailable: maxUnavailable 3 lets a drain evict every executor at the HPA's minimum"),
     ("preStop eats the grace period", {"sandbox": {"terminationGracePeriodSeconds": 30, "preStopSleepSeconds": 30}},
      ("sandbox.preStopSleepSeconds: preStopSleepSeconds 30 leaves no time of terminationGracePeriodSeconds 30 to "

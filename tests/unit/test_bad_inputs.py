@@ -220,7 +220,7 @@ CASES = [
     ("pdb lets a drain take the hpa minimum", ("infra", "sandbox.autoscaling", {"enabled": True, "minReplicas": 1,
                                                                        "targetCPUUtilizationPercentage": 70}),
      ["sandbox.pdb.maxUnavailable: maxUnavailable 1 lets a drain evict every executor at the HPA's minimum",
-      "expected: pdb.maxUnavailable below 1, or a higher autoscaling.minReplicas"]),
+      "expected: autoscaling.minReplicas of at least 2 (a maxUnavailable of 0 would block every node drain)"]),
     ("rollout neither surges nor drops", ("infra", "sandbox.rollingUpdate", {"maxSurge": "0%"}),
      ["sandbox.rollingUpdate: maxSurge and maxUnavailable are both zero", "expected: maxSurge of at least 1"]),
     ("maxSurge a bare string", ("infra", "sandbox.rollingUpdate", {"maxSurge": "1"}),

@@ -155,7 +155,10 @@ sandbox.autoscaling {minReplicas: 5, maxReplicas: 3}
 {{- else if and $hpa.enabled (kindIs "invalid" $hpa.targetCPUUtilizationPercentage) (kindIs "invalid" $hpa.targetMemoryUtilizationPercentage) -}}
 sandbox.autoscaling: autoscaling is enabled but sets no target, so the HPA has no metric to act on; expected targetCPUUtilizationPercentage (e.g. 70) or targetMemoryUtilizationPercentage
 {{- else if and $hpa.enabled $sb.pdb.enabled (ge (int64 $sb.pdb.maxUnavailable) $low) -}}
-{{- printf "sandbox.pdb.maxUnavailable: maxUnavailable %d lets a drain evict every executor at the HPA's minimum (autoscaling.minReplicas %d); expected pdb.maxUnavailable below %d, or a higher autoscaling.minReplicas" (int64 $sb.pdb.maxUnavailable) $low $low -}}
+{{- $mu := int64 $sb.pdb.maxUnavailable -}}
+{{- $fix := printf "autoscaling.minReplicas of at least %d" (add1 $mu) -}}
+{{- if ge $low 2 }}{{ $fix = printf "pdb.maxUnavailable from 1 to %d, or %s" (sub $low 1) $fix }}{{ end -}}
+{{- printf "sandbox.pdb.maxUnavailable: maxUnavailable %d lets a drain evict every executor at the HPA's minimum (autoscaling.minReplicas %d); expected %s (a maxUnavailable of 0 would block every node drain)" $mu $low $fix -}}
 {{- else if and (regexMatch "^0+%?$" (toString $roll.maxSurge)) (regexMatch "^0+%?$" (toString $roll.maxUnavailable)) -}}
 sandbox.rollingUpdate: maxSurge and maxUnavailable are both zero, a rollout Kubernetes refuses; expected maxSurge of at least 1 (maxUnavailable 0 keeps every replica serving)
 {{- else if ge (int64 $sb.preStopSleepSeconds) $grace -}}
