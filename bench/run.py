@@ -411,7 +411,8 @@ def kueue_overhead(repeat: int, report: list[str], tmp: Path, figures: dict[str,
                     data["launch"]["queue"] = "bench"
                     infra.write_text(yaml.safe_dump(data))
                     objs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                                 "metadata": {"name": "bench", "namespace": ns}, "spec": {"clusterQueue": "playground"}})
+                                 "metadata": {"name": "bench", "namespace": ns},
+                                 "spec": {"clusterQueue": "playground"}})
                 subprocess.run([kubectl, "--kubeconfig", pg.kubeconfig, "apply", "-f", "-"], check=True,
                                input=yaml.safe_dump_all(objs), text=True, capture_output=True)
                 t0 = time.perf_counter()
