@@ -221,8 +221,8 @@ def sandbox_pool_problem(sandbox: dict[str, Any]) -> tuple[Where, str, str] | No
         if low >= 2:
             fix = f"pdb.maxUnavailable from 1 to {low - 1}, or {fix}"
         found = (("pdb", "maxUnavailable"),
-                 f"maxUnavailable {mu} lets a drain evict every executor at the HPA's minimum (autoscaling.minReplicas "
-                 f"{low})", f"{fix} (a maxUnavailable of 0 would block every node drain)")
+                 (f"maxUnavailable {mu} lets a drain evict every executor at the HPA's minimum "
+                  f"(autoscaling.minReplicas {low})"), f"{fix} (a maxUnavailable of 0 would block every node drain)")
     elif _zero(roll.get("maxSurge", "25%")) and _zero(roll.get("maxUnavailable", 0)):
         found = (("rollingUpdate",), "maxSurge and maxUnavailable are both zero, a rollout Kubernetes refuses",
                  "maxSurge of at least 1 (maxUnavailable 0 keeps every replica serving)")

@@ -21,7 +21,6 @@ Failures raise errors.py's errors, which the CLI prints (exit 1, or 2 for bad us
 from __future__ import annotations
 
 import contextlib
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from generator.playground import control_plane, launch
 from generator.playground import processes as procs
 from generator.playground.control_plane import COMPONENTS, SERVICE_CIDR, SERVICE_IP
 from generator.playground.errors import PlaygroundError, UpError, UsageError
+from generator.playground.files import remove_tree
 from generator.playground.health import api_for, component_health, node_summary
 from generator.playground.nodes import POD_CIDR, Shape
 from generator.playground.state import STATE_FILE, PlaygroundState, Ports, Process, locked, mark, removable
@@ -98,7 +98,7 @@ def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.
             if not removable(state_dir):
                 raise UsageError(f"{state_dir} exists and is not a playground state folder (no {STATE_FILE}); "
                                  "pick another --state-dir")
-            shutil.rmtree(state_dir)
+            remove_tree(state_dir)
         bins = control_plane.ensure_binaries(say)
         return _fresh_up(state_dir, shape, bins, timeout, say, real_node, kueue)
 
@@ -309,7 +309,7 @@ def down(state_dir: Path, out: TextIO = sys.stdout) -> int:
                 if _node_teardown(state_dir, None, say):
                     raise PlaygroundError("the real node could not be removed completely (see above); "
                                           "run `down` again")
-                shutil.rmtree(state_dir)  # a start-up that died before recording any process
+                remove_tree(state_dir)  # a start-up that died before recording any process
                 say(f"removed {state_dir} (no process was recorded)")
             else:
                 say(f"no playground at {state_dir}")
@@ -321,7 +321,7 @@ def down(state_dir: Path, out: TextIO = sys.stdout) -> int:
         left = [r for r in recs if procs.is_running(r)]
         if left:
             raise PlaygroundError("still running: " + ", ".join(f"{r.name} (pid {r.pid})" for r in left))
-        shutil.rmtree(state_dir)
+        remove_tree(state_dir)
         say(f"playground down: stopped {len(stopped)} processes ({', '.join(stopped) or 'none running'}); "
             f"removed {state_dir}")
         return 0

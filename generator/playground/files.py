@@ -109,3 +109,22 @@ def kwok_config(state_dir: Path, kwok_dir: Path, lease_seconds: int) -> list[dic
         }
     )
     return docs
+
+
+def remove_tree(path: Path) -> None:
+    """rmtree that also removes what overlayfs leaves unreadable to a non-root owner (its work dir's `work/` is
+    mode 000: Kueue's mount namespace under --user)."""
+    import os
+    import shutil
+    import stat
+
+    def unlock(func, target, _exc) -> None:  # type: ignore[no-untyped-def]
+        parent = os.path.dirname(target)
+        os.chmod(parent, stat.S_IRWXU)
+        if os.path.isdir(target) and not os.path.islink(target):
+            os.chmod(target, stat.S_IRWXU)
+            shutil.rmtree(target, onerror=unlock)
+        else:
+            func(target)
+
+    shutil.rmtree(path, onerror=unlock)
