@@ -46,3 +46,32 @@ def kube(playground):
     from generator.live.kube import Kube
 
     return Kube(playground.kubeconfig)
+
+
+def listening_sockets(pid: int) -> list[tuple[str, int]]:
+    """(address, port) of every TCP socket process `pid` listens on (its /proc fds and net tables)."""
+    import ipaddress
+
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    out = []
+    for table, width in (("tcp", 8), ("tcp6", 32)):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            cols = line.split()
+            local, state, inode = cols[1], cols[3], cols[9]
+            if state != "0A" or inode not in inodes:  # 0A = LISTEN
+                continue
+            hexip, hexport = local.split(":")
+            raw = bytes.fromhex(hexip)
+            if width == 8:
+                ip = ipaddress.ip_address(raw[::-1])
+            else:  # four little-endian 32-bit words
+                ip = ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4)))
+            out.append((str(ip), int(hexport, 16)))
+    return out

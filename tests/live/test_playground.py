@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import bounds
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from live_helpers import listening_sockets
 
 LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
 PLAYGROUND_POD_CIDR = ipaddress.ip_network("127.64.0.0/10")
@@ -315,36 +315,10 @@ def test_raycluster_reaches_ready_with_pods_on_the_right_nodes(playground, k8s, 
 # ------------------------------------------------------------------ network rule
 
 
-def _listening_sockets(pid: int) -> list[tuple[str, int]]:
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    out = []
-    for table, width in (("tcp", 8), ("tcp6", 32)):
-        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
-            cols = line.split()
-            local, state, inode = cols[1], cols[3], cols[9]
-            if state != "0A" or inode not in inodes:  # 0A = LISTEN
-                continue
-            hexip, hexport = local.split(":")
-            raw = bytes.fromhex(hexip)
-            if width == 8:
-                ip = ipaddress.ip_address(raw[::-1])
-            else:  # four little-endian 32-bit words
-                ip = ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4)))
-            out.append((str(ip), int(hexport, 16)))
-    return out
-
-
 def test_every_component_listens_on_loopback_only(playground):
     seen = {}
     for name, pid in playground.pids().items():
-        socks = _listening_sockets(pid)
+        socks = listening_sockets(pid)
         seen[name] = socks
         for ip, port in socks:
             assert ipaddress.ip_address(ip).is_loopback, f"{name} listens on {ip}:{port}"

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from live_helpers import listening_sockets
 
 from generator.playground import kueue as kq
 
@@ -20,31 +21,6 @@ def _state(playground) -> dict:
     return json.loads((playground.state_dir / "state.json").read_text())
 
 
-def _socket_inodes(pid: int) -> set[str]:
-    out = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            out.add(target[8:-1])
-    return out
-
-
-def _listeners(pid: int) -> list[tuple[str, int]]:
-    """(address as in /proc/net/tcp*, port) of every TCP socket the process listens on."""
-    inodes = _socket_inodes(pid)
-    found = []
-    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for row in Path(path).read_text().splitlines()[1:]:
-            cols = row.split()
-            if cols[3] == "0A" and cols[9] in inodes:
-                addr, port = cols[1].split(":")
-                found.append((addr, int(port, 16)))
-    return found
-
-
 def test_kueue_runs_on_loopback_only_with_its_webhooks_by_url(playground, k8s):
     from kubernetes import client
 
@@ -53,9 +29,9 @@ def test_kueue_runs_on_loopback_only_with_its_webhooks_by_url(playground, k8s):
     pid = state["components"]["kueue"]["pid"]
     assert Path(f"/proc/{pid}/exe").resolve().name == "kueue"
     ports = state["ports"]
-    listening = _listeners(pid)
+    listening = listening_sockets(pid)
     assert sorted(p for _, p in listening) == sorted([ports["kueue_webhook"], ports["kueue_probe"]]), listening
-    assert {a for a, _ in listening} == {"0100007F"}, listening  # 127.0.0.1, nothing else
+    assert {a for a, _ in listening} == {"127.0.0.1"}, listening  # nothing else
 
     adm = client.AdmissionregistrationV1Api(k8s)
     hooks = [*adm.read_mutating_webhook_configuration(kq.WEBHOOKS[0]).webhooks,
