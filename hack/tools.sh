@@ -208,6 +208,13 @@ build_kube_router() {
   GOBIN=$1 go install -trimpath -ldflags "-s -w" "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$2"
 }
 
+# gVisor (issue 22): runsc and its containerd shim from the `go` branch, version stamped (else VERSION_MISSING).
+build_gvisor() {
+  local mod=gvisor.dev/gvisor
+  GOBIN=$1 go install -trimpath -ldflags "-s -w -X $mod/runsc/version.version=$2" "$mod/runsc@$2" "$mod/shim@$2"
+  mv "$1/shim" "$1/containerd-shim-runsc-v1"
+}
+
 # tools/node-images: the pause and playground executor binaries (static) plus the Debian
 # busybox-static and bash-static binaries the executor image carries; images.py writes the OCI layouts.
 build_node_images() {
@@ -247,7 +254,7 @@ ray_image_sources() {
   cp "$root/generator/playground/node/ray_image.py" "$root"/tools/ray-image/*.lock "$d/" && echo "$d"
 }
 [ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds kuberay-crds-1.4 kuberay-crds-1.5 kube-validate checkov kubernetes etcd kwok kuberay kueue registry node ray-image)
-node_tools=(runc containerd cni-plugins coredns kube-router node-images kubernetes-node device-plugin)
+node_tools=(runc containerd cni-plugins coredns kube-router node-images kubernetes-node device-plugin gvisor)
 expanded=()
 for t in "${tools[@]}"; do if [ "$t" = node ]; then expanded+=("${node_tools[@]}"); else expanded+=("$t"); fi; done
 # the real node's Debian packages (runc's libseccomp, the images' static binaries, mmdebstrap)
@@ -277,6 +284,7 @@ for t in "${expanded[@]}"; do
     cni-plugins) build cni-plugins "$CNI_PLUGINS_VERSION" build_cni_plugins ;;
     coredns) build coredns "$COREDNS_VERSION" build_coredns ;;
     kube-router) build kube-router "$KUBE_ROUTER_VERSION" build_kube_router ;;
+    gvisor) build gvisor "$GVISOR_VERSION" build_gvisor ;;
     device-plugin) build device-plugin "$KUBERNETES_VERSION" build_device_plugin "$root/tools/device-plugin" ;;
     ray-image) node_deps && build ray-image "$RAY_VERSION" build_ray_image "$(ray_image_sources)" ;;
     node-images) node_deps && build node-images "$NODE_IMAGES_VERSION" build_node_images "$root/tools/node-images" ;;
