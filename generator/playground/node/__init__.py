@@ -42,6 +42,7 @@ TOOLS = {  # cache entry -> versions.env key (hack/tools.sh node builds them all
     "coredns": "COREDNS_VERSION",
     "kube-router": "KUBE_ROUTER_VERSION",
     "node-images": "NODE_IMAGES_VERSION",
+    "gvisor": "GVISOR_VERSION",  # runsc + its shim: the `runsc` handler of RuntimeClass gvisor (issue 22)
 }
 ADMISSION = "--enable-admission-plugins="
 __all__ = ["NodeError", "adjust_control_plane", "health", "preflight", "prepare", "start", "teardown"]
@@ -67,7 +68,7 @@ def ensure_binaries(say: Say) -> C.Binaries:
     return C.Binaries(
         containerd=dirs["containerd"], runc=dirs["runc"], cni=dirs["cni-plugins"],
         kubernetes_node=dirs["kubernetes-node"], kube_router=dirs["kube-router"],
-        coredns=dirs["coredns"], images=dirs["node-images"],
+        coredns=dirs["coredns"], images=dirs["node-images"], gvisor=dirs["gvisor"],
     )
 
 
@@ -167,6 +168,9 @@ def _write_configs(spec: S.NodeSpec, bins: C.Binaries, state: PlaygroundState, p
     (c / "kubelet.yaml").write_text(yaml.safe_dump(kubelet))
     (c / "kube-proxy.yaml").write_text(yaml.safe_dump(C.kube_proxy_config(spec)))
     (c / "Corefile").write_text(C.corefile(spec))
+    if bins.gvisor:
+        (c / "runsc.toml").write_text(C.runsc_config(spec, bins))
+        (spec.root / "runsc-logs").mkdir(exist_ok=True)
     (spec.root / "pod-logs").mkdir(exist_ok=True)
 
 
@@ -212,7 +216,9 @@ def start(state: PlaygroundState, state_dir: Path, say: Say, deadline: float) ->
     host.create_cgroups(spec)
     host.create_namespaces(spec)
     state.save(state_dir)
-    env = {"PATH": f"{bins.containerd}:{bins.runc}:/usr/sbin:/usr/bin:/sbin:/bin"}
+    # containerd finds each runtime's shim on its PATH (containerd-shim-runsc-v1 for io.containerd.runsc.v1)
+    shims = ":".join(str(p) for p in (bins.containerd, bins.runc, bins.gvisor) if p)
+    env = {"PATH": f"{shims}:/usr/sbin:/usr/bin:/sbin:/bin"}
 
     _spawn(state, state_dir, spec, "relay", C.argv("relay", spec, bins, state.ports.apiserver, sys.executable))
     _spawn(state, state_dir, spec, "containerd", C.argv("containerd", spec, bins, 0, ""), env=env)
@@ -240,6 +246,12 @@ def start(state: PlaygroundState, state_dir: Path, say: Say, deadline: float) ->
 
     # kube-router reads the node's address from the Node object: start it once kubelet reported it
     _wait("kubelet to register the node's address", registered, deadline)
+    if bins.gvisor:  # pods with runtimeClassName gvisor run under runsc here (components.runtime_class)
+        try:
+            api.create("/apis/node.k8s.io/v1/runtimeclasses", C.runtime_class())
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
     if node.gpus:  # fake GPUs through the kubelet's device-plugin API (gpus.py)
         from generator.playground.node import gpus
 
