@@ -1,6 +1,6 @@
 """`doctor`'s Kueue rows, made only when the infra spec sets `launch.queue` (no request otherwise).
 
-    Kueue CRDs               kueue.x-k8s.io serves workloads, clusterqueues and localqueues
+    Kueue CRDs               kueue.x-k8s.io/v1beta2 (Kueue >= v0.15) serves workloads, clusterqueues, localqueues
     Kueue LocalQueue         launch.queue exists in the namespace and is Active
     Kueue ClusterQueue       the LocalQueue's ClusterQueue exists and is Active
     Kueue namespaceSelector  the ClusterQueue's namespaceSelector matches the namespace's labels
@@ -24,14 +24,12 @@ from typing import Any
 
 from generator.live.capacity import fmt, qty
 from generator.live.kube import Kube
+from generator.live.kueue_api import API, GROUP, QUEUE_LABEL, VERSION
 from generator.live.placement import _requirement, selects, untolerated
 from generator.live.preflight import FAIL, OK, WARN, Namespace, Row, forbidden
 
-GROUP = "kueue.x-k8s.io"
-VERSIONS = ("v1beta2", "v1beta1")  # Kueue >= v0.15 serves v1beta2; older ones v1beta1 (cohort, not cohortName)
+OLD_VERSION = "v1beta1"  # all Kueue older than v0.15 serves; asked only to say so when VERSION is not served
 NEEDED = ("workloads", "clusterqueues", "localqueues")
-QUEUE_LABEL = f"{GROUP}/queue-name"
-PRIORITY_LABEL = f"{GROUP}/priority-class"
 ADMIN = "a cluster admin (Kueue's kueue-batch-admin-role reads ClusterQueues)"
 
 
@@ -188,8 +186,7 @@ def resource_groups(cq: dict[str, Any]) -> list[Group]:
 
 
 def cohort_of(cq: dict[str, Any]) -> str | None:
-    spec = cq.get("spec") or {}
-    return spec.get("cohortName") or spec.get("cohort") or None  # v1beta2 / v1beta1
+    return (cq.get("spec") or {}).get("cohortName") or None
 
 
 def _requested(sets: list[PodSet], groups: list[Group]) -> list[PodSet]:
@@ -354,12 +351,33 @@ def _quota_text(groups: list[Group], r: str, borrow: Borrowing) -> str:
     return f"nominal {fmt(r, nominal)} + {more} borrowable in cohort {borrow.cohort}"
 
 
-def gang_row(cq: dict[str, Any], sets: list[PodSet], flavors: dict[str, dict[str, Any] | None],
+FLAVORS_FORBIDDEN = forbidden("get", f"resourceflavors.{GROUP}", None, "flavor match unknown")
+
+
+def gang_row(cq: dict[str, Any], sets: list[PodSet], flavors: dict[str, dict[str, Any] | None] | None,
              borrow: Borrowing | None = None) -> Row:
     """Whether the gang fits the nominal quota (✓), only by borrowing from the cohort (!), or never (✗,
-    with the numbers short per resource, or the pod set no flavor takes)."""
-    check, name = "Kueue quota: gang", cq["metadata"]["name"]
+    with the numbers short per resource, or the pod set no flavor takes). `flavors` None: the ResourceFlavors
+    could not be read (403): the quota is counted as if every flavor matched, and only a gang short of the
+    whole quota is told (✗); otherwise the row is ! "flavor match unknown", never ✓."""
     borrow = borrow or Borrowing(cohort_of(cq), None, "the cohort's other ClusterQueues were not read")
+    if flavors is not None:
+        return _gang_row(cq, sets, flavors, borrow)
+    groups = resource_groups(cq)
+    every: dict[str, dict[str, Any] | None] = {f.name: {} for g in groups for f in g.flavors}
+    row = _gang_row(cq, sets, every, borrow)
+    need = gang_needs(_requested(sets, groups))
+    if any(v > _quota_of(groups, r, borrow.cap) + 1e-9 for r, v in need.items() if any(r in g.covered for g in groups)):
+        return row  # more than all the flavors' quota together: it never fits, whichever flavors it matches
+    counted = row.detail if row.mark != FAIL else f"the quota's flavors: {row.detail}"
+    return Row(WARN, row.check, f"{FLAVORS_FORBIDDEN}; counted as if the gang matched every flavor: {counted}",
+               f"ask {ADMIN} for get on resourceflavors.{GROUP} (cluster scope)",
+               missing=[f"get resourceflavors.{GROUP}"])
+
+
+def _gang_row(cq: dict[str, Any], sets: list[PodSet], flavors: dict[str, dict[str, Any] | None],
+              borrow: Borrowing) -> Row:
+    check, name = "Kueue quota: gang", cq["metadata"]["name"]
     groups = resource_groups(cq)
     sets = _requested(sets, groups)
     need = {r: v for r, v in gang_needs(sets).items() if any(r in g.covered for g in groups)}
@@ -421,24 +439,28 @@ def _active(obj: dict[str, Any]) -> tuple[bool | None, str]:
 
 
 def crds_row(kube: Kube) -> tuple[Row, str | None]:
-    """(the row, the served version to read Kueue's objects with, None when not served)."""
-    for version in VERSIONS:
-        doc, status = _get(kube, f"/apis/{GROUP}/{version}")
-        if doc is None:
-            if status == 403:
-                return Row(WARN, "Kueue CRDs", forbidden("get", f"/apis/{GROUP}/{version}", None,
-                                                         "whether Kueue is installed is unknown"),
-                           missing=[f"get /apis/{GROUP}/{version}"]), None
-            continue
-        served = {r["name"] for r in doc.get("resources") or []}
-        missing = [p for p in NEEDED if p not in served]
-        if missing:
-            return Row(FAIL, "Kueue CRDs", f"{GROUP}/{version} does not serve {', '.join(missing)}",
-                       "install Kueue (its manifests or Helm chart) with its CRDs"), None
-        return Row(OK, "Kueue CRDs", f"{GROUP}/{version} serves {', '.join(NEEDED)}"), version
-    return Row(FAIL, "Kueue CRDs", f"the cluster does not serve {GROUP} (launch.queue is set): Kueue is not installed, "
-               "and its LocalQueue cannot admit the job",
-               "install Kueue (https://kueue.sigs.k8s.io), or unset launch.queue"), None
+    """(the row, the served version to read Kueue's objects with, None when not served). Only kueue_api.VERSION
+    is read: a Kueue that serves only v1beta1 (older than v0.15) is ✗, asked only when VERSION is absent."""
+    path = f"/apis/{GROUP}/{VERSION}"
+    doc, status = _get(kube, path)
+    if status == 403:
+        return Row(WARN, "Kueue CRDs", forbidden("get", path, None, "whether Kueue is installed is unknown"),
+                   missing=[f"get {path}"]), None
+    if doc is None:
+        old, _ = _get(kube, f"/apis/{GROUP}/{OLD_VERSION}")
+        if old is not None:
+            return Row(FAIL, "Kueue CRDs", f"the cluster serves {GROUP}/{OLD_VERSION} but not {VERSION}: Kueue older "
+                       f"than v0.15 serves only {OLD_VERSION}; the launcher reads {VERSION}",
+                       "upgrade Kueue to v0.15 or newer (the playground runs v0.17.0), or unset launch.queue"), None
+        return Row(FAIL, "Kueue CRDs", f"the cluster does not serve {GROUP} (launch.queue is set): Kueue is not "
+                   "installed, and its LocalQueue cannot admit the job",
+                   "install Kueue (https://kueue.sigs.k8s.io), or unset launch.queue"), None
+    served = {r["name"] for r in doc.get("resources") or []}
+    missing = [p for p in NEEDED if p not in served]
+    if missing:
+        return Row(FAIL, "Kueue CRDs", f"{GROUP}/{VERSION} does not serve {', '.join(missing)}",
+                   "install Kueue (its manifests or Helm chart) with its CRDs"), None
+    return Row(OK, "Kueue CRDs", f"{GROUP}/{VERSION} serves {', '.join(NEEDED)}"), VERSION
 
 
 def local_queue_row(kube: Kube, api: str, queue: str, ns: Namespace) -> tuple[Row, dict[str, Any] | None]:
@@ -520,15 +542,15 @@ def namespace_selector_row(cq: dict[str, Any], ns: Namespace) -> Row:
                f"label namespace {ns.name} to match, or use a LocalQueue whose ClusterQueue admits it")
 
 
-def flavors_of(kube: Kube, api: str, cq: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
-    """The ResourceFlavors the ClusterQueue names (None: absent); {} when they cannot be read (403), so the
-    flavor match is skipped."""
+def flavors_of(kube: Kube, api: str, cq: dict[str, Any]) -> dict[str, dict[str, Any] | None] | None:
+    """The ResourceFlavors the ClusterQueue names (a value None: absent); None when they cannot be read
+    (403): the flavor match is unknown (gang_row says so)."""
     names = {f["name"] for g in (cq.get("spec") or {}).get("resourceGroups") or [] for f in g.get("flavors") or []}
     out: dict[str, dict[str, Any] | None] = {}
     for n in sorted(names):
         obj, status = _get(kube, f"{api}/resourceflavors/{n}")
         if status == 403:
-            return {n: {} for n in names}
+            return None
         out[n] = obj
     return out
 
@@ -541,13 +563,12 @@ def read_borrowing(kube: Kube, api: str, cq: dict[str, Any]) -> Borrowing:
     cohort = cohort_of(cq)
     if not cohort:
         return Borrowing()
-    if api.endswith("v1beta2"):
-        obj, status = _get(kube, f"{api}/cohorts/{cohort}")
-        if status == 403:
-            return Borrowing(cohort, None, forbidden("get", f"cohorts.{GROUP}", None, "its own quota is unknown"))
-        spec = (obj or {}).get("spec") or {}
-        if spec.get("parentName") or spec.get("resourceGroups"):
-            return Borrowing(cohort, None, f"Cohort {cohort} has quota or a parent of its own")
+    obj, status = _get(kube, f"{api}/cohorts/{cohort}")
+    if status == 403:
+        return Borrowing(cohort, None, forbidden("get", f"cohorts.{GROUP}", None, "its own quota is unknown"))
+    spec = (obj or {}).get("spec") or {}
+    if spec.get("parentName") or spec.get("resourceGroups"):
+        return Borrowing(cohort, None, f"Cohort {cohort} has quota or a parent of its own")
     try:
         others = kube.list(f"{api}/clusterqueues")
     except ApiException as exc:
@@ -581,7 +602,7 @@ def doctor_rows(kube: Kube, values: dict[str, Any], docs: list[dict[str, Any]], 
     crds, version = crds_row(kube)
     if version is None:
         return [crds]
-    api = f"/apis/{GROUP}/{version}"
+    api = API
     rows = [crds]
     obj = queued_object(docs)
     sets = pod_sets(obj) if obj else []

@@ -253,3 +253,56 @@ def test_the_first_flavor_with_room_is_taken_per_pod_set():
     assert kr.gang_row(cq, gang(ONE_TRAINER), flavors).mark == OK
     row = kr.gang_row(cq, gang(), flavors)
     assert row.mark == FAIL and "nvidia.com/gpu: the gang needs 24, the quota is 16, 8 short" in row.detail
+
+
+# what cannot be read -------------------------------------------------------------------------------------
+
+def test_unreadable_flavors_never_make_the_gang_row_pass():
+    row = kr.gang_row(CQ["playground"], gang(ONE_TRAINER), None)  # the flavors answered 403
+    assert row.mark == WARN and row.missing == ["get resourceflavors.kueue.x-k8s.io"], row
+    assert row.detail.startswith(
+        "forbidden: cannot get resourceflavors.kueue.x-k8s.io at cluster scope: flavor match unknown; counted as if "
+        "the gang matched every flavor: 4 pods (head 1, trainer 1, inference 1, submitter 1) fit ClusterQueue ")
+    assert "resourceflavors.kueue.x-k8s.io" in row.remedy
+    # a taint the workers do not tolerate is unknown, so is the refusal: a warning, not ✗
+    assert kr.gang_row(CQ["kd-flavors"], gang(), None).mark == WARN
+    # more than the whole quota never fits, whichever flavors the gang matches: still ✗ with the numbers
+    row = kr.gang_row(CQ["playground"], gang(), None)
+    assert row.mark == FAIL and row.detail.endswith("nvidia.com/gpu: the gang needs 24, the quota is 16, 8 short")
+
+
+class Served:
+    """The discovery documents a cluster serves under /apis/kueue.x-k8s.io, and a 403 for every ResourceFlavor."""
+
+    def __init__(self, versions):
+        self.versions, self.asked = versions, []
+
+    def request(self, method, path):
+        from kubernetes.client.exceptions import ApiException
+
+        self.asked.append(path)
+        version = path.split("/")[3]
+        if "/resourceflavors/" in path:
+            raise ApiException(status=403, reason="Forbidden")
+        if path.count("/") == 3 and version in self.versions:
+            return {"resources": [{"name": n} for n in kr.NEEDED]}
+        exc = ApiException(status=404, reason="Not Found")
+        exc.body = "404 page not found"
+        raise exc
+
+
+def test_a_kueue_serving_only_v1beta1_is_refused():
+    old = Served({"v1beta1"})
+    row, version = kr.crds_row(old)  # type: ignore[arg-type]
+    assert version is None and row.mark == FAIL, row
+    assert row.detail == ("the cluster serves kueue.x-k8s.io/v1beta1 but not v1beta2: Kueue older than v0.15 serves "
+                          "only v1beta1; the launcher reads v1beta2")
+    assert old.asked == ["/apis/kueue.x-k8s.io/v1beta2", "/apis/kueue.x-k8s.io/v1beta1"]
+    row, version = kr.crds_row(Served(set()))  # type: ignore[arg-type]
+    assert version is None and row.mark == FAIL and "Kueue is not installed" in row.detail
+    current = Served({"v1beta2", "v1beta1"})
+    assert kr.crds_row(current)[1] == "v1beta2" and current.asked == ["/apis/kueue.x-k8s.io/v1beta2"]  # type: ignore[arg-type]
+
+
+def test_flavors_that_answer_403_are_unknown():
+    assert kr.flavors_of(Served({"v1beta2"}), kr.API, CQ["kd-flavors"]) is None  # type: ignore[arg-type]

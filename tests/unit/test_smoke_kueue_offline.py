@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from generator.live import kueue_rows
+from generator.live import kueue_api, kueue_rows
 from generator.live.verbs import smoke
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,9 +37,9 @@ def _rayjobs(tmp_path, **launch):
 def test_the_probe_rayjob_carries_the_jobs_kueue_labels_and_no_suspend(tmp_path):
     job, probe = _rayjobs(tmp_path, priorityClass="high")
     labels = probe["metadata"]["labels"]
-    assert labels[kueue_rows.QUEUE_LABEL] == "training" and labels[kueue_rows.PRIORITY_LABEL] == "high"
+    assert labels[kueue_api.QUEUE_LABEL] == "training" and labels[kueue_api.PRIORITY_LABEL] == "high"
     assert {k: v for k, v in job["metadata"]["labels"].items() if k.startswith("kueue.x-k8s.io/")} == {
-        kueue_rows.QUEUE_LABEL: "training", kueue_rows.PRIORITY_LABEL: "high"}
+        kueue_api.QUEUE_LABEL: "training", kueue_api.PRIORITY_LABEL: "high"}
     assert "suspend" not in probe["spec"]  # Kueue's webhook suspends it; the chart never does
     assert probe["spec"]["shutdownAfterJobFinishes"] is True  # Kueue refuses a queued RayJob that keeps its cluster
 
