@@ -71,6 +71,7 @@ class Impact:
     replace: list[tuple[str, str]] = field(default_factory=list)  # (plural, name) to delete first with --replace
     notes: list[str] = field(default_factory=list)  # announced, never refused
     unqueued: list[str] = field(default_factory=list)  # queued objects the change takes out of Kueue: refused too
+    queued: list[tuple[str, str]] = field(default_factory=list)  # (kind, name) read as queued: enforce re-reads them
 
     def refuse_unless(self, replace: bool, verb: str, why: str = "") -> None:
         if self.unqueued and not replace:
@@ -155,6 +156,7 @@ def impact(kube: Kube, namespace: str, current: str | None, target: str) -> Impa
     for (kind, name), spec in cur.items():
         live = kube.get_ray(RAY_PLURALS[kind], namespace, name)
         if queueing.held(live) and not (live or {})["metadata"].get("deletionTimestamp"):  # not running yet
+            out.queued.append((kind, name))
             changes = "it would be deleted" if (kind, name) not in tgt else (
                 "its change applies before it starts" if tgt[(kind, name)] != spec or _recipes(cur_objs)
                 != _recipes(tgt_objs) else "")
@@ -207,7 +209,9 @@ def impact(kube: Kube, namespace: str, current: str | None, target: str) -> Impa
 def enforce(kube: Kube, namespace: str, current: str | None, target: str, *, replace: bool, verb: str,
             say: Any, deadline: float, why: str = "") -> Impact:
     """The one gate of every path that deletes or replaces live Ray objects: refuse a loss of running
-    training unless --replace, announce the notes, and with --replace delete what must be recreated."""
+    training unless --replace, announce the notes, and with --replace delete what must be recreated.
+    Last, just before the caller's helm operation, the objects read as queued are read again: one Kueue
+    admitted meanwhile is running now, and the change is judged (and refused) as for a running one."""
     hit = impact(kube, namespace, current, target)
     hit.refuse_unless(replace, verb, why)
     for note in hit.notes:
@@ -215,7 +219,37 @@ def enforce(kube: Kube, namespace: str, current: str | None, target: str, *, rep
     if replace:
         for plural, name in dict.fromkeys(hit.replace):
             delete_ray(kube, namespace, plural, name, say, max(5.0, deadline - time.monotonic()))
+    admitted = [(k, n) for k, n in hit.queued if _admitted_since(kube, namespace, k, n)]
+    if admitted:
+        _enforce_admitted(kube, namespace, current, target, admitted, hit, replace=replace, verb=verb, say=say,
+                          deadline=deadline, why=why)
     return hit
+
+
+def _admitted_since(kube: Kube, namespace: str, kind: str, name: str) -> bool:
+    """The object read as queued is no longer suspended (Kueue admitted it) and not being deleted."""
+    live = kube.get_ray(RAY_PLURALS[kind], namespace, name)
+    return live is not None and not queueing.suspended(live) and not live["metadata"].get("deletionTimestamp")
+
+
+def _enforce_admitted(kube: Kube, namespace: str, current: str | None, target: str, admitted: list[tuple[str, str]],
+                      first: Impact, *, replace: bool, verb: str, say: Any, deadline: float, why: str) -> None:
+    """The running path for the objects Kueue admitted after impact() read them queued."""
+    mine = tuple(f"{k} {n} " for k, n in admitted)
+    since = "read queued a moment ago, Kueue admitted it since: it runs now"
+    for kind, name in admitted:
+        say(f"note: {kind} {name} was {since}, so the change is judged as one under running training")
+    again = impact(kube, namespace, current, target)
+    again.lost = [f"{line} ({since})" for line in again.lost if line.startswith(mine)]
+    again.unqueued = []  # refused (or accepted with --replace) on the first read already
+    again.refuse_unless(replace, verb, why)
+    for note in again.notes:  # the others' were said on the first read
+        if any(f"{k} {n} " in note for k, n in admitted):
+            say(note)
+    if replace:
+        done = set(first.replace)
+        for plural, name in dict.fromkeys(p for p in again.replace if p not in done):
+            delete_ray(kube, namespace, plural, name, say, max(5.0, deadline - time.monotonic()))
 
 
 def delete_ray(kube: Kube, namespace: str, plural: str, name: str, say: Any, timeout: float) -> None:

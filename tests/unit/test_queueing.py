@@ -171,3 +171,35 @@ def test_taking_a_queued_job_out_of_the_queue_is_refused_without_replace():
     with pytest.raises(CheckFailed, match="takes queued objects out of Kueue's queue:\n  RayJob small \\(suspended"):
         hit.refuse_unless(False, "run")
     hit.refuse_unless(True, "run")  # --replace recreates it unqueued
+
+
+def test_a_job_kueue_admits_between_the_read_and_the_upgrade_is_guarded_as_running():
+    """impact() reads the RayJob queued; Kueue admits it before the helm upgrade: enforce() reads it again last,
+    and a spec change KubeRay would not apply to the running job is refused without --replace."""
+    from generator.errors import CheckFailed
+    from generator.live.guard import enforce
+
+    waiter, _ = captured("waiter")
+    running, _ = captured("high")
+
+    class Admitting(Live):
+        def __init__(self):
+            self.reads = 0
+
+        def get_ray(self, plural, namespace, name):
+            self.reads += 1
+            return (waiter if self.reads == 1 else running) if plural == "rayjobs" else None
+
+    target = copy.deepcopy(waiter)
+    target["spec"]["entrypoint"] = "python3 other.py"
+    said: list[str] = []
+    with pytest.raises(CheckFailed, match="would lose running training") as err:
+        enforce(Admitting(), "pq", _manifest(waiter, 1), _manifest(target, 1), replace=False, verb="run",
+                say=said.append, deadline=0)
+    assert "(read queued a moment ago, Kueue admitted it since: it runs now)" in str(err.value)
+    assert said[0].startswith("note: RayJob small is queued by Kueue") and said[1] == (
+        "note: RayJob small was read queued a moment ago, Kueue admitted it since: it runs now, so the change is "
+        "judged as one under running training")
+    still = Live(waiter)  # still queued at the second read: the change applies before it starts
+    assert enforce(still, "pq", _manifest(waiter, 1), _manifest(target, 1), replace=False, verb="run",
+                   say=said.append, deadline=0).queued == [("RayJob", "small")]
