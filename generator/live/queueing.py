@@ -10,7 +10,8 @@ reason Preempted with the preemptor's job UID in the message) or finished. The o
 
 `summarize()` is the pure part (tests/unit/test_queueing.py runs it on Workloads captured from Kueue
 v0.17.0); `read()` makes the requests: one list by job UID, plus one LocalQueue read while not admitted
-(its ClusterQueue) and one Workload list for the preemptor of an evicted one.
+(its ClusterQueue) and, for a preempted one, the preemptor's Workload: one list cluster-wide, and a second
+in the namespace when the cluster-wide one is refused. Any failed read is the Queue's note, never an error.
 """
 
 from __future__ import annotations
@@ -19,11 +20,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-API = "/apis/kueue.x-k8s.io/v1beta2"
-WORKLOADS = "workloads.kueue.x-k8s.io"
+from generator.live.kueue_api import API, JOB_UID_LABEL, PRIORITY_LABEL, QUEUE_LABEL, WORKLOADS, unreadable
+
 WAITING = ("queued", "preempted", "evicted")  # states in which nothing of the gang runs (once it is suspended)
 _PREEMPTOR = re.compile(r"JobUID: ([0-9a-fA-F-]{36})")
 _DUE = re.compile(r" due to ([^;]+)")  # the preemption's reason, in Kueue's words
@@ -174,33 +172,27 @@ def line(q: Queue) -> str:
 
 # API reads --------------------------------------------------------------------------------------------
 
-def _unreadable(exc: Any, what: str) -> str | None:
-    """The note for a Kueue read the cluster refused or does not serve; None for any other failure."""
-    from generator.live.kube import _is_object_404, describe_error
+def _note(exc: Any, what: str) -> str:
+    """The note for any failed Kueue read: refused or unserved (kueue_api.unreadable), else what failed."""
+    from generator.live.kube import describe_error
 
-    status = getattr(exc, "status", None)
-    if status == 404 and not _is_object_404(exc):
-        return (f"the cluster does not serve {WORKLOADS}/v1beta2: Kueue (v0.17's API) is not installed, so "
-                f"nothing admits by the {QUEUE_LABEL} label")
-    if status in (401, 403):
-        return f"{what} not readable ({describe_error(exc)}): Kueue's reason is not shown"
-    return None
+    return unreadable(exc, what) or (f"{what} could not be read ({describe_error(exc) or type(exc).__name__}): "
+                                     "Kueue's reason is not shown")
 
 
 def read(kube: Any, namespace: str, obj: dict[str, Any], kind: str) -> Queue:
-    """Read the object's Workload (and, as needed, its LocalQueue and preemptor) into a Queue. A refused
-    or unserved Kueue API is the Queue's note, never an exception."""
+    """Read the object's Workload (and, as needed, its LocalQueue and preemptor) into a Queue. Any failed
+    Kueue read (refused, unserved, a 5xx or 429 of a busy apiserver) is the Queue's note, never an exception:
+    one hiccup of Kueue's API does not fail `status` or `run --wait`."""
     from kubernetes.client.exceptions import ApiException
 
     uid = obj["metadata"].get("uid") or ""
     try:
         found = kube.list(f"{API}/namespaces/{namespace}/workloads", label_selector=f"{JOB_UID_LABEL}={uid}")
     except ApiException as exc:
-        note = _unreadable(exc, f"{WORKLOADS} in {namespace}")
-        if note is None:
-            raise
         q = summarize(obj, kind, None)
-        q.state, q.message, q.note = ("queued" if q.suspended else "unknown"), None, note
+        q.state, q.message, q.note = ("queued" if q.suspended else "unknown"), None, _note(exc, f"{WORKLOADS} in "
+                                                                                                 f"{namespace}")
         return q
     wl = pick(found, uid)
     cluster_queue = preemptor = None
@@ -226,15 +218,15 @@ def _cluster_queue(kube: Any, namespace: str, local_queue: str) -> tuple[str | N
     except ApiException as exc:
         if exc.status == 404 and _is_object_404(exc):
             return None, f"LocalQueue {local_queue} does not exist in namespace {namespace}"
-        if _unreadable(exc, "") is None:
-            raise
-        return None, None  # the Workload's own reason (or the Workloads' note) says enough
+        if unreadable(exc, "") is not None:
+            return None, None  # the Workload's own reason (or the Workloads' note) says enough
+        return None, _note(exc, f"LocalQueue {local_queue}'s ClusterQueue")
     return (lq.get("spec") or {}).get("clusterQueue"), None
 
 
 def _preemptor(kube: Any, namespace: str, job_uid: str) -> str:
     """Who preempted: the Workload labelled with the preemptor's job UID, cluster-wide (a cohort spans
-    namespaces), else in this namespace; its job UID when neither can be read."""
+    namespaces), else (that list refused) in this namespace; its job UID when neither can be read."""
     from kubernetes.client.exceptions import ApiException
 
     for path in (f"{API}/workloads", f"{API}/namespaces/{namespace}/workloads"):
@@ -243,7 +235,7 @@ def _preemptor(kube: Any, namespace: str, job_uid: str) -> str:
         except ApiException as exc:
             if exc.status in (401, 403):
                 continue
-            raise
+            break
         wl = pick(found, job_uid)
         if wl is not None:
             return describe_owner(wl)
@@ -251,8 +243,9 @@ def _preemptor(kube: Any, namespace: str, job_uid: str) -> str:
     return f"the job with UID {job_uid}"
 
 
-def workloads_of(kube: Any, namespace: str, uids: list[str]) -> list[dict[str, Any]]:
-    """The Workloads Kueue made for these object UIDs (one list per UID); [] when Kueue is not served."""
+def workloads_of(kube: Any, namespace: str, uids: list[str]) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """(the Workloads Kueue made for these object UIDs, None) — one list per UID —, or (None, why) when they
+    cannot be read (refused, or Kueue not served): unknown, which is not "none left"."""
     from kubernetes.client.exceptions import ApiException
 
     out: list[dict[str, Any]] = []
@@ -260,7 +253,8 @@ def workloads_of(kube: Any, namespace: str, uids: list[str]) -> list[dict[str, A
         try:
             out += kube.list(f"{API}/namespaces/{namespace}/workloads", label_selector=f"{JOB_UID_LABEL}={uid}")
         except ApiException as exc:
-            if _unreadable(exc, "") is None:
+            why = unreadable(exc, f"{WORKLOADS} in {namespace}", then="")
+            if why is None:
                 raise
-            return out
-    return out
+            return None, why
+    return out, None

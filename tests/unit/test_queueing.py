@@ -112,6 +112,78 @@ def test_pick_takes_the_objects_own_live_workload():
     assert queueing.pick([other], uid) is None
 
 
+# reads that fail -------------------------------------------------------------------------------------------
+
+def _refusing(status: int, reason: str, body: str = ""):
+    """A Kube whose every Kueue request answers `status`: the failures tests/live cannot make Kueue give (a 5xx,
+    a 429) or that a missing RBAC grant gives."""
+    from kubernetes.client.exceptions import ApiException
+
+    class Refusing:
+        def list(self, path, **kw):
+            exc = ApiException(status=status, reason=reason)
+            exc.body = body
+            raise exc
+
+        request = list
+
+    return Refusing()
+
+
+@pytest.mark.parametrize(("status", "reason"), [(500, "Internal Server Error"), (429, "Too Many Requests"),
+                                                (403, "Forbidden")])
+def test_any_failed_workload_read_is_the_queues_note_not_an_error(status, reason):
+    job, _ = captured("waiter")
+    q = queueing.read(_refusing(status, reason), "pq", job, "RayJob")
+    assert (q.state, q.waits) == ("queued", True)  # spec.suspend still says nothing of the gang runs
+    assert q.note.startswith("workloads.kueue.x-k8s.io in pq ")
+    assert f"{status} {reason}" in q.note and q.note.endswith("Kueue's reason is not shown")
+    assert queueing.line(q).startswith("queued in LocalQueue q, priority low; workloads.kueue.x-k8s.io in pq ")
+
+
+def test_a_failed_local_queue_or_preemptor_read_is_said_too():
+    from kubernetes.client.exceptions import ApiException
+
+    low_job, low_wls = captured("low")
+
+    class Busy:  # the job's Workloads are read; Kueue's other objects answer 503
+        def list(self, path, label_selector=""):
+            if path.endswith("/namespaces/pq/workloads") and low_job["metadata"]["uid"] in label_selector:
+                return low_wls
+            raise ApiException(status=503, reason="Service Unavailable")
+
+        def request(self, method, path):
+            raise ApiException(status=503, reason="Service Unavailable")
+
+    q = queueing.read(Busy(), "pq", low_job, "RayJob")
+    assert q.state == "preempted" and q.preempted_by == f"the job with UID {queueing.preemptor_uid(low_wls[0])}"
+    assert q.note == ("LocalQueue q's ClusterQueue could not be read (the API server answered 503 Service "
+                      "Unavailable: Service Unavailable): Kueue's reason is not shown")
+
+
+def test_unreadable_workloads_are_unknown_not_none():
+    found, why = queueing.workloads_of(_refusing(403, "Forbidden"), "pq", ["a-uid"])
+    assert found is None and why.startswith("workloads.kueue.x-k8s.io in pq not readable (the API server refused")
+    unserved = _refusing(404, "Not Found", "404 page not found")
+    found, why = queueing.workloads_of(unserved, "pq", ["a-uid"])
+    assert found is None and "does not serve workloads.kueue.x-k8s.io/v1beta2" in why
+    assert queueing.workloads_of(unserved, "pq", []) == ([], None)  # nothing to look for: nothing read
+
+
+def test_rollback_says_it_did_not_check_workloads_it_cannot_read():
+    from generator.live.teardown import settle_workloads
+
+    class Gone:  # the queued RayJob is gone (deleted by the rollback); its Workloads answer 403
+        list = _refusing(403, "Forbidden").list
+
+        def get_ray(self, plural, namespace, name):
+            return None
+
+    said = settle_workloads(Gone(), "pq", {"a-uid": ("rayjobs", "small")}, timeout=1)  # type: ignore[arg-type]
+    assert said.startswith("Workloads not checked (workloads.kueue.x-k8s.io in pq not readable (the API server "
+                           "refused the request (403 Forbidden)")
+
+
 def test_queued_means_the_label_and_suspend():
     assert queueing.held(captured("waiter")[0]) and queueing.held(captured("low")[0])
     assert not queueing.held(captured("high")[0])

@@ -58,8 +58,8 @@ def rollback(args: Any) -> int:
             helm.rollback(release, ns, target, timeout=max(5.0, deadline - time.monotonic()))
         except CheckFailed as exc:
             raise CheckFailed(f"{exc}\n  helm's end state: {end_state(kube, release, ns, current)}") from None
-        settle_workloads(kube, ns, queued, max(1.0, deadline - time.monotonic()))
+        unchecked = settle_workloads(kube, ns, queued, max(1.0, deadline - time.monotonic()))
     after = release_records(kube, release, ns)
     print(f"release {release} rolled back to revision {target}: now revision {labels(after[-1])['version']} "
-          f"({labels(after[-1]).get('status')})")
+          f"({labels(after[-1]).get('status')})" + (f"; {unchecked}" if unchecked else ""))
     return EXIT_OK
