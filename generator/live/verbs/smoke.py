@@ -33,7 +33,7 @@ from generator.live.plan import plan
 from generator.live.release import Helm, RunLock, wait_until
 from generator.live.smoke_probe import MARK
 from generator.live.snapshot import pod_reason
-from generator.live.teardown import leftovers
+from generator.live.teardown import remove
 
 PROBE = Path(smoke_probe.__file__)  # shipped in the recipe ConfigMap as probe.py
 SUFFIX = "-smoke"  # the default release: <recipe name>-smoke, never the user's own release
@@ -223,13 +223,16 @@ def _report(kube: Kube, release: str, namespace: str, job: dict[str, Any], say: 
 
 
 def _remove(kube: Kube, release: str, namespace: str, deadline: float, say: Callable[[str], None]) -> None:
-    """Uninstall the smoke release and wait until nothing is left; a failure is said, never raised."""
+    """Uninstall the smoke release and wait until nothing is left, Kueue's Workload of a queued probe
+    included (teardown.remove, as `uninstall` does); a failure is said, never raised."""
+    from generator.live.guard import live_manifest
+    from generator.live.snapshot import release_records
+
     left = max(30.0, deadline + 60 - time.monotonic())
     try:
-        kube.deadline = time.monotonic() + left
-        Helm(kube, deadline=time.monotonic() + left).uninstall(release, namespace, timeout=left)
-        wait_until(lambda: not leftovers(kube, release, namespace), left)
-        say(f"smoke: release {release} removed")
+        kube.deadline = end = time.monotonic() + left
+        unchecked = remove(kube, release, namespace, live_manifest(release_records(kube, release, namespace)), end)
+        say(f"smoke: release {release} removed" + (f"; {unchecked}" if unchecked else ""))
     except Exception as exc:
         print(f"smoke: removing release {release} failed: {exc}; run `dockyard-k8s uninstall {release} "
               f"-n {namespace}`", file=sys.stderr)
