@@ -57,6 +57,8 @@ def leftovers(kube: Kube, release: str, ns: str, uids: dict[str, tuple[str, str]
         "services": lambda: kube.core.list_namespaced_service(ns, label_selector=sel).items,
         "networkpolicies": lambda: net.list_namespaced_network_policy(ns, label_selector=sel).items,
         "poddisruptionbudgets": lambda: pol.list_namespaced_pod_disruption_budget(ns, label_selector=sel).items,
+        "horizontalpodautoscalers": lambda: client.AutoscalingV2Api(kube.api).list_namespaced_horizontal_pod_autoscaler(
+            ns, label_selector=sel).items,
         "configmaps": lambda: kube.core.list_namespaced_config_map(ns, label_selector=sel).items,
         "serviceaccounts": lambda: kube.core.list_namespaced_service_account(ns, label_selector=sel).items,
         "pods": lambda: kube.core.list_namespaced_pod(ns, label_selector=sel).items,

@@ -118,7 +118,7 @@ def remove_tree(path: Path) -> None:
     import shutil
     import stat
 
-    def unlock(func, target, _exc) -> None:  # type: ignore[no-untyped-def]
+    def unlock(func: Any, target: str, _exc: Any) -> None:
         parent = os.path.dirname(target)
         os.chmod(parent, stat.S_IRWXU)
         if os.path.isdir(target) and not os.path.islink(target):
