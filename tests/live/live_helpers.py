@@ -75,3 +75,23 @@ def listening_sockets(pid: int) -> list[tuple[str, int]]:
                 ip = ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4)))
             out.append((str(ip), int(hexport, 16)))
     return out
+
+
+KUEUE = ("kueue.x-k8s.io", "v1beta2")
+
+
+def delete_custom_objects(api: Any, made: list[tuple[tuple[str, str], str, str | None, str]]) -> None:
+    """Delete what a test made, last first: (group+version, plural, namespace or None, name); gone already is fine."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    objects = client.CustomObjectsApi(api) if not isinstance(api, client.CustomObjectsApi) else api
+    for group, plural, ns, name in reversed(made):
+        try:
+            if ns:
+                objects.delete_namespaced_custom_object(*group, ns, plural, name)
+            else:
+                objects.delete_cluster_custom_object(*group, plural, name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise

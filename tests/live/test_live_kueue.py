@@ -16,11 +16,10 @@ import bounds
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from live_helpers import RECIPE, cli, infra_variant
+from live_helpers import KUEUE, RECIPE, cli, delete_custom_objects, infra_variant
 
 from generator.live.queueing import JOB_UID_LABEL
 
-KUEUE = ("kueue.x-k8s.io", "v1beta2")
 GPUS = ["cluster.trainer.gpusPerNode=2", "cluster.inference.gpusPerNode=2"]  # one job: 4 GPUs
 JOB_GPUS = 4
 WAIT = 60  # --timeout of a `run --wait` of one small job
@@ -33,7 +32,7 @@ def queue(namespace, k8s):
     LocalQueue `q` in the namespace; `queue.priority(name, value)` adds a WorkloadPriorityClass. Each is deleted
     at teardown."""
     api = client.CustomObjectsApi(k8s)
-    made: list[tuple[str, str | None, str]] = []  # (plural, namespace, name)
+    made: list = []  # (group, plural, namespace, name)
 
     class Queue:
         def make(self, preemption: dict | None = None) -> Queue:
@@ -62,18 +61,10 @@ def queue(namespace, k8s):
                 api.create_namespaced_custom_object(*KUEUE, ns, plural, body)
             else:
                 api.create_cluster_custom_object(*KUEUE, plural, body)
-            made.append((plural, ns, body["metadata"]["name"]))
+            made.append((KUEUE, plural, ns, body["metadata"]["name"]))
 
     yield Queue()
-    for plural, ns, name in reversed(made):
-        try:
-            if ns:
-                api.delete_namespaced_custom_object(*KUEUE, ns, plural, name)
-            else:
-                api.delete_cluster_custom_object(*KUEUE, plural, name)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+    delete_custom_objects(api, made)
 
 
 def _infra(tmp_path, namespace, priority: str | None = None, mode: str = "rayjob"):

@@ -15,10 +15,7 @@ import uuid
 
 import pytest
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-from live_helpers import INFRA, RECIPE, cli, infra_variant
-
-KUEUE = ("kueue.x-k8s.io", "v1beta2")
+from live_helpers import INFRA, KUEUE, RECIPE, cli, delete_custom_objects, infra_variant
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -30,7 +27,7 @@ def local_queue(k8s, namespace):
     from session_env import wait_for
 
     api = client.CustomObjectsApi(k8s)
-    made: list[tuple[str, str | None, str]] = []
+    made: list = []  # (group, plural, namespace, name)
 
     def make(gpus: int) -> str:
         name = f"kd-{uuid.uuid4().hex[:6]}"
@@ -41,11 +38,11 @@ def local_queue(k8s, namespace):
                          {"name": "default-flavor", "resources": [
                              {"name": "cpu", "nominalQuota": "64"}, {"name": "memory", "nominalQuota": "256Gi"},
                              {"name": "nvidia.com/gpu", "nominalQuota": str(gpus)}]}]}]}})
-        made.append(("clusterqueues", None, name))
+        made.append((KUEUE, "clusterqueues", None, name))
         api.create_namespaced_custom_object(*KUEUE, namespace, "localqueues", {
             "apiVersion": "/".join(KUEUE), "kind": "LocalQueue", "metadata": {"name": name},
             "spec": {"clusterQueue": name}})
-        made.append(("localqueues", namespace, name))
+        made.append((KUEUE, "localqueues", namespace, name))
 
         def active() -> bool:
             lq = api.get_namespaced_custom_object(*KUEUE, namespace, "localqueues", name)
@@ -56,15 +53,7 @@ def local_queue(k8s, namespace):
         return name
 
     yield make
-    for plural, ns, name in reversed(made):
-        try:
-            if ns:
-                api.delete_namespaced_custom_object(*KUEUE, ns, plural, name)
-            else:
-                api.delete_cluster_custom_object(*KUEUE, plural, name)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+    delete_custom_objects(api, made)
 
 
 def _doctor(capsys, playground, tmp_path, namespace, queue, *more):

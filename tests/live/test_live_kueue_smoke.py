@@ -15,14 +15,12 @@ import uuid
 
 import pytest
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-from live_helpers import RECIPE, cli, infra_variant
+from live_helpers import KUEUE, RECIPE, cli, delete_custom_objects, infra_variant
 from session_env import wait_for
 
 from generator.live.kube import Kube
 from generator.live.teardown import leftovers
 
-KUEUE = ("kueue.x-k8s.io", "v1beta2")
 RELEASE = "small-smoke"  # smoke's default release: <recipe name>-smoke
 TIMEOUT = 15  # smoke's --timeout: Kueue admits within a second or two when there is quota
 
@@ -73,15 +71,7 @@ def queue(k8s, namespace):
 
     make.block = block  # type: ignore[attr-defined]
     yield make
-    for group, plural, ns, name in reversed(made):
-        try:
-            if ns:
-                api.delete_namespaced_custom_object(*group, ns, plural, name)
-            else:
-                api.delete_cluster_custom_object(*group, plural, name)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+    delete_custom_objects(api, made)
 
 
 def _create(api, made, group, plural, ns, body):
