@@ -44,3 +44,14 @@ def test_a_failed_build_leaves_no_partial_entry(tmp_path):
     assert "GOPROXY=off" in run.stderr
     left = sorted(p.name for p in cache.iterdir())
     assert left == [".kubeconform-v9.9.9.lock"], left  # no temp entry, no half-built kubeconform-v9.9.9
+
+
+def test_make_tools_two_streams_cover_the_default_list():
+    """`make tools` builds hack/tools.sh's default list in two streams: together exactly that list, once each."""
+    import re
+
+    make = (REPO / "Makefile").read_text()
+    streams = [re.search(rf"^TOOLS_{x} := (.*)$", make, re.M).group(1).split() for x in "AB"]
+    default = re.search(r"\|\| tools=\(([^)]*)\)", (REPO / "hack" / "tools.sh").read_text()).group(1).split()
+    assert sorted(streams[0] + streams[1]) == sorted(default)
+    assert not set(streams[0]) & set(streams[1])
