@@ -56,7 +56,8 @@ def test_a_session_beside_a_users_busy_playground_leaves_it_alone(tmp_path):
     """A user's playground at the default folder, with a release holding every GPU and KUBECONFIG
     exported: a test session started then runs on its own playground, passes, and leaves the user's
     playground, processes and release exactly as they were."""
-    from generator.playground.cluster import COMPONENTS, component_health, load_state
+    from generator.playground.cluster import component_health, load_state
+    from generator.playground.control_plane import wanted
     from generator.playground.state import PlaygroundState
 
     home = tmp_path / "state"  # the user's XDG_STATE_HOME: default playground home/dockyard-k8s/playground
@@ -82,7 +83,8 @@ def test_a_session_beside_a_users_busy_playground_leaves_it_alone(tmp_path):
 
         after = load_state(user_dir)
         assert after == before  # same processes, ports, kubeconfig
-        assert all(component_health(PlaygroundState.from_dict(after), c)[0] for c in COMPONENTS)
+        user = PlaygroundState.from_dict(after)  # started without --kueue: its components, Kueue not among them
+        assert "kueue" not in wanted(user) and all(component_health(user, c)[0] for c in wanted(user))
         st = _cli(env, "status", "small", "-n", "dockyard", "-o", "json", timeout=STATUS)
         assert st.returncode == 0, st.stderr
         status = json.loads(st.stdout)

@@ -419,10 +419,11 @@ def test_down_leaves_no_process_behind(playground, tmp_path):
     assert not left, left
     assert not state_dir.exists()
     # the session playground is untouched
-    from generator.playground.cluster import COMPONENTS, component_health
+    from generator.playground.cluster import component_health
+    from generator.playground.control_plane import wanted
 
     session = PlaygroundState.from_dict(playground.state)
-    assert all(component_health(session, c)[0] for c in COMPONENTS)
+    assert all(component_health(session, c)[0] for c in wanted(session))
     # and a second down is a no-op
     again = _cli("down", "--state-dir", str(state_dir), timeout=DOWN)
     assert again.returncode == 0 and "no playground" in again.stdout
