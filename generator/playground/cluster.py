@@ -79,14 +79,16 @@ def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.
             unhealthy += [(n, d) for n, ok, d in _node_health(state) if not ok]  # the real node, if any
             if real_node != bool(state.real_node):
                 unhealthy.append(("real node", "wanted" if real_node else "not wanted"))
-            if kueue != state.kueue:
-                unhealthy.append(("kueue", "wanted" if kueue else "not wanted"))
+            if kueue and not state.kueue:  # a playground with Kueue serves an `up` without --kueue as it is
+                unhealthy.append(("kueue", "wanted"))
             if not unhealthy:
                 say(f"playground already running ({state_dir})")
                 if state.shape != shape:
                     say(f"  note: it was started with {asdict(state.shape)}; `down` first to change its shape")
                 if state.kube_version != playground_kubernetes():
                     say(f"  note: it runs Kubernetes {state.kube_version}; `down` first to change it")
+                if state.kueue and not kueue:
+                    say("  note: it runs Kueue (started with --kueue); `down` first to drop it")
                 print_summary(state, say)
                 return 0
             problems = "; ".join(f"{n}: {d}" for n, d in unhealthy)

@@ -366,10 +366,17 @@ def test_second_up_reports_the_running_cluster_and_status_is_healthy(playground)
 
     after = {n: int(r["pid"]) for n, r in load_state(playground.state_dir)["components"].items()}
     assert after == before
+    kueue = "kueue" in before  # the session's runs Kueue (conftest.session_kueue): kept, and said so
+    assert ("it runs Kueue" in out.stdout) == kueue, out.stdout
+    if kueue:
+        again = _cli("up", "--kueue", "--state-dir", str(playground.state_dir))
+        assert again.returncode == 0 and "already running" in again.stdout, again.stdout + again.stderr
+        assert {n: int(r["pid"]) for n, r in load_state(playground.state_dir)["components"].items()} == before
 
     st = _cli("status", "--state-dir", str(playground.state_dir), timeout=STATUS)
     assert st.returncode == 0, st.stdout + st.stderr
-    for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kuberay-operator"):
+    names = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kuberay-operator"]
+    for name in names + (["kueue"] if kueue else []):
         assert any(line.split()[:2] == [name, "ok"] for line in st.stdout.splitlines()), st.stdout
     total_gpus = len(playground.gpu_node_names) * playground.gpus_per_node
     assert f"{total_gpus} nvidia.com/gpu" in st.stdout, st.stdout
