@@ -80,6 +80,17 @@ def listening_sockets(pid: int) -> list[tuple[str, int]]:
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 
 
+def create_custom_object(api: Any, made: list, group: tuple[str, str], plural: str, ns: str | None,
+                         body: dict) -> None:
+    """Create one custom object (namespaced when `ns`) and record it in `made` for delete_custom_objects."""
+    body["apiVersion"] = "/".join(group)
+    if ns:
+        api.create_namespaced_custom_object(*group, ns, plural, body)
+    else:
+        api.create_cluster_custom_object(*group, plural, body)
+    made.append((group, plural, ns, body["metadata"]["name"]))
+
+
 def delete_custom_objects(api: Any, made: list[tuple[tuple[str, str], str, str | None, str]]) -> None:
     """Delete what a test made, last first: (group+version, plural, namespace or None, name); gone already is fine."""
     from kubernetes import client
@@ -95,3 +106,14 @@ def delete_custom_objects(api: Any, made: list[tuple[tuple[str, str], str, str |
         except ApiException as exc:
             if exc.status != 404:
                 raise
+
+
+def doctor_rows(out: str) -> dict[str, str]:
+    """doctor's table: check name -> its line and the remedy line under it."""
+    lines = out.splitlines()
+    rows = {}
+    for i, line in enumerate(lines):
+        if line[:1] in "✓✗!" and line[1:2] == " ":
+            remedy = lines[i + 1] if i + 1 < len(lines) and "→" in lines[i + 1] else ""
+            rows[line[2:26].strip()] = line + "\n" + remedy
+    return rows

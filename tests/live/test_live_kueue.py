@@ -16,7 +16,7 @@ import bounds
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from live_helpers import KUEUE, RECIPE, cli, delete_custom_objects, infra_variant
+from live_helpers import KUEUE, RECIPE, cli, create_custom_object, delete_custom_objects, infra_variant
 
 from generator.live.queueing import JOB_UID_LABEL
 
@@ -56,12 +56,7 @@ def queue(namespace, k8s):
             return full
 
         def _create(self, plural: str, ns: str | None, body: dict) -> None:
-            body["apiVersion"] = "/".join(KUEUE)
-            if ns:
-                api.create_namespaced_custom_object(*KUEUE, ns, plural, body)
-            else:
-                api.create_cluster_custom_object(*KUEUE, plural, body)
-            made.append((KUEUE, plural, ns, body["metadata"]["name"]))
+            create_custom_object(api, made, KUEUE, plural, ns, body)
 
     yield Queue()
     delete_custom_objects(api, made)

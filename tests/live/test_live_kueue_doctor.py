@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 from kubernetes import client
-from live_helpers import INFRA, KUEUE, RECIPE, cli, delete_custom_objects, infra_variant
+from live_helpers import INFRA, KUEUE, RECIPE, cli, delete_custom_objects, doctor_rows, infra_variant
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -64,17 +64,6 @@ def _doctor(capsys, playground, tmp_path, namespace, queue, *more):
     return cli(capsys, "doctor", RECIPE, infra, "-n", namespace, "--kubeconfig", playground.kubeconfig, *more)
 
 
-def _rows(out: str) -> dict[str, str]:
-    """doctor's table: check name -> its line and the remedy line under it."""
-    lines = out.splitlines()
-    rows = {}
-    for i, line in enumerate(lines):
-        if line[:1] in "✓✗!" and line[1:2] == " ":
-            remedy = lines[i + 1] if i + 1 < len(lines) and "→" in lines[i + 1] else ""
-            rows[line[2:26].strip()] = line + "\n" + remedy
-    return rows
-
-
 KUEUE_ROWS = ["Kueue CRDs", "Kueue LocalQueue", "Kueue ClusterQueue", "Kueue namespaceSelector",
               "Kueue quota: resources", "Kueue quota: gang"]
 
@@ -82,7 +71,7 @@ KUEUE_ROWS = ["Kueue CRDs", "Kueue LocalQueue", "Kueue ClusterQueue", "Kueue nam
 def test_doctor_refuses_a_gang_the_cluster_queue_can_never_hold(playground, namespace, local_queue, capsys, tmp_path):
     queue = local_queue(gpus=8)
     rc, out, err = _doctor(capsys, playground, tmp_path, namespace, queue)
-    rows = _rows(out)
+    rows = doctor_rows(out)
     assert rc == 1, out + err
     assert [k for k in rows if k.startswith("Kueue")] == KUEUE_ROWS, out
     assert all(rows[k].startswith("✓ ") for k in KUEUE_ROWS[:-1]), out
@@ -98,7 +87,7 @@ def test_doctor_refuses_a_gang_the_cluster_queue_can_never_hold(playground, name
 def test_doctor_refuses_a_missing_local_queue(playground, namespace, local_queue, capsys, tmp_path):
     other = local_queue(gpus=16)
     rc, out, err = _doctor(capsys, playground, tmp_path, namespace, "nosuch-queue")
-    rows = _rows(out)
+    rows = doctor_rows(out)
     assert rc == 1, out + err
     row = rows["Kueue LocalQueue"]
     assert row.startswith(f"✗ Kueue LocalQueue         no LocalQueue nosuch-queue in namespace {namespace} "
@@ -110,7 +99,7 @@ def test_doctor_refuses_a_missing_local_queue(playground, namespace, local_queue
 def test_doctor_passes_when_the_gang_fits_the_queue(playground, namespace, local_queue, capsys, tmp_path):
     queue = local_queue(gpus=16)
     rc, out, err = _doctor(capsys, playground, tmp_path, namespace, queue)
-    rows = _rows(out)
+    rows = doctor_rows(out)
     assert rc == 0 and out.rstrip().endswith("ready to run"), out + err
     assert all(rows[k].startswith("✓ ") for k in KUEUE_ROWS), out
     assert f"{queue} in {namespace} is active → ClusterQueue {queue}" in rows["Kueue LocalQueue"]

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 from kubernetes import client
-from live_helpers import KUEUE, RECIPE, cli, delete_custom_objects, infra_variant
+from live_helpers import KUEUE, RECIPE, cli, create_custom_object, delete_custom_objects, infra_variant
 from session_env import wait_for
 
 from generator.live.kube import Kube
@@ -36,13 +36,14 @@ def queue(k8s, namespace):
 
     def make(gpus: int) -> str:
         name = f"ks-{uuid.uuid4().hex[:6]}"
-        _create(api, made, KUEUE, "clusterqueues", None, {"kind": "ClusterQueue", "metadata": {"name": name}, "spec": {
+        create_custom_object(api, made, KUEUE, "clusterqueues", None, {
+            "kind": "ClusterQueue", "metadata": {"name": name}, "spec": {
             "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
             "resourceGroups": [{"coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": [
                 {"name": "default-flavor", "resources": [
                     {"name": "cpu", "nominalQuota": "64"}, {"name": "memory", "nominalQuota": "256Gi"},
                     {"name": "nvidia.com/gpu", "nominalQuota": str(gpus)}]}]}]}})
-        _create(api, made, KUEUE, "localqueues", namespace,
+        create_custom_object(api, made, KUEUE, "localqueues", namespace,
                 {"kind": "LocalQueue", "metadata": {"name": name}, "spec": {"clusterQueue": name}})
         wait_for(lambda: _active(api, namespace, name), 30, f"LocalQueue {name} to be Active")
         return name
@@ -57,7 +58,7 @@ def queue(k8s, namespace):
                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
         head = {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.52.0",
                                 "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}
-        _create(api, made, ("ray.io", "v1"), "rayclusters", namespace, {
+        create_custom_object(api, made, ("ray.io", "v1"), "rayclusters", namespace, {
             "kind": "RayCluster", "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": local_queue}},
             "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": head}},
                      "workerGroupSpecs": [{"groupName": "gpu", "replicas": 1, "minReplicas": 1, "maxReplicas": 1,
@@ -72,15 +73,6 @@ def queue(k8s, namespace):
     make.block = block  # type: ignore[attr-defined]
     yield make
     delete_custom_objects(api, made)
-
-
-def _create(api, made, group, plural, ns, body):
-    body["apiVersion"] = "/".join(group)
-    if ns:
-        api.create_namespaced_custom_object(*group, ns, plural, body)
-    else:
-        api.create_cluster_custom_object(*group, plural, body)
-    made.append((group, plural, ns, body["metadata"]["name"]))
 
 
 def _active(api, namespace, name) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from live_helpers import INFRA, RECIPE, cli, infra_variant
+from live_helpers import INFRA, RECIPE, cli, doctor_rows, infra_variant
 
 from generator.tools import (
     PLAYGROUND_KUBERAY_ENV,
@@ -22,20 +22,9 @@ from generator.tools import (
 pytestmark = pytest.mark.timeout(240)
 
 
-def _rows(out: str) -> dict[str, str]:
-    """doctor's table: check name -> its line and the remedy line under it."""
-    lines = out.splitlines()
-    rows = {}
-    for i, line in enumerate(lines):
-        if line[:1] in "✓✗!" and line[1:2] == " ":
-            remedy = lines[i + 1] if i + 1 < len(lines) and "→" in lines[i + 1] else ""
-            rows[line[2:26].strip()] = line + "\n" + remedy
-    return rows
-
-
 def test_doctor_names_the_server_version_and_the_crds_accept_the_render(playground, namespace, capsys):
     rc, out, err = cli(capsys, "doctor", RECIPE, INFRA, "-n", namespace, "--kubeconfig", playground.kubeconfig)
-    rows = _rows(out)
+    rows = doctor_rows(out)
     assert rows["Kubernetes version"].startswith("✓ "), out
     assert f"(supported {kube_range()})" in rows["Kubernetes version"]
     assert playground_kubernetes() in rows["Kubernetes version"]  # v1.33.13 under make test-matrix
@@ -55,7 +44,7 @@ def test_doctor_refuses_a_field_the_installed_crds_lack(playground, namespace, c
         field = "enableInTreeAutoscalar"
     bad = infra_variant(tmp_path, "bad.yaml", change)
     rc, out, err = cli(capsys, "doctor", RECIPE, bad, "-n", namespace, "--kubeconfig", playground.kubeconfig)
-    row = _rows(out)["KubeRay CRDs accept"]
+    row = doctor_rows(out)["KubeRay CRDs accept"]
     assert rc == 1 and row.startswith("✗ "), out + err
     assert field in row and "unknown field" in row and "kuberay.spec" in row, row
     assert "Traceback" not in err
