@@ -79,12 +79,6 @@ def argv(binary: str, config: Path, state_dir: Path) -> list[str]:
             "kueue-mount", str(base / "etc"), str(base / "work"), binary, f"--config={config}"]
 
 
-def install_crds(api: Api, crd_dir: Path) -> list[str]:
-    from generator.playground import crds
-
-    return crds.install(api, crd_dir)
-
-
 def webhook_configurations(manifest: Path, port: int, ca_file: str) -> list[dict[str, Any]]:
     """Kueue's own webhook manifest cut to the Ray integrations and Kueue's objects, each webhook pointed at
     https://127.0.0.1:PORT<path> with the playground CA (the pod/deployment/... ones would refuse every pod)."""

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from generator.live import capacity
 from generator.live import kueue_rows as kr
 from generator.live.preflight import FAIL, OK, WARN, Namespace
 
@@ -88,7 +89,7 @@ def test_pod_requests_count_limits_init_containers_sidecars_and_overhead():
         ],
         "overhead": {"cpu": "250m"},
     }
-    got = kr.pod_requests(spec)
+    got = capacity.pod_requests(spec)  # the scheduler's count, which doctor and Kueue share
     assert got == pytest.approx({"cpu": 4.1 + 0.25, "memory": 2**30 + 64 * 2**20, "nvidia.com/gpu": 1.0})
 
 
