@@ -95,6 +95,7 @@ class Room:
     used: dict[str, dict[str, float]] = field(default_factory=dict)
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # for the placement rows (placement.py)
     taints: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    handlers: dict[str, set[str]] = field(default_factory=dict)  # node.status.runtimeHandlers (runtime_class.py)
     nodes_denied: bool = False  # RBAC: nodes cannot be listed
     pods_denied: bool = False  # RBAC: pods of every namespace cannot be listed
 
@@ -113,6 +114,7 @@ def _read_nodes(kube: Kube, room: Room) -> list[Any]:
     room.labels = {n.metadata.name: dict(n.metadata.labels or {}) for n in nodes}
     room.taints = {n.metadata.name: [{"key": t.key, "value": t.value, "effect": t.effect} for t in n.spec.taints or []]
                    for n in nodes}
+    room.handlers = {n.metadata.name: {h.name for h in n.status.runtime_handlers or [] if h.name} for n in nodes}
     return nodes
 
 

@@ -56,6 +56,11 @@ def _pod_has(key: str) -> Cell:
     return lambda r, p: SET if p.get(key) else NOT_SET
 
 
+def _runtime_class(role: str, p: Pod) -> str:
+    """The RuntimeClass by name (gvisor, kata, ...): which kernel boundary the pod gets, not just whether one."""
+    return str(p["runtimeClassName"]) if p.get("runtimeClassName") else NOT_SET
+
+
 def _containers(test: Callable[[dict[str, Any]], bool]) -> Cell:
     return lambda r, p: _all(p, test)
 
@@ -121,7 +126,7 @@ def controls(docs: list[dict[str, Any]]) -> list[tuple[str, dict[str, str]]]:
         ("priorityClassName", row(_pod_has("priorityClassName"))),
         ("image pinned by digest", row(_containers(lambda c: "@sha256:" in c.get("image", "")))),
         ("topologySpreadConstraints", row(_pod_has("topologySpreadConstraints"), {"sandbox"})),
-        ("runtimeClassName", row(_pod_has("runtimeClassName"), {"sandbox"})),
+        ("runtimeClassName", row(_runtime_class, {"sandbox"})),
     ]
     return rows
 

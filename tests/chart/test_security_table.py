@@ -38,6 +38,13 @@ def test_switches_show_up_in_the_table():
     assert t["PodDisruptionBudget"]["inference"] == "set"
 
 
+def test_the_runtime_class_row_names_the_class():
+    assert table()["runtimeClassName"]["sandbox"] == "not set"
+    t = table(sandbox={"runtimeClassName": "gvisor"})
+    assert t["runtimeClassName"] == {"sandbox": "gvisor", "test": "n/a", "submitter": "n/a",
+                                     "head": "n/a", "trainer": "n/a", "inference": "n/a"}
+
+
 def test_check_security_prints_the_table(capsys):
     assert main(["check", str(RECIPE), str(INFRA_EXAMPLES[0]), "--security"]) == 0
     out = capsys.readouterr().out

@@ -5,6 +5,8 @@ it a fleet stays Pending on the taint, and `doctor` says ✗ naming the taint an
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from kubernetes import client
 from live_helpers import INFRA, RECIPE, cli, infra_variant, kube
@@ -87,3 +89,45 @@ def test_a_fleet_without_the_toleration_stays_pending_and_doctor_names_the_taint
     assert not any(t.key == "nvidia.com/gpu" for t in pod.spec.tolerations or [])
     wait(lambda: [p for p in _pods(playground, namespace, "inference") if p.status.phase == "Running"], 60,
          "the inference pod (default toleration) Running")
+
+
+def test_doctor_checks_the_sandbox_runtime_class_its_handler_and_counts_its_overhead(playground, namespace, capsys,
+                                                                                    tmp_path):
+    """sandbox.runtimeClassName (issue 22): a class that does not exist is ✗ (the API server refuses the pods), one
+    whose nodeSelector matches no node is ✗, and the kwok nodes report no runtime handlers, so which handler they
+    run is unknown (!). The class's pod overhead is added to the pool's room row, as admission adds it to the pods.
+    (The real node, which reports runsc, is test_real_node's: there the row is ✓.)"""
+    node_api = client.NodeV1Api(playground.api_client())
+    kc = playground.kubeconfig
+
+    def doctor(runtime_class: str | None) -> tuple[int, dict[str, str]]:
+        change = (lambda d: d["sandbox"].update(runtimeClassName=runtime_class)) if runtime_class else (lambda d: d)
+        infra = infra_variant(tmp_path, f"{runtime_class}.infra.yaml", change)
+        rc, out, err = cli(capsys, "doctor", RECIPE, infra, "-n", namespace, "--kubeconfig", kc)
+        return rc, _rows(out)
+
+    rc, plain = doctor(None)
+    assert "RuntimeClass" not in plain  # no row, and no read, when none is set
+    rc, rows = doctor(f"absent-{namespace}")
+    assert rc == 1 and rows["RuntimeClass"].startswith("✗ ") and "does not exist" in rows["RuntimeClass"], rows
+    assert "RuntimeClass" in rows["PodSecurity admission"] and "not found" in rows["PodSecurity admission"]  # the claim
+
+    made = [f"overhead-{namespace}", f"nowhere-{namespace}"]
+    for name, spec in ((made[0], {"handler": "kata", "overhead": {"podFixed": {"cpu": "250m", "memory": "64Mi"}}}),
+                       (made[1], {"handler": "runsc", "scheduling": {"nodeSelector": {"no-such-label": "true"}}})):
+        node_api.create_runtime_class({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                                       "metadata": {"name": name}, **spec})
+    try:
+        rc, rows = doctor(made[0])
+        line = rows["RuntimeClass"]
+        assert line.startswith("! ") and "handler kata" in line and "no node reports its runtime handlers" in line, line
+        assert "overhead cpu 250m, memory 64Mi per pod" in line, line
+        cpu = lambda row: re.search(r"\(cpu (\d+)m", row).group(1)  # noqa: E731
+        assert int(cpu(rows["sandbox pool fits"])) == int(cpu(plain["sandbox pool fits"])) + 250, rows
+
+        rc, rows = doctor(made[1])
+        line = rows["RuntimeClass"]
+        assert rc == 1 and line.startswith("✗ ") and "no schedulable node matches" in line, line
+    finally:
+        for name in made:
+            node_api.delete_runtime_class(name)

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from generator.errors import EXIT_FAILED, EXIT_OK
-from generator.live import capacity, kueue_rows, placement, preflight
+from generator.live import capacity, kueue_rows, placement, preflight, runtime_class
 from generator.live.kube import Kube, describe_error, is_forbidden
 from generator.live.plan import plan
 from generator.live.preflight import FAIL, OK, WARN, Row
@@ -57,10 +57,17 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     replicas = int((values.get("sandbox") or {}).get("replicas", 0))
     if autoscaling.get("enabled"):
         replicas = int(autoscaling.get("minReplicas", 1))  # what the HPA keeps; its maximum is a warning row
-    rows += capacity.sandbox_rows(room, templates.get("sandbox"), replicas, autoscaling)
+    sandbox = templates.get("sandbox")
+    admitted = dict(templates)  # as the API server admits them: with the RuntimeClass's overhead (not dry-run)
+    class_name = (values.get("sandbox") or {}).get("runtimeClassName")
+    if sandbox and class_name:  # read only when set: the row, and the overhead the sandbox pods get
+        rc = runtime_class.read(kube, class_name)
+        rows.append(runtime_class.row(rc, room.labels, room.handlers, room.nodes_denied))
+        sandbox = admitted["sandbox"] = runtime_class.with_overhead(sandbox, rc)  # room and quotas count it
+    rows += capacity.sandbox_rows(room, sandbox, replicas, autoscaling)
     counts = {"sandbox": replicas, "head": 1, "trainer": cluster.trainer.nodes, "inference": cluster.inference.nodes,
               "submitter": 1}
-    rows += capacity.quota_rows(kube, ns, templates, counts)
+    rows += capacity.quota_rows(kube, ns, admitted, counts)
     rows.append(preflight.pod_security_row(kube, ns, templates, drop_priority_class=priority_class.mark != OK))
     rows += preflight.network_policy_rows(values)
     return rows
