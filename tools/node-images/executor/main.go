@@ -6,6 +6,10 @@
 //	executor dial HOST:PORT [S]   open a TCP connection within S seconds (default 3); exit 0 if it opens
 //	executor alloc MIB            allocate and touch MIB MiB of memory, then exit 0
 //	executor listen ADDR TEXT     serve TEXT over HTTP on ADDR (a stand-in listener for tests)
+//	executor syscall NR [ARG...]  make raw syscall NR (x86-64 numbers, up to six integer arguments) and
+//	                              print "ok R" or "errno N NAME"; exit 0 either way (a kernel probe)
+//	executor load URL C S [JSON]  C workers POST JSON (default {"argv": ["true"]}) to URL for S seconds,
+//	                              one connection per task; print the counts and latencies as JSON (load.go)
 //
 // API: GET /health answers "ok"; POST /task/submit takes {"command": "sh text"} or
 // {"argv": ["prog", "arg"]} with an optional "timeout" in seconds (default 60) and answers
@@ -258,13 +262,17 @@ func main() {
 		if mib, err = strconv.Atoi(args[1]); err == nil {
 			alloc(mib)
 		}
+	case args[0] == "syscall" && len(args) >= 2 && len(args) <= 8:
+		err = probeSyscall(args[1:])
+	case args[0] == "load" && (len(args) == 4 || len(args) == 5):
+		err = load(args[1:])
 	case args[0] == "listen" && len(args) == 3:
 		text := args[2]
 		err = http.ListenAndServe(args[1], http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = io.WriteString(w, text+"\n")
 		}))
 	default:
-		err = fmt.Errorf("usage: executor [serve] | post URL JSON | get URL | dial HOST:PORT [SECONDS] | alloc MIB | listen ADDR TEXT")
+		err = fmt.Errorf("usage: executor [serve] | post URL JSON | get URL | dial HOST:PORT [SECONDS] | alloc MIB | listen ADDR TEXT | syscall NR [ARG...] | load URL CONCURRENCY SECONDS [JSON]")
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}

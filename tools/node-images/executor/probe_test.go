@@ -1,0 +1,97 @@
+package main
+
+// The kernel probe and the load generator, against the real executor process (start, main_test.go).
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// self runs this test binary as the executor with args and returns its stdout.
+func self(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "EXECUTOR_TEST_SERVE=1")
+	out, err := cmd.Output()
+	return string(out), err
+}
+
+func TestSyscallProbeTellsAnUnknownSyscallFromAServedOne(t *testing.T) {
+	if out, err := self(t, "syscall", "99999"); err != nil || out != "errno 38 ENOSYS\n" {
+		t.Fatalf("syscall 99999: %q %v", out, err)
+	}
+	if out, err := self(t, "syscall", "39"); err != nil || !strings.HasPrefix(out, "ok ") || out == "ok 0\n" {
+		t.Fatalf("getpid (39): %q %v", out, err)
+	}
+	if out, err := self(t, "syscall", "nope"); err == nil {
+		t.Fatalf("a non-integer syscall number was accepted: %q", out)
+	}
+}
+
+func runLoad(t *testing.T, args ...string) tally {
+	t.Helper()
+	out, err := self(t, append([]string{"load"}, args...)...)
+	if err != nil {
+		t.Fatalf("load %v: %v: %s", args, err, out)
+	}
+	var got tally
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("load printed %q: %v", out, err)
+	}
+	return got
+}
+
+func TestLoadCountsEveryTaskItSends(t *testing.T) {
+	r := start(t)
+	got := runLoad(t, r.url+"/task/submit", "4", "1")
+	if got.Sent == 0 || got.OK != got.Sent || got.Lost+got.Refused+got.Failed != 0 || got.P99ms < got.P50ms ||
+		got.PerSec <= 0 {
+		t.Fatalf("a healthy executor: %+v", got)
+	}
+	failing := runLoad(t, r.url+"/task/submit", "2", "0.5", `{"argv": ["false"]}`)
+	if failing.Sent == 0 || failing.Failed != failing.Sent {
+		t.Fatalf("tasks that exit 1: %+v", failing)
+	}
+}
+
+func TestLoadCountsTasksNobodyAnsweredAsLost(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: every connection is refused
+	got := runLoad(t, "http://"+addr+"/task/submit", "2", "0.3")
+	if got.Sent == 0 || got.Lost != got.Sent || got.OK != 0 || len(got.Errors) == 0 ||
+		!strings.Contains(got.Errors[0], "refused") {
+		t.Fatalf("a closed port: %+v", got)
+	}
+}
+
+func TestLoadDuringADrainCountsRefusalsAndLossesNotSuccesses(t *testing.T) {
+	r := start(t)
+	done := make(chan tally, 1)
+	go func() { done <- runLoad(t, r.url+"/task/submit", "4", "2", `{"command": "sleep 0.2"}`) }()
+	time.Sleep(500 * time.Millisecond)
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	got := <-done
+	// The executor drains and exits: the tasks after it are refused at connect, so the count tells.
+	if got.OK == 0 || got.Lost+got.Refused == 0 || got.OK+got.Failed+got.Refused+got.Lost != got.Sent {
+		t.Fatalf("load across one executor's exit: %+v", got)
+	}
+}
+
+func TestLoadRefusesAnUnboundedRun(t *testing.T) {
+	for _, args := range [][]string{{"http://127.0.0.1:1/", "0", "1"}, {"http://127.0.0.1:1/", "65", "1"},
+		{"http://127.0.0.1:1/", "1", "601"}, {"http://127.0.0.1:1/", "1", "-1"}} {
+		if out, err := self(t, append([]string{"load"}, args...)...); err == nil {
+			t.Errorf("load %v ran: %s", args, out)
+		}
+	}
+}
