@@ -43,6 +43,7 @@ def test_runsc_options_use_systrap_cgroupfs_and_the_state_folder(tmp_path):
     opts = tomllib.loads(C.runsc_config(spec, _bins(tmp_path)))
     assert opts["binary_name"] == str(tmp_path / "gvisor" / "runsc")
     assert opts["runsc_config"]["platform"] == "systrap" and opts["runsc_config"]["systemd-cgroup"] == "false"
+    assert opts["runsc_config"]["oci-seccomp"] == "true"  # else a pod's seccompProfile is ignored under gVisor
     for path in (opts["root"], opts["log_path"], opts["runsc_config"]["debug-log"]):
         assert path.startswith(str(spec.root))
     # only keys the shim knows (gvisor pkg/shim/v1/runsc/options.go); an unknown one is dropped silently

@@ -109,7 +109,8 @@ def _runsc_runtime(spec: S.NodeSpec) -> str:
 
 def runsc_config(spec: S.NodeSpec, bins: Binaries) -> str:
     """The runsc shim's options (gvisor pkg/shim/v1/runsc/options.go): runsc by path, its state under
-    the state folder, and runsc's own flags in [runsc_config] (cgroupfs: this node has no systemd)."""
+    the state folder, and runsc's own flags in [runsc_config] (cgroupfs: this node has no systemd;
+    oci-seccomp: runsc ignores a pod's seccomp profile without it, so RuntimeDefault would not apply)."""
     assert bins.gvisor is not None
     q = json.dumps
     d = spec.containerd_dir
@@ -121,6 +122,7 @@ log_level = "info"
 [runsc_config]
   platform = "{RUNSC_PLATFORM}"
   systemd-cgroup = "false"
+  oci-seccomp = "true"
   debug-log = {q(str(spec.root / 'runsc-logs' / '%ID%' / 'runsc.%COMMAND%.log'))}
 """
 
