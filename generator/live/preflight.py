@@ -38,8 +38,8 @@ RBAC = [
     ("", "pods", ("create",)),  # doctor's server-side dry run of each pod template
 ]
 
-# Only when the release renders a HorizontalPodAutoscaler (sandbox.autoscaling.enabled).
-HPA_RBAC = ("autoscaling", "horizontalpodautoscalers", ("get", "create", "patch", "delete"))
+# Only when the release renders a HorizontalPodAutoscaler (sandbox.autoscaling.enabled); list: status, uninstall.
+HPA_RBAC = ("autoscaling", "horizontalpodautoscalers", ("get", "list", "create", "patch", "delete"))
 
 # Cluster-scope reads: not needed to work in a namespace; without them a row says what is unknown.
 CLUSTER_READS = [

@@ -4,7 +4,8 @@ A snapshot costs a fixed number of API calls (seven list/get calls by label sele
 selector), whatever the number of pods: `status`, `run --wait` and `dev` all read through it. A job
 queued with Kueue (the `kueue.x-k8s.io/queue-name` label on the RayJob, or the RayCluster in bringup
 mode) costs one more list (its Workload by UID), plus one read while it is not admitted (the LocalQueue)
-or after it was preempted (the preemptor): generator/live/queueing.py.
+or after it was preempted (the preemptor): generator/live/queueing.py. A release that renders a sandbox
+HorizontalPodAutoscaler costs one more list (generator/live/pool.py).
 Objects are read as plain JSON dicts (Kube.list), not the client's pydantic models: that keeps
 `status` free of the typed API modules' import cost.
 """
@@ -19,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from generator.live import queueing
+from generator.live import pool, queueing
 from generator.live.kube import GPU, INSTANCE, Kube, Objects
 
 FLEETS = ("head", "trainer", "inference", "sandbox", "submitter")
@@ -56,6 +57,8 @@ class Snapshot:
     queue: queueing.Queue | None = None  # Kueue's view of a job that carries the queue label, else None
     calls: int = 0
     namespace_deleting: str | None = None  # set by `status`: why the namespace is Terminating
+    pool: dict[str, int] | None = None  # the sandbox Deployment's replica counts (generator/live/pool.py)
+    hpa: dict[str, Any] | None = None  # its HorizontalPodAutoscaler, read only when the release renders one
 
     # end states --------------------------------------------------------------------------------
     def ray_fleets(self) -> list[Fleet]:
@@ -246,6 +249,8 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
     if queued is not None:  # only a labelled job costs Kueue reads
         snap.queue = queueing.read(kube, namespace, queued[1], queued[0])
     per_pod_gpu = _desired(snap, ray_spec, deployments, bool(records))
+    if snap.pool is not None and pool.renders_hpa(records):  # one more list, only with an HPA
+        snap.hpa = pool.read_hpa(kube, namespace, release)
     for f in snap.fleets.values():
         f.gpus_requested = f.desired * per_pod_gpu.get(f.fleet, 0)
     reasons, nodes = _observe(snap, pods)
@@ -331,6 +336,7 @@ def _desired(snap: Snapshot, ray_spec: dict[str, Any] | None, deployments: Objec
     if sandbox_dep is not None:
         dep_spec = sandbox_dep.get("spec") or {}
         snap.fleets["sandbox"] = Fleet("sandbox", desired=int(dep_spec.get("replicas") or 0))
+        snap.pool = pool.replicas(sandbox_dep)
         per_pod_gpu["sandbox"] = _pod_gpus((dep_spec.get("template") or {}).get("spec"))
         if snap.mode is None:
             snap.mode = "attach" if installed else None

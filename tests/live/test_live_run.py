@@ -11,6 +11,7 @@ import bounds
 import pytest
 from kubernetes import client
 from live_helpers import INFRA, RECIPE, cli, infra_variant, kube, spawn
+from session_env import wait_for
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -97,6 +98,20 @@ def test_status_reads_a_bounded_number_of_api_calls(playground, namespace, relea
     assert big.fleets["sandbox"].ready == 8
     print(f"status API calls: {small.calls} with 2 sandbox pods, {big.calls} with 8")
     assert small.calls == big.calls <= 8
+
+    # with an HPA (issue 21) one more list: status shows its replicas, min/max and metric (no metrics API on
+    # this playground, so the HPA controller reports it cannot scale, and status says why)
+    scaled = infra_variant(tmp_path, "hpa.yaml", lambda d: d["sandbox"].update(autoscaling={
+        "enabled": True, "minReplicas": 2, "maxReplicas": 4, "targetCPUUtilizationPercentage": 70}))
+    assert cli(capsys, "run", RECIPE, scaled, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120)[0] == 0
+    hpa = wait_for(lambda: (lambda s: s if s.hpa and s.hpa["inactive"] else None)(take(k, "small", namespace)), 60,
+                   "the HPA controller to report on the pool's HPA")
+    assert hpa.calls == small.calls + 1 and hpa.hpa["min"] == 2 and hpa.hpa["max"] == 4
+    rc, out, err = cli(capsys, "status", "small", "-n", namespace, "--kubeconfig", kc)
+    line = next(x for x in out.splitlines() if x.startswith("hpa "))
+    assert "small-sandbox  replicas " in line and "min 2, max 4)  cpu <unknown>/70%" in line, out
+    assert "not scaling: FailedGetResourceMetric" in line, out
+    assert any(x.startswith("pool       sandbox  desired ") for x in out.splitlines()), out
 
 
 def test_failed_first_install_leaves_nothing(playground, namespace, release, capsys, tmp_path, helm):

@@ -60,6 +60,9 @@ def test_status_finds_the_only_release_and_prints_the_reason(fake, capsys):
     lines = out.splitlines()
     assert lines[0].startswith(f"release    {RELEASE}  namespace {NS}  revision 1  deployed")
     assert "mode       rayjob  ready: no" in lines
+    # the pool's rollout counts: ready, not yet available (minReadySeconds); no HPA rendered, so none read
+    assert "pool       sandbox  desired 2  updated 2  ready 2  available 0" in lines
+    assert not [r for r in fake.requests if "horizontalpodautoscalers" in r[1]] and "hpa " not in out
     row = next(line for line in lines if line.startswith("inference"))
     assert row.split()[1:3] == ["0/1", "8/0"] and UNSCHEDULABLE in row
     assert next(line for line in lines if line.startswith("trainer")).split()[1:4] == ["1/1", "8/8", "gpu-node-0"]

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from generator.errors import EXIT_OK
-from generator.live import driver_log, queueing
+from generator.live import driver_log, pool, queueing
 from generator.live.kube import Kube
 from generator.live.resolve import resolve
 from generator.live.show import columns, emit
@@ -32,6 +32,7 @@ def status_table(snap: Snapshot) -> str:
     if snap.queue:
         lines.append(f"queue      {queueing.line(snap.queue)}")
     lines.append(f"mode       {snap.mode or '-'}  ready: {'yes' if snap.ready() else 'no'}")
+    lines.extend(pool.lines(snap.pool, snap.hpa))
     rows = [["FLEET", "READY", "GPUS REQ/ALLOC", "NODES", "REASON"]]
     for name in FLEETS:
         f = snap.fleets.get(name)
