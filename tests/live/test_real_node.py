@@ -30,6 +30,12 @@ REAL = {S.NODE_LABEL: "true"}
 TOLERATE = [{"key": S.NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}]
 DATA = Path(__file__).resolve().parent / "data"
 RECIPE = DATA / "small.yaml"
+# The pool's proofs run under both runtimes (issue 22): runc (the host kernel) and gVisor (RuntimeClass gvisor)
+RUNTIMES = pytest.mark.parametrize("runtime", [None, C.RUNTIME_CLASS], ids=["runc", "gvisor"])
+
+
+def _on(runtime: str | None) -> dict:
+    return {"runtimeClassName": runtime} if runtime else {}
 
 
 # ---------------------------------------------------------------- the module's playground
@@ -131,6 +137,8 @@ class Node:
         rc, out, err = cli(capsys, "run", RECIPE, path, "--kubeconfig", self.kubeconfig, "--create-namespace",
                            "--wait", "-q", "--timeout", "120")
         assert rc == 0, f"run failed: {out}\n{err}"
+        runtime = sandbox.get("runtimeClassName")
+        assert {p["spec"].get("runtimeClassName") for p in self.pool(ns)} == {runtime}, "the pool's runtime class"
 
     def listener(self, ip: str, port: int, text: str) -> subprocess.Popen:
         """A stand-in host: an HTTP listener on `ip` inside the node's network namespace."""
@@ -207,9 +215,10 @@ def test_clusterip_endpointslices_and_cluster_dns(node):
 # ---------------------------------------------------------------- the sandbox pool
 
 
-def test_sandbox_pool_runs_on_the_real_node_and_helm_test_passes(node, capsys, tmp_path):
+@RUNTIMES
+def test_sandbox_pool_runs_on_the_real_node_and_helm_test_passes(node, capsys, tmp_path, runtime):
     ns = node.namespace("sb")
-    node.release(capsys, tmp_path, ns, replicas=2)
+    node.release(capsys, tmp_path, ns, replicas=2, **_on(runtime))
     pool = node.pool(ns)
     assert len(pool) == 2 and {p["spec"]["nodeName"] for p in pool} == {S.NODE_NAME}
     proc = subprocess.run([node.helm_bin, "test", "small", "-n", ns, "--kubeconfig", node.kubeconfig,
@@ -253,9 +262,10 @@ def _executor_url(pod: dict) -> str:
     return f"http://{pod['status']['podIP']}:9090/task/submit"
 
 
-def test_network_policy_default_ingress_and_metadata(node, capsys, tmp_path):
+@RUNTIMES
+def test_network_policy_default_ingress_and_metadata(node, capsys, tmp_path, runtime):
     ns, other = node.namespace("np"), node.namespace("np-other")
-    node.release(capsys, tmp_path, ns)
+    node.release(capsys, tmp_path, ns, **_on(runtime))
     pool = node.pool(ns)[0]
     ip = pool["status"]["podIP"]
     client, stranger = node.client(ns), node.client(other)
@@ -277,7 +287,7 @@ def test_network_policy_default_ingress_and_metadata(node, capsys, tmp_path):
         get = f"/executor get http://{S.STAND_IN_IP}/ ; echo rc=$?"
         assert node.task(ns, client, _executor_url(pool), get)["stdout"].count("rc=1") == 1  # nothing listens there yet
         # lifting blockCloudMetadata opens it: the same check can fail
-        node.release(capsys, tmp_path, ns, networkPolicy={"blockCloudMetadata": False})
+        node.release(capsys, tmp_path, ns, networkPolicy={"blockCloudMetadata": False}, **_on(runtime))
         opened = wait_for(lambda: (lambda r: r if r["exit_code"] == 0 else None)(
             node.task(ns, client, _executor_url(node.pool(ns)[0]), f"/executor get http://{S.METADATA_IP}/")),
             30, "the metadata stand-in to answer once blockCloudMetadata is false")
@@ -288,19 +298,20 @@ def test_network_policy_default_ingress_and_metadata(node, capsys, tmp_path):
     node.kubectl("delete", "namespace", ns, other, "--wait=false")
 
 
-def test_locked_egress_allows_dns_and_exactly_the_allowed_cidr(node, capsys, tmp_path):
+@RUNTIMES
+def test_locked_egress_allows_dns_and_exactly_the_allowed_cidr(node, capsys, tmp_path, runtime):
     ns = node.namespace("eg")
     host = node.listener(S.STAND_IN_IP, 80, "stand-in-host")
     metadata = node.listener(S.METADATA_IP, 80, "metadata-stand-in")
     try:
-        node.release(capsys, tmp_path, ns, networkPolicy={"allowEgress": False})
+        node.release(capsys, tmp_path, ns, networkPolicy={"allowEgress": False}, **_on(runtime))
         client = node.client(ns)
         url = lambda: _executor_url(node.pool(ns)[0])  # noqa: E731
         wait_for(lambda: node.task(ns, client, url(), f"/executor get http://{S.STAND_IN_IP}/")["exit_code"] != 0,
                  30, "egress to the stand-in host to be blocked")
         assert node.task(ns, client, url(), f"nslookup small-sandbox.{ns}.svc.cluster.local")["exit_code"] == 0
-        node.release(capsys, tmp_path, ns,
-                     networkPolicy={"allowEgress": False, "allowedEgressCidrs": [f"{S.STAND_IN_IP}/32"]})
+        locked = {"allowEgress": False, "allowedEgressCidrs": [f"{S.STAND_IN_IP}/32"]}
+        node.release(capsys, tmp_path, ns, networkPolicy=locked, **_on(runtime))
         got = wait_for(lambda: (lambda r: r if r["exit_code"] == 0 else None)(
             node.task(ns, client, url(), f"/executor get http://{S.STAND_IN_IP}/")), 30, "the allowed CIDR to open")
         assert "stand-in-host" in got["stdout"]
@@ -318,9 +329,10 @@ def _status_fields(text: str) -> dict:
     return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in text.splitlines()) if v}
 
 
-def test_security_context_seen_from_inside_the_executor(node, capsys, tmp_path):
+@RUNTIMES
+def test_security_context_seen_from_inside_the_executor(node, capsys, tmp_path, runtime):
     ns = node.namespace("sec")
-    node.release(capsys, tmp_path, ns)
+    node.release(capsys, tmp_path, ns, **_on(runtime))
     client = node.client(ns)
     url = _executor_url(node.pool(ns)[0])
     st = _status_fields(node.task(ns, client, url, "cat /proc/self/status")["stdout"])
@@ -329,7 +341,7 @@ def test_security_context_seen_from_inside_the_executor(node, capsys, tmp_path):
     assert denied["exit_code"] != 0, denied  # a privileged operation is refused
     assert node.task(ns, client, url, "ls /var/run/secrets/kubernetes.io/serviceaccount")["exit_code"] != 0
 
-    node.release(capsys, tmp_path, ns, security={"profile": "restricted"})
+    node.release(capsys, tmp_path, ns, security={"profile": "restricted"}, **_on(runtime))
     def restricted_and_ready(p: dict) -> bool:
         return (p["spec"]["securityContext"].get("runAsUser") == 10001 and bool(p["status"].get("podIP"))
                 and all(c.get("ready") for c in p["status"].get("containerStatuses", [])))
@@ -343,9 +355,10 @@ def test_security_context_seen_from_inside_the_executor(node, capsys, tmp_path):
     node.kubectl("delete", "namespace", ns, "--wait=false")
 
 
-def test_liveness_probe_restarts_an_executor_that_stops_answering(node, capsys, tmp_path):
+@RUNTIMES
+def test_liveness_probe_restarts_an_executor_that_stops_answering(node, capsys, tmp_path, runtime):
     ns = node.namespace("probe")
-    node.release(capsys, tmp_path, ns)
+    node.release(capsys, tmp_path, ns, **_on(runtime))
     client = node.client(ns)
     pod = node.pool(ns)[0]
     name = pod["metadata"]["name"]
@@ -360,10 +373,11 @@ def test_liveness_probe_restarts_an_executor_that_stops_answering(node, capsys, 
     node.kubectl("delete", "namespace", ns, "--wait=false")
 
 
-def test_memory_limit_oom_kills_the_task_and_the_pod_recovers(node, capsys, tmp_path):
+@RUNTIMES
+def test_memory_limit_oom_kills_the_task_and_the_pod_recovers(node, capsys, tmp_path, runtime):
     ns = node.namespace("oom")
     node.release(capsys, tmp_path, ns, resources={"cpu": "100m", "memory": "64Mi", "memoryLimit": "96Mi",
-                                                   "ephemeralStorage": "256Mi"})
+                                                   "ephemeralStorage": "256Mi"}, **_on(runtime))
     client = node.client(ns)
     pod = node.pool(ns)[0]
     small = node.task(ns, client, _executor_url(pod), "/executor alloc 16")
@@ -391,9 +405,10 @@ def test_memory_limit_oom_kills_the_task_and_the_pod_recovers(node, capsys, tmp_
     node.kubectl("delete", "namespace", ns, "--wait=false")
 
 
-def test_pdb_refuses_the_second_eviction_with_real_pods(node, capsys, tmp_path):
+@RUNTIMES
+def test_pdb_refuses_the_second_eviction_with_real_pods(node, capsys, tmp_path, runtime):
     ns = node.namespace("pdb")
-    node.release(capsys, tmp_path, ns, replicas=2)
+    node.release(capsys, tmp_path, ns, replicas=2, **_on(runtime))
     pods = [p["metadata"]["name"] for p in node.pool(ns)]
     assert len(pods) == 2
 
@@ -417,10 +432,142 @@ def test_pdb_refuses_the_second_eviction_with_real_pods(node, capsys, tmp_path):
     node.kubectl("delete", "namespace", ns, "--wait=false")
 
 
+# ---------------------------------------------------------------- the pool under load (issue 21): 0 tasks lost
+# `executor load` in a client pod sends tasks through the pool's Service (a connection each, counted: ok, failed,
+# refused by a draining executor, lost without an answer) while the pool changes under it.
+
+TASK = json.dumps({"command": "sleep 2; echo done"})  # long enough that every replaced executor has tasks in flight
+
+
+class Load:
+    """`executor load` running in the background in a client pod; .result() waits and parses its counts."""
+
+    def __init__(self, node: Node, ns: str, client: str, url: str, seconds: float, workers: int = 4,
+                 task: str = TASK):
+        self.t0, self.seconds = time.monotonic(), seconds
+        self.proc = subprocess.Popen([node.kubectl_bin, f"--kubeconfig={node.kubeconfig}", "-n", ns, "exec", client,
+                                      "--", "/executor", "load", url, str(workers), str(seconds), task],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def left(self) -> float:
+        return self.seconds - (time.monotonic() - self.t0)
+
+    def result(self) -> dict:
+        out, err = self.proc.communicate(timeout=self.seconds + 120)
+        assert self.proc.returncode == 0, out + err
+        return json.loads(out)
+
+
+def test_the_pool_loses_no_task_through_an_upgrade_and_an_eviction_and_does_without_its_knobs(node, capsys, tmp_path):
+    ns = node.namespace("roll")
+    node.release(capsys, tmp_path, ns, replicas=2)
+    client = node.client(ns)
+    url = f"http://small-sandbox.{ns}.svc.cluster.local:9090/task/submit"
+    old = {p["metadata"]["name"] for p in node.pool(ns)}
+
+    # 1. `run` changes the pool (an env var: a rolling update) under load, with the chart's defaults
+    load = Load(node, ns, client, url, 45)
+    time.sleep(4)
+    t0 = time.monotonic()
+    node.release(capsys, tmp_path, ns, replicas=2, extraEnv=[{"name": "ROUND", "value": "2"}])
+    rolled, left = time.monotonic() - t0, load.left()
+    got = load.result()
+    seen = [f"upgrade under load: rollout {rolled:.1f} s, {got}"]  # printed at the end (cli's capsys reads prints)
+    assert not old & {p["metadata"]["name"] for p in node.pool(ns)}, "every executor was replaced"
+    assert left > 0, f"the rollout ({rolled:.0f} s) outlasted the load: lengthen it"
+    assert got["lost"] == got["refused"] == got["failed"] == 0 and got["ok"] > 8, got
+
+    # 2. an eviction (drain-style, the eviction API) under load: the PDB allows one, the executor drains
+    from kubernetes import client as k8s
+    from kubernetes import config
+
+    api = config.new_client_from_config(config_file=node.kubeconfig)
+    wait_for(lambda: node.get(ns, "pdb", "small-sandbox").get("status", {}).get("disruptionsAllowed") == 1, 30,
+             "the PDB to allow one disruption")
+    victim = node.pool(ns)[0]["metadata"]["name"]
+    load = Load(node, ns, client, url, 25)
+    time.sleep(4)
+    k8s.CoreV1Api(api).create_namespaced_pod_eviction(
+        victim, ns, k8s.V1Eviction(metadata=k8s.V1ObjectMeta(name=victim, namespace=ns)))
+    got = load.result()
+    seen.append(f"eviction under load: {got}")
+    assert victim not in {p["metadata"]["name"] for p in node.pool(ns)}
+    assert got["lost"] == got["refused"] == got["failed"] == 0 and got["ok"] > 8, got
+    api.close()
+
+    # 3. negative control: the knobs off (no preStop pause, a grace period shorter than a task, maxUnavailable 1,
+    # a TCP probe, no minReadySeconds): the same kind of upgrade loses tasks, so the counts above can tell. The
+    # tasks run 6 s here: the kubelet stretches any grace period under 2 s to 2 s (minimumGracePeriodInSeconds)
+    off = {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}, "preStopSleepSeconds": 0,
+           "terminationGracePeriodSeconds": 1, "readinessProbe": {"type": "tcp"}, "minReadySeconds": 0}
+    node.release(capsys, tmp_path, ns, replicas=2, **off)
+    wait_for(lambda: len(node.pool(ns)) == 2 and all(c.get("ready") for p in node.pool(ns)
+                                                    for c in p["status"].get("containerStatuses", [])), 60,
+             "the knobs-off pool")
+    load = Load(node, ns, client, url, 30, task=json.dumps({"command": "sleep 6; echo done"}))
+    time.sleep(7)
+    node.release(capsys, tmp_path, ns, replicas=2, extraEnv=[{"name": "ROUND", "value": "3"}], **off)
+    got = load.result()
+    print("\n" + "\n".join([*seen, f"upgrade under load without the knobs: {got}"]))
+    assert got["lost"] + got["refused"] > 0, got
+    node.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+BUSY = json.dumps({"command": "i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done"})  # ~CPU-bound for its limit
+
+
+def test_the_hpa_scales_the_pool_up_under_load_and_down_when_idle_losing_no_task(node, capsys, tmp_path):
+    """The real HPA controller on metrics-server's figures (the real node's resource metrics API): CPU-bound tasks
+    push the pool over its target and it grows; light tasks let it shrink back, and none of them is lost."""
+    ns = node.namespace("hpa")
+    behavior = {"scaleUp": {"stabilizationWindowSeconds": 0},
+                "scaleDown": {"stabilizationWindowSeconds": 10,
+                              "policies": [{"type": "Percent", "value": 100, "periodSeconds": 10}]}}
+    node.release(capsys, tmp_path, ns, autoscaling={"enabled": True, "minReplicas": 2, "maxReplicas": 4,
+                                                    "targetCPUUtilizationPercentage": 50, "behavior": behavior})
+    client = node.client(ns)
+    url = f"http://small-sandbox.{ns}.svc.cluster.local:9090/task/submit"
+
+    def hpa() -> dict:
+        return node.get(ns, "hpa", "small-sandbox")
+
+    wait_for(lambda: (hpa().get("status", {}).get("currentMetrics") or [None])[0], 90,
+             "the HPA to read the pool's CPU from metrics-server")
+    t0 = time.monotonic()
+    # time-boxed: killing `kubectl exec` would leave the load running in the pod
+    heavy = Load(node, ns, client, url, 60, workers=6, task=BUSY)
+    grown = wait_for(lambda: (lambda h: h if h["status"].get("desiredReplicas", 0) > 2 else None)(hpa()), 58,
+                     "the HPA to scale the pool up under load")
+    added = time.monotonic() - t0
+    wait_for(lambda: len([p for p in node.pool(ns) if all(c.get("ready") for c in
+                                                          p["status"].get("containerStatuses", []))]) > 2,
+             60, "the added executors to be ready")
+    print(f"\nHPA: load started -> desiredReplicas {grown['status']['desiredReplicas']} in {added:.1f} s "
+          f"({grown['status']['currentMetrics']})")
+    heavy_got = heavy.result()
+    print(f"CPU-bound load: {heavy_got}")
+    assert heavy_got["lost"] == heavy_got["refused"] == 0, heavy_got  # scaling up loses nothing either
+    # idle but for light tasks: the pool shrinks back to its minimum, and the light tasks all complete
+    light = Load(node, ns, client, url, 60, workers=2)
+    wait_for(lambda: hpa()["status"].get("desiredReplicas") == 2 and len(node.pool(ns)) == 2, 58,
+             "the HPA to scale the pool back down")
+    got = light.result()
+    print(f"scale-down under light load: {got}")
+    assert got["lost"] == got["refused"] == got["failed"] == 0 and got["ok"] > 10, got
+    node.kubectl("delete", "namespace", ns, "--wait=false")
+
+
 # ---------------------------------------------------------------- gVisor (issue 22): RuntimeClass gvisor, handler runsc
 # The same probes on a gVisor pod and on a runc pod beside it (the negative control); on this module's node.
 
-PROBE = "cat /proc/version; echo; uname -r; echo; dmesg 2>&1 | head -5; echo; ls /dev | wc -l"
+# Blocks: the kernel's version, its release, its boot lines, the device count, the seccomp mode (the probe pods are
+# Unconfined: 0 under both runtimes, where the chart's RuntimeDefault pool shows 2), then three syscalls the host
+# kernel serves and containerd's default seccomp profile allows but gVisor does not implement (linux64.go ENOSYS):
+# remap_file_pages (216), vmsplice (278) on a bad fd, io_pgetevents (333) on no context.
+SYSCALLS = {216: "0 0 0 0 0", 278: "-1 0 0 0", 333: "0 0 0 0 0 0"}
+PROBE = ("cat /proc/version; echo; uname -r; echo; dmesg 2>&1 | head -5; echo; ls /dev | wc -l; echo; "
+         "grep Seccomp: /proc/self/status; echo; "
+         + "; ".join(f"/executor syscall {nr} {args}" for nr, args in SYSCALLS.items()))
 
 
 def test_runtime_class_gvisor_names_the_runsc_handler(node):
@@ -429,10 +576,45 @@ def test_runtime_class_gvisor_names_the_runsc_handler(node):
     assert rc["scheduling"]["nodeSelector"] == {S.NODE_LABEL: "true"}
 
 
+def test_doctor_sees_the_runsc_handler_on_the_real_node_and_refuses_one_it_lacks(node, capsys, tmp_path):
+    """doctor's RuntimeClass row reads what the node reports (status.runtimeHandlers): ✓ for gvisor's runsc; a class
+    naming a handler this node lacks (kata), scheduling onto the same node, is ✗: the check can fail."""
+    from kubernetes import client, config
+    from live_helpers import cli, doctor_rows
+
+    ns = node.namespace("dr")
+    api = config.new_client_from_config(config_file=node.kubeconfig)
+    client.NodeV1Api(api).create_runtime_class({
+        "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": f"kata-{ns}"},
+        "handler": "kata", "scheduling": {"nodeSelector": {S.NODE_LABEL: "true"}}})
+    try:
+        rows = {}
+        for runtime in (C.RUNTIME_CLASS, f"kata-{ns}"):
+            image = {"repository": node.image.rsplit(":", 1)[0], "tag": node.image.rsplit(":", 1)[1]}
+            infra = {"infra": {"namespace": ns, "image": image},
+                     "launch": {"mode": "attach", "clusterName": "shared-gpu-cluster"},
+                     "sandbox": {"replicas": 1, "nodeSelector": REAL, "tolerations": TOLERATE,
+                                 "runtimeClassName": runtime}}
+            path = tmp_path / f"{runtime}.infra.yaml"
+            path.write_text(yaml.safe_dump(infra))
+            rc, out, err = cli(capsys, "doctor", RECIPE, path, "-n", ns, "--kubeconfig", node.kubeconfig)
+            assert "RuntimeClass" in doctor_rows(out), out + err
+            rows[runtime] = (rc, doctor_rows(out)["RuntimeClass"])
+        rc, line = rows[C.RUNTIME_CLASS]
+        assert line.startswith("✓ ") and f"runsc reported by 1/1 node(s): {S.NODE_NAME}" in line, line
+        rc, line = rows[f"kata-{ns}"]
+        assert rc == 1 and line.startswith("✗ ") and "kata" in line and "runsc" in line, line
+    finally:
+        client.NodeV1Api(api).delete_runtime_class(f"kata-{ns}")
+        api.close()
+    node.kubectl("delete", "namespace", ns, "--wait=false")
+
+
 def _probe(node: Node, ns: str, name: str, runtime: str | None) -> tuple[dict, str]:
     extra = {"runtimeClassName": runtime} if runtime else {}
     t0 = time.monotonic()
-    node.apply(ns, node.pod(ns, name, ["sleep", "3600"], **extra))
+    node.apply(ns, node.pod(ns, name, ["sleep", "3600"], securityContext={"seccompProfile": {"type": "Unconfined"}},
+                            **extra))
     pod = node.ready(ns, name, timeout=90)
     print(f"\n{runtime or 'runc'} pod {name}: created -> Ready in {time.monotonic() - t0:.1f} s")
     rc, out = node.exec(ns, name, "sh", "-c", PROBE)
@@ -445,16 +627,22 @@ def test_a_gvisor_pod_sees_gvisors_kernel_and_a_runc_pod_the_hosts(node):
     pod, inside = _probe(node, ns, "sandboxed", C.RUNTIME_CLASS)
     print(f"\ngVisor pod:\n{inside}")
     assert pod["spec"]["nodeName"] == S.NODE_NAME and pod["spec"]["runtimeClassName"] == "gvisor"
-    version, release, dmesg, devices = inside.split("\n\n")[:4]
+    version, release, dmesg, devices, seccomp, syscalls = inside.split("\n\n")[:6]
     assert "gvisor" in version and release.strip().endswith("-gvisor"), inside
     assert re.match(r"\[ *0\.000000\] Starting gVisor\.\.\.\n", dmesg), inside  # gVisor's own boot lines
     assert int(devices) < 25, inside  # gVisor's short /dev (~16 entries)
+    assert seccomp.split() == ["Seccomp:", "0"], inside
+    assert syscalls.splitlines() == ["errno 38 ENOSYS"] * len(SYSCALLS), inside  # gVisor's kernel answers
 
     control, outside = _probe(node, ns, "control", None)
     print(f"runc pod:\n{outside}")
     assert control["spec"]["nodeName"] == S.NODE_NAME
     assert os.uname().release in outside and "gvisor" not in outside.lower(), outside  # the host kernel
     assert "Starting gVisor" not in outside
+    blocks = outside.split("\n\n")
+    assert blocks[4].split() == ["Seccomp:", "0"], outside
+    # the host kernel serves them (a bad argument, not a missing syscall): EINVAL, EBADF, EINVAL
+    assert blocks[5].splitlines() == ["errno 22 EINVAL", "errno 9 EBADF", "errno 22 EINVAL"], outside
 
     # a known gVisor failure mode is a pod kill that hangs (KillPodSandbox DeadlineExceeded): the pod's
     # runsc sandbox process (runsc-sandbox, under this node's runsc root) must be gone promptly, not just the object
