@@ -258,6 +258,13 @@ build_kueue() {
   cp "$src/config/components/webhook/manifests.yaml" "$1/webhook.yaml" && chmod -R u+w "$1"
 }
 
+# metrics-server (issue 21): the resource metrics API the real node's HPA reads, version-stamped as its own
+# Makefile does (client-go's version package).
+build_metrics_server() {
+  GOBIN=$1 CGO_ENABLED=0 go install -trimpath \
+    -ldflags "-s -w -X k8s.io/client-go/pkg/version.gitVersion=$2" "sigs.k8s.io/metrics-server/cmd/metrics-server@$2"
+}
+
 # hack/tools.sh --key TOOL: print TOOL's recipe key and build nothing (tests: a bumped pin rebuilds).
 if [ "${1:-}" = --key ]; then key_only=1; shift; fi
 tools=("$@")
@@ -267,7 +274,7 @@ ray_image_sources() {
   cp "$root/generator/playground/node/ray_image.py" "$root"/tools/ray-image/*.lock "$d/" && echo "$d"
 }
 [ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds kuberay-crds-1.4 kuberay-crds-1.5 kube-validate checkov kubernetes etcd kwok kuberay kueue registry node ray-image)
-node_tools=(runc containerd cni-plugins coredns kube-router node-images kubernetes-node device-plugin gvisor)
+node_tools=(runc containerd cni-plugins coredns kube-router node-images kubernetes-node device-plugin gvisor metrics-server)
 expanded=()
 for t in "${tools[@]}"; do if [ "$t" = node ]; then expanded+=("${node_tools[@]}"); else expanded+=("$t"); fi; done
 # the real node's Debian packages (runc's libseccomp, the images' static binaries, mmdebstrap)
@@ -298,6 +305,7 @@ for t in "${expanded[@]}"; do
     coredns) build coredns "$COREDNS_VERSION" build_coredns ;;
     kube-router) build kube-router "$KUBE_ROUTER_VERSION" build_kube_router ;;
     gvisor) build gvisor "$GVISOR_VERSION" build_gvisor ;;
+    metrics-server) build metrics-server "$METRICS_SERVER_VERSION" build_metrics_server ;;
     device-plugin) build device-plugin "$KUBERNETES_VERSION" build_device_plugin "$root/tools/device-plugin" ;;
     ray-image) node_deps && build ray-image "$RAY_VERSION" build_ray_image "$(ray_image_sources)" ;;
     node-images) node_deps && build node-images "$NODE_IMAGES_VERSION" build_node_images "$root/tools/node-images" ;;

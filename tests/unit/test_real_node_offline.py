@@ -134,6 +134,7 @@ def test_control_plane_flags_for_a_real_node():
     node.adjust_control_plane(argv, ("/c.crt", "/c.key"))
     assert "--service-cluster-ip-range=10.96.0.0/16" in argv["kube-apiserver"]
     assert "--kubelet-client-certificate=/c.crt" in argv["kube-apiserver"] and "--x=1" in argv["kube-apiserver"]
+    assert "--enable-aggregator-routing=true" in argv["kube-apiserver"]  # metrics-server at its endpoint
     # GPU pods tolerate the simulated GPU nodes' nvidia.com/gpu taint without asking (nodes.py)
     assert "--enable-admission-plugins=NodeRestriction,PodSecurity,ExtendedResourceToleration" in argv["kube-apiserver"]
     node.adjust_control_plane(argv, ("/c.crt", "/c.key"))  # idempotent: one flag, the plugin once

@@ -43,6 +43,7 @@ TOOLS = {  # cache entry -> versions.env key (hack/tools.sh node builds them all
     "kube-router": "KUBE_ROUTER_VERSION",
     "node-images": "NODE_IMAGES_VERSION",
     "gvisor": "GVISOR_VERSION",  # runsc + its shim: the `runsc` handler of RuntimeClass gvisor (issue 22)
+    "metrics-server": "METRICS_SERVER_VERSION",  # the resource metrics API an HPA reads (issue 21, metrics.py)
 }
 ADMISSION = "--enable-admission-plugins="
 __all__ = ["NodeError", "adjust_control_plane", "health", "preflight", "prepare", "start", "teardown"]
@@ -69,6 +70,7 @@ def ensure_binaries(say: Say) -> C.Binaries:
         containerd=dirs["containerd"], runc=dirs["runc"], cni=dirs["cni-plugins"],
         kubernetes_node=dirs["kubernetes-node"], kube_router=dirs["kube-router"],
         coredns=dirs["coredns"], images=dirs["node-images"], gvisor=dirs["gvisor"],
+        metrics_server=dirs["metrics-server"],
     )
 
 
@@ -107,13 +109,15 @@ def adjust_control_plane(argv: dict[str, list[str]], kubelet_client: tuple[str, 
     """The control plane's flags with a real node: a Service range that routes inside the node's
     namespace, the EndpointSlice controllers on, a client certificate for the kubelet, kwok
     managing only its own (annotated) nodes, and ExtendedResourceToleration (GPU pods tolerate the
-    GPU nodes' taint, nodes.py)."""
+    GPU nodes' taint, nodes.py); aggregated APIs routed to their endpoints (metrics-server, metrics.py)."""
     api = argv["kube-apiserver"]
     plugins = [p for a in api if a.startswith(ADMISSION) for p in a.removeprefix(ADMISSION).split(",") if p]
     _set_flag(api, ADMISSION, ADMISSION + ",".join(dict.fromkeys([*plugins, "ExtendedResourceToleration"])))
     _set_flag(api, "--service-cluster-ip-range=", f"--service-cluster-ip-range={S.SERVICE_CIDR}")
     _set_flag(api, "--kubelet-client-certificate=", f"--kubelet-client-certificate={kubelet_client[0]}")
     _set_flag(api, "--kubelet-client-key=", f"--kubelet-client-key={kubelet_client[1]}")
+    # aggregated APIs (metrics-server) dialed at their EndpointSlice's address, over the link to the node
+    _set_flag(api, "--enable-aggregator-routing=", "--enable-aggregator-routing=true")
     kcm = argv["kube-controller-manager"]
     _set_flag(kcm, "--service-cluster-ip-range=", f"--service-cluster-ip-range={S.SERVICE_CIDR}")
     _set_flag(kcm, "--controllers=", None)
@@ -252,6 +256,8 @@ def start(state: PlaygroundState, state_dir: Path, say: Say, deadline: float) ->
         except ApiError as exc:
             if exc.status != 409:
                 raise
+    if bins.metrics_server:  # the resource metrics API (metrics.py): its objects, then the server
+        _start_metrics_server(state, state_dir, spec, bins.metrics_server, api, env)
     if node.gpus:  # fake GPUs through the kubelet's device-plugin API (gpus.py)
         from generator.playground.node import gpus
 
@@ -260,7 +266,8 @@ def start(state: PlaygroundState, state_dir: Path, say: Say, deadline: float) ->
     _spawn(state, state_dir, spec, "kube-router", C.argv("kube-router", spec, bins, 0, ""), env=env)
 
     def ready() -> tuple[bool, str]:
-        for n in ("kubelet", "kube-proxy", "kube-router", "coredns"):
+        for n in ("kubelet", "kube-proxy", "kube-router", "coredns", *(["metrics-server"] if bins.metrics_server
+                                                                        else [])):
             _alive(state, n)
         for n, ok, detail in health(state):
             if not ok:
@@ -272,6 +279,23 @@ def start(state: PlaygroundState, state_dir: Path, say: Say, deadline: float) ->
     state.save(state_dir)
     say(f"  real node {spec.name} Ready ({S.NODE_IP}; pods {S.POD_CIDR}, Services {S.SERVICE_CIDR}) "
         f"in {time.monotonic() - t0:.1f} s")
+
+
+def _start_metrics_server(state: PlaygroundState, state_dir: Path, spec: S.NodeSpec, binary_dir: Path,
+                          api: Any, env: dict[str, str]) -> None:
+    from generator.playground.kubeapi import ApiError
+    from generator.playground.node import certs, metrics
+
+    serving = certs.metrics_server_serving(state.pki_files, spec.pki_dir, metrics.SERVICE_DNS)
+    client = certs.metrics_server_kubelet_client(state.pki_files, spec.pki_dir)
+    for path, obj in metrics.objects(state.ca_file):
+        try:
+            api.create(path, obj)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+    _spawn(state, state_dir, spec, metrics.NAME, metrics.argv(binary_dir, spec, state.ca_file, serving, client),
+           env=env)
 
 
 def _import_ray_image(spec: S.NodeSpec, bins: C.Binaries, state: PlaygroundState, say: Say) -> str:
@@ -315,6 +339,17 @@ def _gpus_advertised(state: PlaygroundState, node: RealNodeState) -> tuple[bool,
     return gpus.advertised(obj, node.gpus)
 
 
+def _metrics_available(state: PlaygroundState) -> tuple[bool, str]:
+    from generator.playground.health import api_for
+    from generator.playground.node import metrics
+
+    try:
+        obj = api_for(state).get(f"/apis/apiregistration.k8s.io/v1/apiservices/{metrics.API_SERVICE}", timeout=5)
+    except Exception as exc:
+        return False, str(exc)
+    return metrics.available(obj)
+
+
 def _node_ready(state: PlaygroundState, name: str) -> tuple[bool, str]:
     try:
         obj = _get_node(state, name)
@@ -348,7 +383,8 @@ def health(state: PlaygroundState) -> list[tuple[str, bool, str]]:
         return []
     spec = S.NodeSpec(Path(state.state_dir))
     out = []
-    for name in C.ORDER + (["device-plugin"] if node.gpus else []):
+    extra = ["metrics-server"] if "metrics-server" in node.components else []
+    for name in C.ORDER + extra + (["device-plugin"] if node.gpus else []):
         rec = node.components.get(name)
         if not rec:
             out.append((f"node/{name}", False, "not started"))
@@ -361,6 +397,9 @@ def health(state: PlaygroundState) -> list[tuple[str, bool, str]]:
         if ok and name == "kubelet":
             ok, ready = _node_ready(state, node.name)
             detail += f", node {node.name} {ready}"
+        if ok and name == "metrics-server":
+            ok, metrics_detail = _metrics_available(state)
+            detail += f", {metrics_detail}"
         if ok and name == "device-plugin":
             ok, gpus_detail = _gpus_advertised(state, node)
             detail += f", {gpus_detail}"
@@ -374,7 +413,7 @@ def teardown(state_dir: Path, state: PlaygroundState | None, say: Say = print) -
 
     spec = S.NodeSpec(state_dir)
     comps = state.real_node.components if state and state.real_node else {}
-    recs = [comps.get(n) for n in ["device-plugin", *reversed(C.ORDER)]]
+    recs = [comps.get(n) for n in ["device-plugin", "metrics-server", *reversed(C.ORDER)]]
     procs.stop([r for r in recs if r and r.name != "node/containerd"], timeout=5)
     if not spec.root.exists() and not host.our_cgroup_dirs(spec) and \
             host.run(["ip", "link", "show", spec.host_veth], check=False).returncode != 0:

@@ -1,6 +1,7 @@
 """Certificates for the real node, signed by the playground CA: the kubelet's serving certificate
 (the apiserver verifies it with --kubelet-certificate-authority) and the apiserver's client
-certificate for calls to the kubelet (logs, exec, port-forward)."""
+certificate for calls to the kubelet (logs, exec, port-forward); metrics-server's serving and kubelet client
+certificates (metrics.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from generator.playground.node import spec as S
 from generator.playground.state import Pki
 
 
-def _issue(ca_crt: str, ca_key: str, cn: str, org: str | None, server: bool, out: Path, stem: str) -> tuple[str, str]:
+def _issue(ca_crt: str, ca_key: str, cn: str, org: str | None, server: bool, out: Path, stem: str,
+           dns: tuple[str, ...] = (S.NODE_NAME,)) -> tuple[str, str]:
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -41,7 +43,7 @@ def _issue(ca_crt: str, ca_key: str, cn: str, org: str | None, server: bool, out
     )
     if server:
         builder = builder.add_extension(x509.SubjectAlternativeName([
-            x509.DNSName(S.NODE_NAME), x509.IPAddress(ipaddress.ip_address(S.NODE_IP)),
+            *(x509.DNSName(d) for d in dns), x509.IPAddress(ipaddress.ip_address(S.NODE_IP)),
         ]), critical=False)
     cert = builder.sign(ca_priv, hashes.SHA256())
     out.mkdir(parents=True, exist_ok=True)
@@ -60,3 +62,15 @@ def kubelet_serving(pki: Pki, out: Path) -> tuple[str, str]:
 def apiserver_kubelet_client(pki: Pki, out: Path) -> tuple[str, str]:
     return _issue(pki.ca_crt, pki.ca_key, "kube-apiserver-kubelet-client", "system:masters", False, out,
                   "apiserver-kubelet-client")
+
+
+def metrics_server_serving(pki: Pki, out: Path, service_dns: str) -> tuple[str, str]:
+    """What the apiserver's aggregator verifies (the APIService's caBundle): the Service's DNS name."""
+    return _issue(pki.ca_crt, pki.ca_key, service_dns, None, True, out, "metrics-server-serving",
+                  dns=(service_dns, f"{service_dns}.cluster.local"))
+
+
+def metrics_server_kubelet_client(pki: Pki, out: Path) -> tuple[str, str]:
+    """metrics-server's client certificate for the kubelet's /metrics/resource (the kubelet takes x509 only)."""
+    return _issue(pki.ca_crt, pki.ca_key, "metrics-server-kubelet-client", None, False, out,
+                  "metrics-server-kubelet-client")

@@ -24,6 +24,7 @@ IDENTITIES = {
     # playground-only shortcut: the policy engine and DNS read cluster-wide, so they get admin
     "kube-router": ("system:kube-router", "dockyard-kube-router", ["system:masters"]),
     "coredns": ("system:coredns", "dockyard-coredns", ["system:masters"]),
+    "metrics-server": ("system:metrics-server", "dockyard-metrics-server", ["system:masters"]),
 }
 
 
@@ -37,6 +38,7 @@ class Binaries:
     coredns: Path
     images: Path  # node-images dir
     gvisor: Path | None = None  # dir with runsc, containerd-shim-runsc-v1 (the `runsc` handler; issue 22)
+    metrics_server: Path | None = None  # dir with metrics-server (the HPA's metrics API; issue 21, metrics.py)
 
 
 def containerd_config(spec: S.NodeSpec, bins: Binaries, pause_ref: str) -> str:
