@@ -21,8 +21,10 @@ import pytest
 import yaml
 from live_helpers import cli
 from real_node_session import real_node_playground
+from session_env import wait_for
 
 from generator import EXIT_FAILED
+from generator.tools import tool_dir
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = REPO / "values-examples" / "grpo_swe.yaml"
@@ -94,9 +96,11 @@ def test_smoke_passes_with_the_playground_infra_and_removes_its_release(ray_node
     assert (rc, out, err) == (EXIT_FAILED, "", f"error: release grpo-swe-smoke not found in namespace {ns}\n")
 
 
-def test_smoke_passes_on_a_queued_cluster_admitted_by_kueue(ray_node, capsys, tmp_path):
+def test_smoke_passes_on_a_queued_cluster_admitted_by_kueue_with_the_pool_under_gvisor(ray_node, capsys, tmp_path):
     """The probe job carries the queue label, is suspended by Kueue's webhook, admitted as a gang, runs every row
-    for real, and leaves no Workload behind."""
+    for real, and leaves no Workload behind once uninstalled. The sandbox pool runs under gVisor here (issue 22:
+    sandbox.runtimeClassName gvisor; the first smoke above is runc's): its row passes, and the kept pool's
+    executor sees gVisor's kernel."""
     from kubernetes import client, config
 
     ns = _ns()
@@ -106,16 +110,31 @@ def test_smoke_passes_on_a_queued_cluster_admitted_by_kueue(ray_node, capsys, tm
         "kueue.x-k8s.io", "v1beta2", ns, "localqueues",
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "smoke"},
          "spec": {"clusterQueue": "playground"}})
-    queued = _infra(tmp_path, "queued", lambda d: d["launch"].update(queue="smoke"))
+    def queued_under_gvisor(doc):
+        doc["launch"]["queue"] = "smoke"
+        doc["sandbox"]["runtimeClassName"] = "gvisor"
+
+    queued = _infra(tmp_path, "queued", queued_under_gvisor)
     t0 = time.monotonic()
-    rc, out, err = cli(capsys, "smoke", RECIPE, queued, *SHAPE, "-n", ns, "--kubeconfig", ray_node["kubeconfig"],
-                       "--timeout", "600")
-    print(f"\nqueued smoke on the real node: {time.monotonic() - t0:.1f} s\n{out}{err}")
+    rc, out, err = cli(capsys, "smoke", RECIPE, queued, *SHAPE, "-n", ns,
+                       "--kubeconfig", ray_node["kubeconfig"], "--timeout", "600", "--keep")
+    print(f"\nqueued smoke on the real node, the pool under gVisor: {time.monotonic() - t0:.1f} s\n{out}{err}")
     assert rc == 0, out + err
     assert "14/14 rows hold" in out and "Kueue" in out + err, out + err
-    workloads = client.CustomObjectsApi(api).list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", ns,
-                                                                          "workloads")["items"]
-    assert workloads == [], [w["metadata"]["name"] for w in workloads]
+    assert _rows(out)["sandbox POST /task/submit"] is True
+    (pod,) = client.CoreV1Api(api).list_namespaced_pod(ns, label_selector="app.kubernetes.io/component=sandbox").items
+    assert pod.spec.runtime_class_name == "gvisor" and pod.spec.node_name == "real-node-0"
+    kubectl = [str(tool_dir("kubernetes") / "kubectl"), f"--kubeconfig={ray_node['kubeconfig']}", "-n", ns]
+    inside = subprocess.run([*kubectl, "exec", pod.metadata.name, "--", "cat", "/proc/version"], capture_output=True,
+                            text=True, timeout=60)
+    assert inside.returncode == 0 and "gvisor" in inside.stdout, inside.stdout + inside.stderr
+    rc, out, err = cli(capsys, "uninstall", "grpo-swe-smoke", "-n", ns, "--kubeconfig", ray_node["kubeconfig"])
+    assert rc == 0, out + err
+    def workloads():
+        return client.CustomObjectsApi(api).list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", ns,
+                                                                         "workloads")["items"]
+
+    wait_for(lambda: workloads() == [], 60, "the probe's Workload to go with its RayJob (uninstall)")
     client.CoreV1Api(api).delete_namespace(ns)
     api.close()
 
