@@ -20,8 +20,8 @@ venv: $(STAMP) ## create the virtualenv and install the package
 
 # Two build streams side by side (hack/tools.sh's default list, split; tests/unit/test_tools_cache.py checks
 # the split covers it): a cold build overlaps one stream's downloads and links with the other's compiles.
-TOOLS_A := helm helm4 kubeconform kuberay-crds kuberay-crds-1.4 kuberay-crds-1.5 kubernetes etcd kwok kuberay kueue
-TOOLS_B := kube-validate checkov registry node ray-image
+TOOLS_A := helm helm4 kubeconform kuberay-crds kuberay-crds-1.4 kuberay-crds-1.5 kubernetes etcd kwok kuberay kueue ray-image
+TOOLS_B := kube-validate checkov registry node
 tools: ## build the pinned helm, kubeconform and playground binaries (cached by version; two streams)
 	@bash hack/tools.sh $(TOOLS_B) & b=$$!; bash hack/tools.sh $(TOOLS_A); a=$$?; wait $$b; b=$$?; \
 	  [ $$a = 0 ] && [ $$b = 0 ] || { echo "make tools: a build stream failed (exit $$a, $$b)"; exit 1; }
