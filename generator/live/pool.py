@@ -25,15 +25,22 @@ def renders_hpa(records: list[dict[str, Any]]) -> bool:
         return False
     try:
         return HPA_KIND in (decode_release(records[-1]).get("manifest") or "")
-    except (KeyError, ValueError, OSError):
+    except Exception:  # a record this cannot read (corrupt, foreign): no hpa line, status goes on
         return False
 
 
 def read_hpa(kube: Kube, namespace: str, release: str) -> dict[str, Any] | None:
     """The release's sandbox HPA: replicas (current, desired, min, max), each metric's current/target
     utilisation, and why it cannot scale (ScalingActive False), or None when there is none."""
-    items: Objects = kube.list(f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers",
-                               label_selector=f"{INSTANCE}={release}")
+    from generator.live.kube import is_forbidden
+
+    try:
+        items: Objects = kube.list(f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers",
+                                   label_selector=f"{INSTANCE}={release}")
+    except Exception as exc:
+        if is_forbidden(exc):
+            return {"forbidden": True}
+        raise
     hpa = next((h for h in items if (h["metadata"].get("labels") or {}).get("app.kubernetes.io/component")
                 == "sandbox"), None)
     if hpa is None:
@@ -60,7 +67,9 @@ def lines(pool: dict[str, int] | None, hpa: dict[str, Any] | None) -> list[str]:
     if pool:
         out.append(f"pool       sandbox  desired {pool['desired']}  updated {pool['updated']}  "
                    f"ready {pool['ready']}  available {pool['available']}")
-    if hpa:
+    if hpa and hpa.get("forbidden"):
+        out.append("hpa        not readable: RBAC forbids listing horizontalpodautoscalers here")
+    elif hpa:
         shown = "  ".join(f"{m['resource']} {'<unknown>' if m['current'] is None else str(m['current']) + '%'}"
                           f"/{m['target']}%" for m in hpa["metrics"])
         line = (f"hpa        {hpa['name']}  replicas {hpa['current']} (wants {hpa['desired']}, min {hpa['min']}, "

@@ -76,9 +76,12 @@ def row(rc: Read, labels: dict[str, dict[str, str]], handlers: dict[str, set[str
     having = [n for n in fits if handler in handlers.get(n, set())]
     if having:
         return Row(OK, CHECK, f"{head}: {handler} reported by {len(having)}/{len(fits)} node(s): {','.join(having)}")
-    if not any(handlers.get(n) for n in fits):
-        return Row(WARN, CHECK, f"{head}: no node{where} reports its runtime handlers (kubelets before v1.30 do not), "
-                   f"so whether {handler} is installed is unknown")
+    silent = [n for n in fits if not handlers.get(n)]
+    if silent:  # a kubelet before v1.30 reports none: it may have the handler
+        some = (f"no node{where} reports its runtime handlers" if len(silent) == len(fits)
+                else f"{len(silent)} of the {len(fits)} node(s){where} report no runtime handlers")
+        return Row(WARN, CHECK, f"{head}: {some} (kubelets before v1.30 do not), so whether {handler} is installed "
+                   "there is unknown")
     return Row(FAIL, CHECK, f"{head}: none of the {len(fits)} node(s) it schedules onto has handler {handler} "
                f"(they report {', '.join(sorted(set().union(*(handlers.get(n, set()) for n in fits))))}): "
                f"the sandbox pods would fail to start",

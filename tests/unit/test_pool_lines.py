@@ -50,3 +50,15 @@ def test_an_hpa_that_cannot_scale_says_why_and_none_is_no_line():
 
 def test_replicas_counts_a_deployment_with_no_status_yet_as_zero():
     assert pool.replicas({"spec": {"replicas": 4}}) == {"desired": 4, "updated": 0, "ready": 0, "available": 0}
+
+
+def test_an_hpa_list_rbac_forbids_is_a_line_not_a_crash():
+    from kubernetes.client.exceptions import ApiException
+
+    class Forbidden(_Kube):
+        def list(self, path, label_selector=None, field_selector=None):
+            raise ApiException(status=403, reason="Forbidden")
+
+    got = pool.read_hpa(Forbidden([]), "ns", "small")
+    assert pool.lines(None, got) == ["hpa        not readable: RBAC forbids listing horizontalpodautoscalers here"]
+    assert pool.renders_hpa([{"data": {"release": "not base64 gzip json"}}]) is False  # unreadable record: no read

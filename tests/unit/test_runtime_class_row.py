@@ -22,6 +22,8 @@ def test_nodes_that_report_other_handlers_only_fail_with_the_fix():
 
 def test_what_cannot_be_known_is_a_warning_not_a_pass():
     assert row(Read("gvisor", GVISOR), LABELS, {}, False).mark == "!"  # kubelets before v1.30 report none
+    mixed = row(Read("gvisor", GVISOR), LABELS, {"cpu-1": {"runc"}}, False)  # cpu-2 reports nothing
+    assert mixed.mark == "!" and "1 of the 2 node(s) on nodes sandbox=true report no runtime handlers" in mixed.detail
     denied = row(Read("gvisor", GVISOR), {}, {}, True)
     assert denied.mark == "!" and "cannot list nodes" in denied.detail
     forbidden = row(Read("gvisor", status=403), LABELS, {}, False)
