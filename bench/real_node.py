@@ -21,6 +21,7 @@ sys.path.insert(0, str(REPO / "tests" / "live"))  # the real node's turn and hos
 RUNTIMES = ("runc", "gvisor")
 RECIPE = REPO / "tests" / "live" / "data" / "small.yaml"
 SEP = "| --- | --- | --- | --- | --- | --- |"
+HEAD = "| pool | tasks/s | p50 ms | p99 ms | tasks ok (sum) | lost or refused (a loss stops the bench) |"
 
 
 class Node:
@@ -198,29 +199,31 @@ def section(rounds: int, report: list[str], tmp: Path, seconds: float = 8, worke
     report += ["## Real node: runc and gVisor side by side", "",
                (f"One `playground up --real-node` (kubelet, containerd, runc and gVisor's runsc on the systrap "
                 f"platform, 2 cores shared by the node, its pods and the load). Pod start: {rounds} interleaved "
-                "rounds, each a fresh executor pod (create → Ready, polled every 0.1 s through the apiserver, then "
-                "deleted)."), "",
+                "rounds, each a fresh executor pod (create → Ready, polled with a `kubectl get` every 0.1 s, so a "
+                "figure includes up to one poll's cost; then deleted)."), "",
                "| runtime | executor pod create → Ready |", "| --- | --- |"]
     report += [f"| {r} | {fmt_s(starts[r])} |" for r in RUNTIMES]
     report += ["", f"gVisor / runc (medians): {ratio:.2f}×.", "",
                (f"Task round trip through the pool's Service (`executor load`: {workers} workers in a runc client "
-                f"pod in the pool's namespace, {seconds:.0f} s per run, a connection per task, each task "
+                f"pod capped at 100m CPU itself, in the pool's namespace, {seconds:.0f} s per run, a connection per "
+                "task, each task "
                 "`{\"argv\": [\"true\"]}` forked by the executor; each executor 100m CPU, request = limit, and under "
                 "gVisor its user-space kernel runs inside that limit too); one replica per runtime, 2 interleaved "
                 "runs, medians:"), "",
-               "| pool | tasks/s | p50 ms | p99 ms | tasks ok | lost or refused |", SEP]
+               HEAD, SEP]
     report += [row(r, trips[r]) for r in RUNTIMES]
     rates = {r: statistics.median(x["tasks_per_s"] for x in trips[r]) for r in RUNTIMES}
     report += ["", f"gVisor / runc throughput: {rates['gvisor'] / rates['runc']:.2f}×.", "",
                ("The pool's scaling curve (runc, the same client and load, one run each; `run` resizes the pool "
                 "between runs):"), "",
-               "| target | tasks/s | p50 ms | p99 ms | tasks ok | lost or refused |", SEP]
+               HEAD.replace("pool", "target", 1), SEP]
     report += [row(label, [got]) for label, got in curve]
     base = curve[1][1]["tasks_per_s"]
     report += ["", ("Service / direct at one replica: "
                     f"{base / curve[0][1]['tasks_per_s']:.2f}× the throughput; 2 and 4 replicas / 1: "
                     f"{curve[2][1]['tasks_per_s'] / base:.2f}×, {curve[3][1]['tasks_per_s'] / base:.2f}× "
-                    "(ideal 2×, 4×; the machine has 2 cores)."), "",
+                    "(ideal 2×, 4×; the machine has 2 cores and the one client pod 100m CPU, so the 4-replica "
+                    "figure may be the client's limit)."), "",
                ("The HPA adding capacity (runc pool, `sandbox.autoscaling` min 2, max 4, CPU target 50%, the real HPA "
                 "controller on metrics-server's 10 s figures; 6 workers of CPU-bound tasks): "
                 + (f"{scaled:.1f} s from the load's start to the HPA asking for {wanted} replicas, "

@@ -487,6 +487,7 @@ def main() -> int:
     ap.add_argument("--real-node-only", action="store_true",
                     help="only the real node's section (runc vs gVisor, the pool's scaling curve)")
     ap.add_argument("--real-node-rounds", type=int, default=5)
+    ap.add_argument("--no-real-node", action="store_true", help="skip the real node's section (it needs root)")
     ap.add_argument("--out", default=str(REPO / "docs" / "benchmarks.md"))
     args = ap.parse_args()
     one = "--kueue-only" if args.kueue_only else "--real-node-only" if args.real_node_only else None
@@ -504,7 +505,7 @@ def main() -> int:
             live(args.live_repeat, report, Path(tmp), figures)
         if not args.no_live and not args.real_node_only:
             kueue_overhead(args.live_repeat, report, Path(tmp), figures)
-        if not args.no_live and not args.kueue_only:
+        if not args.no_live and not args.kueue_only and not args.no_real_node:
             real_node.section(args.real_node_rounds, report, Path(tmp))
     report += targets(figures)
     report += ["## Where the time goes", "",
