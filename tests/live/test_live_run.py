@@ -70,6 +70,8 @@ def test_run_wait_status_logs_history_uninstall(playground, namespace, release, 
     rc, out, err = cli(capsys, "logs", "--role", "trainer", "-f", "-n", namespace, "--timeout", 3, "--kubeconfig", kc)
     assert rc == 0 and "no container process exists" in out, err
 
+    # the pool line moves until the executors are available (minReadySeconds), then nothing changes
+    wait_for(lambda: _status(capsys, playground, namespace)["pool"]["available"] == 2, 30, "the pool available")
     rc, out, err = cli(capsys, "status", "-n", namespace, "--watch", "--timeout", 3, "--kubeconfig", kc)
     assert rc == 0 and out.count("release    small") == 1, out  # not a terminal: printed once, unchanged
 
