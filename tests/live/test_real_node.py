@@ -550,11 +550,11 @@ def test_the_hpa_scales_the_pool_up_under_load_and_down_when_idle_losing_no_task
     print(f"CPU-bound load: {heavy_got}")
     assert heavy_got["lost"] == heavy_got["refused"] == 0, heavy_got  # scaling up loses nothing either
     # idle but for light tasks: the pool shrinks back to its minimum, and the light tasks all complete
-    light = Load(node, ns, client, url, 60, workers=2, task=LIGHT)
-    wait_for(lambda: hpa()["status"].get("desiredReplicas") == 2 and len(node.pool(ns)) == 2, 50,
+    light = Load(node, ns, client, url, 80, workers=2, task=LIGHT)
+    wait_for(lambda: hpa()["status"].get("desiredReplicas") == 2 and len(node.pool(ns)) == 2, 70,
              "the HPA to scale the pool back down")
     # the removed executors drained (5 s pause, tasks of 2 s) while light tasks were still being sent
-    assert light.left() > 8, f"the scale-down came {60 - light.left():.0f} s into a 60 s load: too late to count"
+    assert light.left() > 8, f"the scale-down came {80 - light.left():.0f} s into an 80 s load: too late to count"
     got = light.result()
     print(f"scale-down under light load: {got}")
     assert got["lost"] == got["refused"] == got["failed"] == 0 and got["ok"] > 10, got
