@@ -19,12 +19,10 @@ def replicas(deployment: dict[str, Any]) -> dict[str, int]:
 
 def renders_hpa(records: list[dict[str, Any]]) -> bool:
     """Whether the newest Helm record's manifest has an HPA (sandbox.autoscaling.enabled): no read otherwise."""
-    from generator.live.snapshot import decode_release
+    from generator.live.guard import live_manifest
 
-    if not records:
-        return False
     try:
-        return HPA_KIND in (decode_release(records[-1]).get("manifest") or "")
+        return HPA_KIND in (live_manifest(records) or "")
     except Exception:  # a record this cannot read (corrupt, foreign): no hpa line, status goes on
         return False
 
