@@ -18,19 +18,18 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create the virtualenv and install the package
 
-# Two build streams side by side (hack/tools.sh's default list, split; tests/unit/test_tools_cache.py checks
-# the split covers it): a cold build overlaps one stream's downloads and links with the other's compiles.
-TOOLS_A := helm helm4 kubeconform kuberay-crds kuberay-crds-1.4 kuberay-crds-1.5 kubernetes etcd kwok kuberay kueue ray-image
-TOOLS_B := kube-validate checkov registry node
+# hack/suite.py holds the build plan: two streams side by side (a cold build overlaps one stream's downloads and
+# links with the other's compiles), ordered so each Kubernetes tool reuses the control plane's compiled packages.
 tools: ## build the pinned helm, kubeconform and playground binaries (cached by version; two streams)
-	@bash hack/tools.sh $(TOOLS_B) & b=$$!; bash hack/tools.sh $(TOOLS_A); a=$$?; wait $$b; b=$$?; \
-	  [ $$a = 0 ] && [ $$b = 0 ] || { echo "make tools: a build stream failed (exit $$a, $$b)"; exit 1; }
+	python3 hack/suite.py tools
 
 schema: venv ## regenerate values.schema.json, values.yaml, schema/*.json and the README values table
 	$(PY) -m generator.maint.schema_export
 
-test: venv lint tools ## the lint gate (before the tool builds), then every test: unit, chart, validation and live (on the playground)
-	$(PY) -m pytest -q
+# hack/suite.py: venv, ruff and mypy, then the tool builds with each part of the suite (offline; the session
+# playground's live tests; the real node's) started as soon as its tools are built; a timeline at the end.
+test: ## the lint gate, then every test: unit, chart, validation and live (on the playground); a timeline at the end
+	python3 hack/suite.py test
 
 unit: venv ## the fast tests only (no playground)
 	$(PY) -m pytest -q -m 'not live'
@@ -72,7 +71,7 @@ validate: venv ## kubeconform over every example's rendered output
 	$(PY) -m generator.maint.validate_examples
 
 lint: venv ## ruff (generator, tests, bench), mypy on the package, helm lint --strict on the chart
-	$(PY) -m ruff check --no-fix generator tests bench
+	$(PY) -m ruff check --no-fix generator tests bench hack
 	$(PY) -m mypy
 	bash hack/tools.sh helm
 	$$($(PY) -c 'from generator.tools import binary; print(binary("helm"))') lint --strict charts/dockyard

@@ -46,12 +46,51 @@ def test_a_failed_build_leaves_no_partial_entry(tmp_path):
     assert left == [".kubeconform-v9.9.9.lock"], left  # no temp entry, no half-built kubeconform-v9.9.9
 
 
-def test_make_tools_two_streams_cover_the_default_list():
-    """`make tools` builds hack/tools.sh's default list in two streams: together exactly that list, once each."""
+def _suite():
+    """hack/suite.py as a module (a script, not part of the package)."""
+    import importlib.util
+    import sys
+
+    if "dockyard_suite" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("dockyard_suite", REPO / "hack" / "suite.py")
+        sys.modules["dockyard_suite"] = module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules["dockyard_suite"]
+
+
+def test_the_build_streams_cover_the_default_list_and_every_part_needs_known_tools():
+    """hack/suite.py's streams build hack/tools.sh's default list (the node expanded), each entry once; every
+    part of the suite waits only for entries some stream builds."""
     import re
 
-    make = (REPO / "Makefile").read_text()
-    streams = [re.search(rf"^TOOLS_{x} := (.*)$", make, re.M).group(1).split() for x in "AB"]
-    default = re.search(r"\|\| tools=\(([^)]*)\)", (REPO / "hack" / "tools.sh").read_text()).group(1).split()
-    assert sorted(streams[0] + streams[1]) == sorted(default)
-    assert not set(streams[0]) & set(streams[1])
+    suite = _suite()
+    text = (REPO / "hack" / "tools.sh").read_text()
+    default = re.search(r"\|\| tools=\(([^)]*)\)", text).group(1).split()
+    node = re.search(r"^node_tools=\(([^)]*)\)", text, re.M).group(1).split()
+    expanded = [t for d in default for t in (node if d == "node" else [d])]
+    built = [t for stream in suite.STREAMS for t in stream]
+    assert sorted(built) == sorted(expanded)
+    assert len(set(built)) == len(built)
+    assert suite.NODE == node
+    for part in suite.PARTS:
+        assert set(part.needs) <= set(built), part.name
+
+
+def test_the_suite_parts_together_name_every_test_module_once():
+    """The three pytest processes of `make test` split the suite by path: every test module under tests/ in
+    exactly one of them (the live part names tests/live and leaves out the real node's modules)."""
+    suite = _suite()
+    modules = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "tests").rglob("test_*.py"))
+    assert modules
+
+    def parts_of(module):
+        found = []
+        for part in suite.PARTS:
+            paths = [a for a in part.args if not a.startswith("-")]
+            ignored = [a.split("=", 1)[1] for a in part.args if a.startswith("--ignore=")]
+            if any(module == p or module.startswith(p + "/") for p in paths) and module not in ignored:
+                found.append(part.name)
+        return found
+
+    assert {m: parts_of(m) for m in modules if len(parts_of(m)) != 1} == {}
+    assert all((REPO / m).is_file() for m in suite.REAL_NODE_MODULES)

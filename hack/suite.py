@@ -1,0 +1,350 @@
+#!/usr/bin/env python3
+"""`make test` and `make tools`: the tool builds and the test suite as one schedule, with a timeline.
+
+The suite has three parts that need different tools and share nothing at run time:
+
+- offline: the unit and chart tests (helm, kubeconform, kube-validate, checkov, the KubeRay CRDs);
+- live: the session playground's tests (kwok nodes; the control plane, KubeRay, Kueue, the registry);
+- real node: tests/live/test_real_node.py and test_real_ray.py, one real node each in turn (the machine has one
+  slot for it), which also need the node's components and the Ray image.
+
+Each part is its own pytest process, started as soon as the tools it needs are built, so the parts run beside
+each other and beside the builds still going. The builds run in two streams (a Go build uses both cores, but
+module downloads and links leave them idle; two streams fill those gaps). Their order puts first what the
+part with the longest tests (the real node) needs, and builds every Kubernetes tool after the control plane in
+the same stream, so those reuse its compiled packages from Go's build cache instead of compiling them twice
+side by side.
+
+Each part's output goes to a log under .suite/ and is printed whole when the part ends; progress lines say
+what started and ended meanwhile. At the end: the timeline (each phase's start, end and wall time, counted
+from the start of `make test`) and one line with every part's counts together.
+
+usage: python3 hack/suite.py [test | tools]      (stdlib only: it runs before the virtualenv exists)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_PY = ROOT / ".venv" / "bin" / "python"
+LOGS = ROOT / ".suite"
+
+# hack/tools.sh's names. Every entry of its default list is in exactly one stream (tests/unit/test_suite_plan.py).
+NODE = ["runc", "containerd", "cni-plugins", "coredns", "kube-router", "node-images", "kubernetes-node",
+        "device-plugin", "gvisor", "metrics-server"]
+STREAMS = [
+    # the control plane first, then the tools built from the same Kubernetes module (cache hits), then the rest
+    ["kubernetes", "etcd", "kwok", "kuberay", "kubernetes-node", "kube-validate", "kueue", "registry", "helm4"],
+    # helm first (the lint gate's `helm lint`), the real node's components, the Ray image, the offline checkers
+    ["helm", "kuberay-crds", "runc", "containerd", "cni-plugins", "coredns", "kube-router", "node-images",
+     "device-plugin", "gvisor", "metrics-server", "ray-image", "kubeconform", "kuberay-crds-1.4",
+     "kuberay-crds-1.5", "checkov"],
+]
+
+OFFLINE_TOOLS = ["helm", "helm4", "kubeconform", "kube-validate", "checkov", "kuberay-crds", "kuberay-crds-1.4",
+                 "kuberay-crds-1.5"]
+PLAYGROUND_TOOLS = ["helm", "helm4", "kubernetes", "etcd", "kwok", "kuberay", "kueue", "registry", "kube-validate",
+                    "kubeconform", "kuberay-crds"]
+REAL_NODE_MODULES = ["tests/live/test_real_node.py", "tests/live/test_real_ray.py"]
+
+
+@dataclass
+class Part:
+    """One pytest process of the suite."""
+
+    name: str
+    needs: list[str]
+    args: list[str]
+
+
+PARTS = [
+    Part("real node", PLAYGROUND_TOOLS + NODE + ["ray-image"], REAL_NODE_MODULES),
+    Part("live", PLAYGROUND_TOOLS, ["tests/live", *(f"--ignore={m}" for m in REAL_NODE_MODULES)]),
+    Part("offline", OFFLINE_TOOLS, ["tests/unit", "tests/chart"]),
+]
+
+
+@dataclass
+class Phase:
+    name: str
+    start: float
+    end: float | None = None
+    ok: bool | None = None
+    note: str = ""
+
+
+@dataclass
+class Timeline:
+    t0: float = field(default_factory=time.monotonic)
+    phases: list[Phase] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def begin(self, name: str) -> Phase:
+        phase = Phase(name, self.now())
+        with self.lock:
+            self.phases.append(phase)
+        return phase
+
+    def end(self, phase: Phase, ok: bool, note: str = "") -> None:
+        phase.end, phase.ok, phase.note = self.now(), ok, note
+
+    def say(self, text: str) -> None:
+        with self.lock:
+            print(f"[suite {self.now():6.0f} s] {text}", flush=True)
+
+    def table(self) -> str:
+        rows = [("phase", "start", "end", "wall", "")]
+        for p in self.phases:
+            end = p.end if p.end is not None else self.now()
+            mark = "" if p.ok is None or p.ok else "FAILED "
+            rows.append((p.name, f"{p.start:.0f}", f"{end:.0f}", f"{end - p.start:.0f}", mark + p.note))
+        rows.append(("total", "0", f"{self.now():.0f}", f"{self.now():.0f}", f"{self.now() / 60:.1f} min"))
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = ["timeline (seconds from the start of the run):"]
+        for r in rows:
+            lines.append("  " + r[0].ljust(widths[0]) + "  " + "  ".join(r[i].rjust(widths[i]) for i in (1, 2, 3))
+                         + ("  " + r[4] if r[4] else ""))
+        return "\n".join(lines)
+
+
+class Children:
+    """Every process the run started (each in a session of its own), to stop them all on a failure or a signal."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+
+    def popen(self, argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+        with self.lock:
+            if self.stopping.is_set():
+                raise RuntimeError("stopping")
+            fh = open(log, "w")  # closed below: the child holds its own copy
+            proc = subprocess.Popen(argv, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=env, start_new_session=True)
+            fh.close()
+            self.procs.append(proc)
+            return proc
+
+    def stop_all(self, grace: float = 120) -> None:
+        """SIGINT first (pytest then runs its teardown: playgrounds go down), SIGKILL after `grace` seconds."""
+        self.stopping.set()
+        with self.lock:
+            live = [p for p in self.procs if p.poll() is None]
+        for p in live:
+            _signal_group(p, signal.SIGINT)
+        deadline = time.monotonic() + grace
+        for p in live:
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _signal_group(p, signal.SIGKILL)
+                p.wait()
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+class Builds:
+    """hack/tools.sh, one tool per call, in streams; each tool's completion is an event the parts wait on."""
+
+    def __init__(self, timeline: Timeline, children: Children) -> None:
+        self.timeline, self.children = timeline, children
+        self.done = {t: threading.Event() for s in STREAMS for t in s}
+        self.failed: list[str] = []
+        self.threads = [threading.Thread(target=self._stream, args=(i, s), daemon=True) for i, s in enumerate(STREAMS)]
+
+    def start(self) -> None:
+        for t in self.threads:
+            t.start()
+
+    def join(self) -> None:
+        for t in self.threads:
+            t.join()
+
+    def wait_for(self, tools: list[str]) -> bool:
+        """Block until each of `tools` is built; False if one failed (or the run is stopping)."""
+        for t in tools:
+            self.done[t].wait()
+        return not (set(tools) & set(self.failed)) and not self.children.stopping.is_set()
+
+    def _stream(self, index: int, tools: list[str]) -> None:
+        phase = self.timeline.begin(f"tools: stream {index + 1}")
+        built: list[str] = []
+        ok = True
+        for tool in tools:
+            if not ok or self.children.stopping.is_set():
+                self.failed.append(tool)
+                self.done[tool].set()
+                continue
+            log = LOGS / f"tool-{tool}.log"
+            t0 = time.monotonic()
+            try:
+                rc = self.children.popen(["bash", "hack/tools.sh", tool], log).wait()
+            except RuntimeError:
+                rc = -1
+            took = time.monotonic() - t0
+            text = log.read_text(errors="replace")
+            if rc != 0:
+                ok = False
+                self.failed.append(tool)
+                if not self.children.stopping.is_set():
+                    self.timeline.say(f"tool {tool}: FAILED (exit {rc}); the end of {log}:\n" + _tail(text, 40))
+            elif not re.search(r"^\[tools\] \S+ \S+: cached \(", text, re.M):  # one entry per call: built
+                built.append(f"{tool} {took:.0f}")
+                self.timeline.say(f"tool {tool}: built in {took:.0f} s")
+            self.done[tool].set()
+        self.timeline.end(phase, ok, "built: " + ", ".join(built) if built else "all cached")
+
+
+def _tail(text: str, n: int) -> str:
+    return "\n".join(text.splitlines()[-n:])
+
+
+def _counts(text: str) -> dict[str, int]:
+    """pytest's closing line ('== 3 failed, 1800 passed, 2 skipped in 900.1s ==') as counts."""
+    out: dict[str, int] = {}
+    for line in reversed(text.splitlines()):
+        if re.search(r"\b(passed|failed|error|errors|skipped|deselected|no tests ran)\b.* in [\d.]+s", line):
+            for n, word in re.findall(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)", line):
+                key = "error" if word.startswith("error") else word
+                out[key] = out.get(key, 0) + int(n)
+            break
+    return out
+
+
+def run_part(part: Part, builds: Builds, timeline: Timeline, children: Children, results: dict) -> None:
+    if not builds.wait_for(part.needs):
+        results[part.name] = (None, {})
+        return
+    slug = part.name.replace(" ", "-")
+    log = LOGS / f"tests-{slug}.log"
+    phase = timeline.begin(f"tests: {part.name}")
+    timeline.say(f"tests: {part.name} started (log: {log.relative_to(ROOT)})")
+    argv = [str(VENV_PY), "-m", "pytest", "-q", "-o", f"cache_dir=.pytest_cache/{slug}", *part.args]
+    try:
+        rc = children.popen(argv, log).wait()
+    except RuntimeError:
+        rc = -1
+    text = log.read_text(errors="replace")
+    counts = _counts(text)
+    summary = ", ".join(f"{v} {k}" for k, v in counts.items()) or f"exit {rc}"
+    timeline.end(phase, rc == 0, summary)
+    with timeline.lock:
+        print(f"\n===== tests: {part.name} (exit {rc}, {phase.end - phase.start:.0f} s) =====\n{text}", flush=True)
+    results[part.name] = (rc, counts)
+    if rc != 0 and not children.stopping.is_set():
+        timeline.say(f"tests: {part.name} failed (exit {rc}); the other parts go on")
+
+
+def step(timeline: Timeline, name: str, *argvs: list[str]) -> bool:
+    """Run commands one after another in the foreground (output passes through); False on the first failure."""
+    phase = timeline.begin(name)
+    for argv in argvs:
+        rc = subprocess.run(argv, cwd=ROOT, stdin=subprocess.DEVNULL).returncode
+        if rc != 0:
+            timeline.end(phase, False, f"{' '.join(argv[:3])}: exit {rc}")
+            return False
+    timeline.end(phase, True)
+    return True
+
+
+def _helm() -> str:
+    """The pinned helm's path, as the CLI finds it."""
+    return subprocess.run([str(VENV_PY), "-c", "from generator.tools import binary; print(binary('helm'))"],
+                          cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def tools(timeline: Timeline) -> int:
+    LOGS.mkdir(exist_ok=True)
+    children = Children()
+    builds = Builds(timeline, children)
+    builds.start()
+    builds.join()
+    print(timeline.table(), flush=True)
+    if builds.failed:
+        print(f"tools: failed or not built: {', '.join(builds.failed)} (logs: {LOGS}/tool-*.log)")
+        return 1
+    return 0
+
+
+def test(timeline: Timeline) -> int:
+    LOGS.mkdir(exist_ok=True)
+    if not step(timeline, "venv", ["make", "-s", "venv"]):
+        return 1
+    py = str(VENV_PY)
+    if not step(timeline, "lint: ruff, mypy", [py, "-m", "ruff", "check", "--no-fix", "generator", "tests", "bench",
+                                                "hack"], [py, "-m", "mypy"]):
+        print(timeline.table())
+        return 1
+    children = Children()
+    builds = Builds(timeline, children)
+    builds.start()
+    results: dict[str, tuple[int | None, dict[str, int]]] = {}
+    threads = [threading.Thread(target=run_part, args=(p, builds, timeline, children, results), daemon=True)
+               for p in PARTS]
+    for t in threads:
+        t.start()
+
+    def on_signal(signum, _frame):
+        timeline.say(f"signal {signum}: stopping every build and test part (playgrounds go down first)")
+        children.stop_all()
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    lint_ok = builds.wait_for(["helm"]) and step(timeline, "lint: helm lint --strict",
+                                                  [_helm(), "lint", "--strict", "charts/dockyard"])
+    if not lint_ok:
+        timeline.say("the lint gate failed: stopping the builds and tests")
+        children.stop_all()
+    builds.join()
+    for t in threads:
+        t.join()
+
+    print("\n" + timeline.table(), flush=True)
+    failed = [name for name, (rc, _) in results.items() if rc != 0]
+    total: dict[str, int] = {}
+    for _, counts in results.values():
+        for k, v in counts.items():
+            total[k] = total.get(k, 0) + v
+    if builds.failed:
+        print(f"tools: failed or not built: {', '.join(builds.failed)} (logs: {LOGS.relative_to(ROOT)}/tool-*.log)")
+    if failed:
+        print(f"parts that failed: {', '.join(failed)} (logs: {LOGS.relative_to(ROOT)}/tests-*.log)")
+    bad = total.get("failed", 0) + total.get("error", 0)
+    extra = f", {total['skipped']} skipped" if total.get("skipped") else ""
+    print(f"suite: {total.get('passed', 0)} passed, {bad} failed{extra}")
+    return 0 if lint_ok and not failed and not builds.failed and len(results) == len(PARTS) else 1
+
+
+def main(argv: list[str]) -> int:
+    timeline = Timeline()
+    what = argv[1] if len(argv) > 1 else "test"
+    if what == "tools":
+        return tools(timeline)
+    if what == "test":
+        return test(timeline)
+    print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
