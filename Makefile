@@ -70,7 +70,7 @@ test-random: venv ## the property tests on a fresh random seed, printed (make te
 validate: venv ## kubeconform over every example's rendered output
 	$(PY) -m generator.maint.validate_examples
 
-lint: venv ## ruff (generator, tests, bench), mypy on the package, helm lint --strict on the chart
+lint: venv ## ruff (generator, tests, bench, hack), mypy on the package, helm lint --strict on the chart
 	$(PY) -m ruff check --no-fix generator tests bench hack
 	$(PY) -m mypy
 	bash hack/tools.sh helm

@@ -60,24 +60,47 @@ def _suite():
 
 def test_the_build_streams_cover_the_default_list_and_every_part_needs_known_tools():
     """hack/suite.py's streams build hack/tools.sh's default list (the node expanded), each entry once; every
-    part of the suite waits only for entries some stream builds."""
+    part of the suite waits only for entries some stream builds, and only after parts that exist before it."""
     import re
+
+    from generator.playground.control_plane import TOOLS as PLAYGROUND_TOOLS
 
     suite = _suite()
     text = (REPO / "hack" / "tools.sh").read_text()
     default = re.search(r"\|\| tools=\(([^)]*)\)", text).group(1).split()
     node = re.search(r"^node_tools=\(([^)]*)\)", text, re.M).group(1).split()
     expanded = [t for d in default for t in (node if d == "node" else [d])]
-    built = [t for stream in suite.STREAMS for t in stream]
-    assert sorted(built) == sorted(expanded)
-    assert len(set(built)) == len(built)
+    assert sorted(suite.ALL_TOOLS) == sorted(expanded)
+    assert len(set(suite.ALL_TOOLS)) == len(suite.ALL_TOOLS)
     assert suite.NODE == node
-    for part in suite.PARTS:
-        assert set(part.needs) <= set(built), part.name
+    assert suite.CONTROL_PLANE == list(PLAYGROUND_TOOLS)  # what every playground's `up` refuses to start without
+    names = [p.name for p in suite.PARTS]
+    for i, part in enumerate(suite.PARTS):
+        assert set(part.needs) <= set(suite.ALL_TOOLS), part.name
+        assert part.after is None or part.after in names[:i], part.name
+
+
+def test_the_kubernetes_tools_follow_the_control_plane_in_its_stream():
+    """kube-validate and kubelet/kube-proxy are built from the control plane's Kubernetes module: after it in the
+    same stream they reuse its compiled packages; beside it (the other stream) both would compile them."""
+    suite = _suite()
+    (stream,) = [s for s in suite.STREAMS if "kubernetes" in s]
+    for tool in ("kube-validate", "kubernetes-node"):
+        assert tool in stream and stream.index(tool) > stream.index("kubernetes"), tool
+
+
+def test_the_suite_line_counts_pytests_closing_lines():
+    suite = _suite()
+    assert suite._counts("....\n== 2 failed, 1705 passed in 413.02s (0:06:53) ==\n") == {"failed": 2, "passed": 1705}
+    assert suite._counts("1 passed, 42 deselected in 7.76s\n") == {"passed": 1}
+    assert suite._counts("3 errors in 1.00s\n") == {"error": 3}
+    assert suite._counts("12 passed, 1 skipped, 1 error in 9.1s\n") == {"passed": 12, "skipped": 1, "error": 1}
+    assert suite._counts("no tests ran in 0.01s\n") == {}
+    assert suite._counts("Traceback (most recent call last):\n") == {}
 
 
 def test_the_suite_parts_together_name_every_test_module_once():
-    """The three pytest processes of `make test` split the suite by path: every test module under tests/ in
+    """The pytest processes of `make test` (its parts) split the suite by path: every test module under tests/ in
     exactly one of them (the live part names tests/live and leaves out the real node's modules)."""
     suite = _suite()
     modules = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "tests").rglob("test_*.py"))
