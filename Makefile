@@ -26,8 +26,9 @@ tools: ## build the pinned helm, kubeconform and playground binaries (cached by 
 schema: venv ## regenerate values.schema.json, values.yaml, schema/*.json and the README values table
 	$(PY) -m generator.maint.schema_export
 
-# hack/suite.py: venv, ruff and mypy, then the tool builds with each part of the suite (offline; the session
-# playground's live tests; the real node's) started as soon as its tools are built; a timeline at the end.
+# hack/suite.py: the tool builds beside the venv, the lint gate (ruff, mypy, helm lint), and each part of the suite
+# (the real node's tests, then real Ray's; the session playground's live tests; the offline tests) started as
+# soon as its tools are built; a timeline at the end (docs/playground.md says how to read it).
 test: ## the lint gate, then every test: unit, chart, validation and live (on the playground); a timeline at the end
 	python3 hack/suite.py test
 
