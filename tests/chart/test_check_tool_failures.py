@@ -24,8 +24,9 @@ from tests.conftest import RECIPE
 INFRA = REPO / "values-examples" / "grpo_swe.infra.yaml"
 CHECK = ["check", str(RECIPE), str(INFRA)]
 
-# Stand-ins. A sleeper records its pid (exec keeps it) and sleeps: a tool still at work.
-SLEEPER = 'echo $$ > "{pidfile}"\nexec sleep 300\n'
+# Stand-ins. A sleeper records its pid (exec keeps it) and sleeps: a tool still at work. The pid file appears whole
+# (written aside, then renamed): a reader never sees the empty file `>` creates before echo writes.
+SLEEPER = 'echo $$ > "{pidfile}.tmp" && mv "{pidfile}.tmp" "{pidfile}"\nexec sleep 300\n'
 PANIC = ("cat > /dev/null\n"
          "echo 'panic: runtime error: index out of range [3] with length 3' >&2\n"
          "echo '' >&2\necho 'goroutine 1 [running]:' >&2\necho 'main.main()' >&2\nexit 2\n")
