@@ -59,12 +59,12 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """The offline check (generator.render.check), and with --server the live dry run
-    (generator.live.server_check), whose cluster failures are one line like the live verbs'."""
+    (generator.live.probes.server_check), whose cluster failures are one line like the live verbs'."""
     from generator.tools import targeting
 
     with targeting(*_target_versions(args)):
         if args.server:
-            from generator.live.kube import cluster_errors
+            from generator.live.cluster.kube import cluster_errors
 
             return cluster_errors(_check)(args)
         return _check(args)
@@ -96,7 +96,7 @@ def _check(args: argparse.Namespace) -> int:
 
         server = None
         if args.server:  # a bad kubeconfig is told before anything renders
-            from generator.live.kube import Kube
+            from generator.live.cluster.kube import Kube
 
             server = Kube(args.kubeconfig, args.context)
     except BaseException:
@@ -104,7 +104,7 @@ def _check(args: argparse.Namespace) -> int:
         raise
     found = checked(args.recipe, args.infra, args.overrides, validator=validator)
     if server is not None:
-        from generator.live.server_check import add_dry_run
+        from generator.live.probes.server_check import add_dry_run
 
         add_dry_run(found, server)
     return report(found, security=args.security)

@@ -34,7 +34,7 @@ def _output(p: argparse.ArgumentParser) -> None:
 
 def _as_interrupt(signum: int, frame: Any) -> None:
     """SIGTERM and SIGHUP (CI, `kill`, a closed terminal, a stopped pod) act like Ctrl-C (while helm
-    runs, live/release.py's run_interruptible handles all three)."""
+    runs, live/helm/runner.py's run_interruptible handles all three)."""
     raise KeyboardInterrupt
 
 
@@ -43,8 +43,8 @@ def _handler(module: str, name: str, **extra: Any) -> Callable[[argparse.Namespa
         import importlib
         import signal
 
-        from generator.live.kube import cluster_errors
-        from generator.live.kubeconfig import overridden
+        from generator.live.cluster.kube import cluster_errors
+        from generator.live.cluster.kubeconfig import overridden
 
         for var in overridden():
             print(f"note: {var} is set; dockyard-k8s runs helm with the context, namespace and release storage "

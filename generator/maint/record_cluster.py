@@ -54,7 +54,7 @@ def cli(*argv: Any) -> tuple[int, str]:
 
 def wait_pending(kube: Any) -> None:
     """Until one Ray worker pod is Pending with the scheduler's reason."""
-    from generator.live.snapshot import pod_reason
+    from generator.live.state.snapshot import pod_reason
 
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -95,7 +95,7 @@ def rendered_pod_templates(namespace: str) -> dict[str, dict[str, Any]]:
     """small.yaml's pod templates by role, rendered by helm for `namespace`."""
     import yaml
 
-    from generator.live.plan import plan
+    from generator.live.changes.plan import plan
     from generator.render.helm import template
     from generator.render.pod_templates import pod_templates
 
@@ -105,7 +105,7 @@ def rendered_pod_templates(namespace: str) -> dict[str, dict[str, Any]]:
 
 
 def record_all(kubeconfig: str, folder: Path, own: bool) -> None:
-    from generator.live.kube import Kube
+    from generator.live.cluster.kube import Kube
 
     admin = Kube(kubeconfig)
     taken = [n for n in (NAMESPACE, STRICT, GONE) if admin.namespace_exists(n)]
@@ -144,7 +144,7 @@ def record_scenarios(admin: Any, kubeconfig: str, folder: Path, own: bool) -> No
 
 
 def record_status(admin: Any, kubeconfig: str) -> None:
-    from generator.live.snapshot import take
+    from generator.live.state.snapshot import take
 
     with scenario("status_pending", f"`status` of release {RELEASE} in {NAMESPACE}: head, sandbox and one Ray "
                   "worker running, the other Pending (Insufficient nvidia.com/gpu); the only release"):
@@ -156,8 +156,8 @@ def record_status(admin: Any, kubeconfig: str) -> None:
 def record_lease(admin: Any) -> None:
     from kubernetes.client.exceptions import ApiException
 
-    from generator.live import holders
-    from generator.live.release import HOLDER_PID, HOLDER_PROCESS, RunLock, lease_name
+    from generator.live.helm import holders
+    from generator.live.helm.run_lock import HOLDER_PID, HOLDER_PROCESS, RunLock, lease_name
 
     leases = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases"
     lease = f"{leases}/{lease_name(RELEASE)}"
@@ -194,7 +194,7 @@ def record_lease(admin: Any) -> None:
 def record_forbidden(user: str) -> None:
     from kubernetes.client.exceptions import ApiException
 
-    from generator.live.kube import Kube
+    from generator.live.cluster.kube import Kube
 
     alice = Kube(user)
     with scenario("forbidden", f"ServiceAccount alice, admin in namespace {NAMESPACE} only: `status` without -n "
@@ -209,7 +209,7 @@ def record_errors(admin: Any, kubeconfig: str, folder: Path) -> None:
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    from generator.live.kube import Kube
+    from generator.live.cluster.kube import Kube
 
     with scenario("errors", "a 422 (invalid namespace name), a missing RayJob (object 404), a missing namespace, "
                   "and a port nobody listens on (connection refused)"):
@@ -227,14 +227,15 @@ def record_errors(admin: Any, kubeconfig: str, folder: Path) -> None:
 
 
 def record_restricted(admin: Any) -> None:
-    from generator.live import preflight
+    from generator.live.doctor import admission
+    from generator.live.doctor.rows import read_namespace
 
     admin.request("POST", "/api/v1/namespaces", body={"metadata": {
         "name": STRICT, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}})
     with scenario("doctor_restricted", f"doctor's namespace read and PodSecurity dry runs of small.yaml's pods in "
                   f"{STRICT} (enforce=restricted) as the cluster admin"):
-        ns = preflight.read_namespace(admin, STRICT)
-        preflight.pod_security_row(admin, ns, rendered_pod_templates(STRICT), drop_priority_class=True)
+        ns = read_namespace(admin, STRICT)
+        admission.pod_security_row(admin, ns, rendered_pod_templates(STRICT), drop_priority_class=True)
 
 
 def record_terminating(admin: Any, kubeconfig: str) -> None:

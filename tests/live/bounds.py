@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from generator.live.release import GRACE
+from generator.live.helm.runner import GRACE
 from generator.live.verbs.dev import Forward
 from generator.playground import cli as playground_cli
 from generator.playground.cluster import COMPONENTS

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from generator.live.holders import pid_alive
+from generator.live.helm.holders import pid_alive
 
 USER_ENV = {k: os.environ.get(k) for k in ("KUBECONFIG", "DOCKYARD_PLAYGROUND_DIR", "XDG_STATE_HOME")}
 SESSION_PREFIX = "session-"

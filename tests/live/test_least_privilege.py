@@ -99,7 +99,7 @@ def rows_of(out: str) -> dict[str, dict]:
 
 
 def test_doctor_prints_every_row_and_names_exactly_the_missing_permissions(playground, k8s, ns_user, capsys):
-    from generator.live.preflight import RBAC
+    from generator.live.doctor.access import RBAC
 
     rc, out, err = doctor(capsys, ns_user)
     assert "Traceback" not in err and err == "", err
@@ -140,7 +140,7 @@ def test_doctor_prints_every_row_and_names_exactly_the_missing_permissions(playg
 
 
 def test_run_status_history_uninstall_without_namespace(playground, k8s, ns_user, capsys):
-    from generator.live.preflight import RBAC
+    from generator.live.doctor.access import RBAC
 
     pairs = [(g, r, v) for g, r, verbs in RBAC for v in verbs]
     grant(k8s, ns_user, sorted(denied_by_the_server(k8s, ns_user, pairs)))

@@ -209,6 +209,6 @@ def test_doctor_with_an_hpa_checks_its_minimum_warns_on_its_maximum_and_asks_for
     rc, out, err = cli(capsys, "doctor", RECIPE, INFRA, "-n", namespace, "-o", "json", "--kubeconfig", kc)
     plain = {c["check"]: c for c in json.loads(out)["checks"]}["RBAC"]["detail"]
     count = lambda detail: int(re.search(r"/(\d+) verbs", detail).group(1))  # noqa: E731
-    from generator.live.preflight import HPA_RBAC
+    from generator.live.doctor.access import HPA_RBAC
 
     assert count(fits["RBAC"]["detail"]) == count(plain) + len(HPA_RBAC[2]) == count(plain) + 5

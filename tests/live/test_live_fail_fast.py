@@ -19,7 +19,7 @@ pytestmark = pytest.mark.timeout(240)  # each test's steps end far sooner: that 
 @pytest.fixture
 def release(playground, namespace, capsys):
     yield "small"
-    from generator.live.snapshot import release_records
+    from generator.live.helm.records import release_records
 
     if release_records(kube(playground), "small", namespace):
         cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", playground.kubeconfig, "--timeout", 60)
@@ -33,7 +33,7 @@ def test_a_gang_no_node_could_hold_is_refused_at_once(playground, namespace, rel
     assert rc == 1, out + err
     assert "the cluster can never schedule this gang (GPU capacity: trainer:" in err and "nothing was changed" in err
     assert time.monotonic() - t0 < 60  # not the --timeout
-    from generator.live.snapshot import release_records
+    from generator.live.helm.records import release_records
 
     assert release_records(kube(playground), "small", namespace) == []
     t0 = time.monotonic()
@@ -47,7 +47,7 @@ def test_a_gang_no_node_could_hold_is_refused_at_once(playground, namespace, rel
 def test_run_wait_says_at_once_that_its_namespace_was_deleted(playground, make_namespace, capsys, tmp_path):
     from conftest import delete_namespace_and_wait
 
-    from generator.live.snapshot import labels, release_records
+    from generator.live.helm.records import labels, release_records
 
     ns, kc = make_namespace(), playground.kubeconfig
     core = client.CoreV1Api(playground.api_client())
@@ -78,8 +78,8 @@ def test_run_wait_says_at_once_that_its_namespace_was_deleted(playground, make_n
 
 def test_doctor_sees_an_operator_that_does_not_reconcile(playground, capsys):
     kc = playground.kubeconfig
-    from generator.live.kube import Kube
-    from generator.live.preflight import kuberay_reconciling_row
+    from generator.live.cluster.kube import Kube
+    from generator.live.doctor.kuberay import kuberay_reconciling_row
 
     row = kuberay_reconciling_row(Kube(kc))
     assert row.mark == "✓" and "leader Lease kube-system/ray-operator-leader renewed by" in row.detail, row
@@ -122,7 +122,7 @@ def test_a_namespace_whose_service_account_never_appears_is_not_reported_created
     import uuid
 
     from generator.errors import CheckFailed
-    from generator.live.kube import Kube
+    from generator.live.cluster.kube import Kube
 
     k = Kube(playground.kubeconfig)
     k.deadline = time.monotonic() + 3

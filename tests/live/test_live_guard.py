@@ -24,14 +24,14 @@ HUGE_SANDBOX = {"cpu": "500"}  # no node has it: helm's --wait on the sandbox De
 @pytest.fixture
 def release(playground, namespace, capsys):
     yield "small"
-    from generator.live.snapshot import release_records
+    from generator.live.helm.records import release_records
 
     if release_records(kube(playground), "small", namespace):
         cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", playground.kubeconfig, "--timeout", 60)
 
 
 def _values_file(tmp_path, namespace, infra, *overrides) -> str:
-    from generator.live.plan import plan
+    from generator.live.changes.plan import plan
 
     path = tmp_path / f"values-{len(list(tmp_path.iterdir()))}.yaml"
     path.write_text(yaml.safe_dump(plan(str(RECIPE), str(infra), list(overrides), None, namespace).values))
@@ -65,7 +65,7 @@ def _training(playground, namespace, wait) -> str:
 
 
 def _status(playground, namespace) -> str:
-    from generator.live.snapshot import labels, release_records
+    from generator.live.helm.records import labels, release_records
 
     return labels(release_records(kube(playground), "small", namespace)[-1]).get("status")
 

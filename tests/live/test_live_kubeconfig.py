@@ -22,7 +22,7 @@ UNREACHABLE = "https://127.0.0.1:9"  # loopback, nothing listens: a context that
 @pytest.fixture
 def release(playground, namespace, capsys):
     yield "small"
-    from generator.live.snapshot import release_records
+    from generator.live.helm.records import release_records
 
     if release_records(kube(playground), "small", namespace):
         cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", playground.kubeconfig, "--timeout", 60)
@@ -125,7 +125,7 @@ def test_helm_environment_never_points_helm_elsewhere(playground, namespace, rel
     rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--kubeconfig", path, "--timeout", 90)
     assert rc == 0, out + err
     assert "note: HELM_KUBECONTEXT=other is set" in err and "note: HELM_DRIVER=configmap is set" in err
-    from generator.live.snapshot import labels, release_records
+    from generator.live.helm.records import labels, release_records
 
     records = release_records(kube(playground), "small", namespace)  # Secrets, in the CLI's namespace
     assert [labels(r)["status"] for r in records] == ["deployed"]
@@ -137,7 +137,7 @@ def test_helm_environment_never_points_helm_elsewhere(playground, namespace, rel
 
 def test_a_release_kept_by_the_configmap_driver_is_named_never_missed(playground, namespace, release, capsys,
                                                                       tmp_path):
-    from generator.live.plan import plan
+    from generator.live.changes.plan import plan
     from generator.tools import CHART_DIR
 
     values = tmp_path / "values.yaml"

@@ -18,7 +18,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from live_helpers import KUEUE, RECIPE, cli, create_custom_object, delete_custom_objects, infra_variant
 
-from generator.live.queueing import JOB_UID_LABEL
+from generator.live.state.queueing import JOB_UID_LABEL
 
 GPUS = ["cluster.trainer.gpusPerNode=2", "cluster.inference.gpusPerNode=2"]  # one job: 4 GPUs
 JOB_GPUS = 4

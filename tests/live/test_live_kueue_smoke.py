@@ -18,8 +18,8 @@ from kubernetes import client
 from live_helpers import KUEUE, RECIPE, cli, create_custom_object, delete_custom_objects, infra_variant
 from session_env import wait_for
 
-from generator.live.kube import Kube
-from generator.live.teardown import leftovers
+from generator.live.changes.teardown import leftovers
+from generator.live.cluster.kube import Kube
 
 RELEASE = "small-smoke"  # smoke's default release: <recipe name>-smoke
 TIMEOUT = 15  # smoke's --timeout: Kueue admits within a second or two when there is quota

@@ -18,7 +18,7 @@ GPU_TAINT = "nvidia.com/gpu=present:NoSchedule"
 @pytest.fixture
 def release(playground, namespace, capsys):
     yield "small"
-    from generator.live.snapshot import release_records
+    from generator.live.helm.records import release_records
 
     if release_records(kube(playground), "small", namespace):
         cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", playground.kubeconfig, "--timeout", 60)

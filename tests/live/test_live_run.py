@@ -20,7 +20,7 @@ pytestmark = pytest.mark.timeout(240)
 def release(playground, namespace, capsys):
     """The release name of the small recipe; uninstalled at the end so no GPU stays taken."""
     yield "small"
-    from generator.live.snapshot import release_records
+    from generator.live.helm.records import release_records
 
     k = kube(playground)
     if release_records(k, "small", namespace):
@@ -82,13 +82,13 @@ def test_run_wait_status_logs_history_uninstall(playground, namespace, release, 
     rc, out, err = cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", kc, "--timeout", 60)
     assert rc == 0, err
     assert "nothing left" in out
-    from generator.live.teardown import leftovers
+    from generator.live.changes.teardown import leftovers
 
     assert leftovers(kube(playground), "small", namespace) == []
 
 
 def test_status_reads_a_bounded_number_of_api_calls(playground, namespace, release, capsys, tmp_path):
-    from generator.live.snapshot import take
+    from generator.live.state.snapshot import take
 
     kc = playground.kubeconfig
     assert cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120)[0] == 0
@@ -123,8 +123,8 @@ def test_failed_first_install_leaves_nothing(playground, namespace, release, cap
     assert rc == 1
     assert "nothing is left installed" in err and "Insufficient cpu" in err
     assert "Traceback" not in err
-    from generator.live.snapshot import release_records
-    from generator.live.teardown import leftovers
+    from generator.live.changes.teardown import leftovers
+    from generator.live.helm.records import release_records
 
     k = kube(playground)
     assert release_records(k, "small", namespace) == []
@@ -165,7 +165,7 @@ CTRL_C_TIMEOUT = 120  # the interrupted run's and the converging run's --timeout
 
 @pytest.mark.timeout(2 * bounds.verb(CTRL_C_TIMEOUT))  # the interrupted run, then the one that converges
 def test_concurrent_run_refused_and_ctrl_c_converges(playground, namespace, release, capsys, tmp_path):
-    from generator.live.snapshot import release_records
+    from generator.live.helm.records import release_records
 
     kc = playground.kubeconfig
     huge = infra_variant(tmp_path, "huge.yaml", lambda d: d["sandbox"]["resources"].update(cpu="500"))
@@ -207,7 +207,7 @@ def test_concurrent_run_refused_and_ctrl_c_converges(playground, namespace, rele
 
 def test_stale_lock_and_pending_release_from_a_killed_run_converge(playground, namespace, release, capsys, tmp_path):
     """SIGKILL (no chance to clean up) leaves a lease and a pending release; the next run takes over."""
-    from generator.live.snapshot import release_records
+    from generator.live.helm.records import release_records
 
     kc = playground.kubeconfig
     assert cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--kubeconfig", kc, "--timeout", 60)[0] == 0
@@ -317,7 +317,7 @@ def test_missing_namespace_priorityclass_crd_and_unreachable_api_are_one_line(pl
     rc, _, err = cli(capsys, "run", RECIPE, pc, "--kubeconfig", kc)
     assert rc == 1 and err.strip().count("\n") == 0 and "PriorityClass no-such-priority does not exist" in err
 
-    import generator.live.kube as kube_mod
+    import generator.live.cluster.kube as kube_mod
 
     monkeypatch.setattr(kube_mod, "RAY_VERSION", "v9alpha1")  # a KubeRay API this cluster does not serve
     rc, _, err = cli(capsys, "run", RECIPE, INFRA, "--kubeconfig", kc)

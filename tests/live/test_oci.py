@@ -131,7 +131,7 @@ def test_helm_install_from_oci(playground, registry, namespace, helm):
 
 def test_run_with_chart_from_oci(playground, registry, namespace, capsys, monkeypatch, helm):
     """`dockyard-k8s run --chart oci://...`: the generator's values, the registry's chart."""
-    from generator.live.snapshot import release_records
+    from generator.live.helm.records import release_records
 
     monkeypatch.setenv("SSL_CERT_FILE", registry.ca)
     ref = f"oci://{registry.host}/charts/dockyard"

@@ -190,8 +190,8 @@ def test_run_follow_exit_codes_status_and_rollback(ray_node, capsys, tmp_path):
     rc, out, err = cli(capsys, "rollback", "grpo-swe", "1", "-n", ns, "--replace", "--kubeconfig", kc,
                        "--timeout", "300")
     assert rc == 0, out + err
-    from generator.live import driver_log
-    from generator.live.kube import Kube
+    from generator.live.cluster.kube import Kube
+    from generator.live.state import driver_log
 
     kube = Kube(kc)
     ok, job = driver_log.follow(kube, "grpo-swe", ns, time.monotonic() + 400, write=lambda s: None)
@@ -215,7 +215,7 @@ def test_smoke_that_cannot_start_names_the_step_and_leaves_nothing(ray_node, cap
     assert len(line) == 1 and "the RayCluster becoming ready did not happen within --timeout" in line[0], err
     assert "RayJob grpo-swe-smoke" in line[0] and "pods:" in line[0], err
     assert "Traceback" not in err and took < 60 + 150, took  # the timeout, then the uninstall
-    from generator.live.kube import Kube
-    from generator.live.teardown import leftovers
+    from generator.live.changes.teardown import leftovers
+    from generator.live.cluster.kube import Kube
 
     assert leftovers(Kube(ray_node["kubeconfig"]), "grpo-swe-smoke", ns) == []

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.timeout(300)
 @pytest.fixture
 def release(playground, namespace, capsys):
     yield "small"
-    from generator.live.snapshot import release_records
+    from generator.live.helm.records import release_records
 
     if release_records(kube(playground), "small", namespace):
         subprocess.run([_helm(), "uninstall", "small", "-n", namespace, "--kubeconfig", playground.kubeconfig,
@@ -131,7 +131,7 @@ def _alive(pid: int) -> bool:
 
 def _pending_run(playground, namespace, tmp_path, *extra, **kw) -> tuple[subprocess.Popen, int]:
     """A `run` whose sandbox never fits, stopped in helm's wait; (the process, its helm child's pid)."""
-    from generator.live.snapshot import release_records
+    from generator.live.helm.records import release_records
 
     huge = infra_variant(tmp_path, "huge.yaml", lambda d: d["sandbox"]["resources"].update(cpu="500"))
     proc = spawn("run", RECIPE, huge, "-n", namespace, "--kubeconfig", playground.kubeconfig, "-q", *extra, **kw)
@@ -160,7 +160,7 @@ def _to_a_helper_thread(pid: int, sig: int) -> None:
                          ids=["sigterm", "sighup", "sigterm-to-a-helper-thread"])
 def test_sigterm_and_sighup_stop_helm_like_ctrl_c(playground, namespace, release, capsys, tmp_path, sig, to_thread):
     """Also when the signal lands on a helper thread: the run ends now, not at helm's --timeout (~95 s)."""
-    from generator.live.snapshot import release_records
+    from generator.live.helm.records import release_records
 
     proc, helm = _pending_run(playground, namespace, tmp_path, "--timeout", 120)
     _to_a_helper_thread(proc.pid, sig) if to_thread else proc.send_signal(sig)
@@ -189,7 +189,7 @@ def test_helm_dies_with_a_killed_run(playground, namespace, release, tmp_path):
 
 def test_a_paused_run_keeps_its_lock(playground, namespace, release, capsys, tmp_path):
     """A stopped (SIGSTOP) run stops renewing its lease, but its helm may still work: no takeover."""
-    from generator.live.release import LEASE_SECONDS
+    from generator.live.helm.run_lock import LEASE_SECONDS
 
     timeout, t0 = 120, time.monotonic()
     proc, helm = _pending_run(playground, namespace, tmp_path, "--timeout", timeout)
@@ -209,7 +209,7 @@ def test_a_paused_run_keeps_its_lock(playground, namespace, release, capsys, tmp
 def test_run_ends_within_its_timeout_while_the_apiserver_is_paused(playground, namespace, release, capsys, tmp_path):
     """The apiserver stops answering during helm's upgrade: `run --timeout 20` still ends within the
     timeout plus the documented grace, counted from the run's start, in one voice, and reports what Helm left."""
-    from generator.live.release import GRACE
+    from generator.live.helm.runner import GRACE
 
     kc = playground.kubeconfig
     timeout = 20

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from generator.errors import CheckFailed
-from generator.live.guard import foreign_chart, impact, require_ours
+from generator.live.changes.guard import impact
+from generator.live.helm.ownership import foreign_chart, require_ours
 
 
 class RayObjects:
@@ -124,7 +125,7 @@ def test_the_committed_chart_carries_the_marker():
 def test_helm_errors_drop_client_go_log_lines():
     from types import SimpleNamespace
 
-    from generator.live.release import _helm_message
+    from generator.live.helm.runner import _helm_message
 
     stderr = (b"E1130 21:40:01.123456   4242 reflector.go:200] failed to list: connection refused\n"
               b"W1130 21:40:02.000001   4242 warnings.go:70] something\n"

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from generator.errors import CheckFailed
-from generator.live.capacity import Room, gpu_rows
-from generator.live.guard import live_manifest, upgrade_base
-from generator.live.snapshot import container_gpus
+from generator.live.doctor.capacity import Room, gpu_rows
+from generator.live.helm.records import live_manifest, upgrade_base
+from generator.live.state.snapshot import container_gpus
 
 RUNNING_JOB = {"metadata": {}, "status": {"jobDeploymentStatus": "Running", "rayClusterName": "small-x1"}}
 
@@ -50,7 +50,7 @@ class Cluster:
 def _recover(cluster: Cluster, records, replace=False) -> list[str]:
     import time
 
-    from generator.live.install import _recover
+    from generator.live.changes.install import _recover
 
     said: list[str] = []
     p = SimpleNamespace(release="small", namespace="ns")
@@ -128,7 +128,7 @@ def test_gpus_are_counted_one_way():
 
 
 def test_the_snapshot_takes_the_release_s_rayjob_never_another():
-    from generator.live.snapshot import Snapshot, _read_ray
+    from generator.live.state.snapshot import Snapshot, _read_ray
 
     snap = Snapshot("small", "ns")
     other = {"metadata": {"name": "small-smoke"}, "status": {"jobDeploymentStatus": "Running"}, "spec": {}}

@@ -74,8 +74,8 @@ def test_missing_helm_is_a_usage_error(monkeypatch, tmp_path, capsys):
 
 
 def test_live_verbs_refuse_an_unsupported_helm_and_pick_helm4s_flag(tmp_path):
-    from generator.live.kube import Kube
-    from generator.live.release import Helm
+    from generator.live.cluster.kube import Kube
+    from generator.live.helm.runner import Helm
 
     kube = Kube(unreachable_kubeconfig(tmp_path))
     refusal = r"is v2\.17\.0: dockyard-k8s supports Helm 3"

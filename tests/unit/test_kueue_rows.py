@@ -1,4 +1,5 @@
-"""doctor's Kueue rows (generator/live/kueue_rows.py, issue 20 item 4) without a cluster: the gang Kueue
+"""doctor's Kueue rows (generator/live/doctor/kueue_rows.py; the gang and quota in generator/live/kueue/, issue 20
+item 4) without a cluster: the gang Kueue
 counts (pod sets of the rendered RayJob/RayCluster), a ClusterQueue's namespaceSelector, the quota
 arithmetic with flavors and cohorts. The Kueue objects are the API server's own answers on
 `playground up --kueue` (Kueue v0.17.0), the playground's queues and tests/unit/data/kueue_applied.yaml
@@ -14,9 +15,13 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from generator.live import capacity
-from generator.live import kueue_rows as kr
-from generator.live.preflight import FAIL, OK, WARN, Namespace
+from generator.live.cluster import quantity
+from generator.live.cluster.selectors import selector_matches
+from generator.live.doctor import kueue_rows as kr
+from generator.live.doctor.rows import FAIL, OK, WARN, Namespace
+from generator.live.kueue import gang as kueue_gang
+from generator.live.kueue import quota
+from generator.live.kueue.api import API, QUEUE_LABEL
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = REPO / "values-examples" / "grpo_swe.yaml"
@@ -27,7 +32,7 @@ ONE_TRAINER = ["cluster.trainer.nodes=1"]  # 16 GPUs: the playground ClusterQueu
 
 
 def docs(overrides=(), infra=KUEUE_INFRA, mode=None, change=None, tmp_path=None):
-    from generator.live.plan import plan
+    from generator.live.changes.plan import plan
     from generator.render.helm import template
 
     if change:
@@ -41,7 +46,7 @@ def docs(overrides=(), infra=KUEUE_INFRA, mode=None, change=None, tmp_path=None)
 
 def gang(overrides=(), **kw):
     _, rendered = docs(overrides, **kw)
-    return kr.pod_sets(kr.queued_object(rendered))
+    return kueue_gang.pod_sets(kueue_gang.queued_object(rendered))
 
 
 def namespace(name):
@@ -58,7 +63,8 @@ def test_the_gang_is_head_each_worker_group_and_the_k8sjobmode_submitter():
     assert per["trainer"] == {"cpu": 16.0, "memory": 64 * 2**30, "nvidia.com/gpu": 8.0}
     assert per["head"] == {"cpu": 2.0, "memory": 8 * 2**30}
     assert per["submitter"] == {"cpu": 0.5, "memory": 512 * 2**20}  # the chart's submitterPodTemplate's requests
-    assert kr.gang_needs(sets) == {"cpu": 50.5, "memory": (8 + 3 * 64) * 2**30 + 512 * 2**20, "nvidia.com/gpu": 24.0}
+    assert kueue_gang.gang_needs(sets) == {"cpu": 50.5, "memory": (8 + 3 * 64) * 2**30 + 512 * 2**20,
+                                           "nvidia.com/gpu": 24.0}
 
 
 def test_httpmode_has_no_submitter_pod_set_and_bringup_queues_the_raycluster(tmp_path):
@@ -67,13 +73,13 @@ def test_httpmode_has_no_submitter_pod_set_and_bringup_queues_the_raycluster(tmp
 
     assert [ps.name for ps in gang(change=http, tmp_path=tmp_path)] == ["head", "trainer", "inference"]
     _, rendered = docs(mode="bringup")
-    obj = kr.queued_object(rendered)
-    assert obj["kind"] == "RayCluster" and obj["metadata"]["labels"][kr.QUEUE_LABEL] == "training"
-    assert [ps.name for ps in kr.pod_sets(obj)] == ["head", "trainer", "inference"]
+    obj = kueue_gang.queued_object(rendered)
+    assert obj["kind"] == "RayCluster" and obj["metadata"]["labels"][QUEUE_LABEL] == "training"
+    assert [ps.name for ps in kueue_gang.pod_sets(obj)] == ["head", "trainer", "inference"]
 
 
 def test_no_queue_no_rows_and_no_request():
-    from generator.live.plan import plan
+    from generator.live.changes.plan import plan
 
     p = plan(str(RECIPE), str(REPO / "values-examples" / "grpo_swe.infra.yaml"), [], None, None)
     assert kr.doctor_rows(None, p.values, [], Namespace("dockyard", True)) == []  # type: ignore[arg-type]
@@ -89,7 +95,7 @@ def test_pod_requests_count_limits_init_containers_sidecars_and_overhead():
         ],
         "overhead": {"cpu": "250m"},
     }
-    got = capacity.pod_requests(spec)  # the scheduler's count, which doctor and Kueue share
+    got = quantity.pod_requests(spec)  # the scheduler's count, which doctor and Kueue share
     assert got == pytest.approx({"cpu": 4.1 + 0.25, "memory": 2**30 + 64 * 2**20, "nvidia.com/gpu": 1.0})
 
 
@@ -98,7 +104,7 @@ def test_worker_replicas_times_num_of_hosts():
                                           "workerGroupSpecs": [{"groupName": "tpu", "replicas": 2, "numOfHosts": 4,
                                                                 "template": {"spec": {"containers": []}}},
                                                                {"groupName": "one", "template": {"spec": {}}}]}}
-    assert [(ps.name, ps.count) for ps in kr.pod_sets(obj)] == [("head", 1), ("tpu", 8), ("one", 1)]
+    assert [(ps.name, ps.count) for ps in kueue_gang.pod_sets(obj)] == [("head", 1), ("tpu", 8), ("one", 1)]
 
 
 # namespaceSelector ---------------------------------------------------------------------------------------
@@ -108,9 +114,9 @@ def test_namespace_selector_on_the_captured_queues():
     kd1 = OBJECTS["namespaces"]["kd1"]["metadata"]["labels"]  # team=ml
     everyone = CQ["playground"]["spec"]["namespaceSelector"]
     team_rl = CQ["kd-small"]["spec"]["namespaceSelector"]  # team In (rl)
-    assert everyone == {} and kr.selector_matches(everyone, dockyard) and kr.selector_matches(everyone, kd1)
-    assert not kr.selector_matches(team_rl, kd1) and kr.selector_matches(team_rl, {**kd1, "team": "rl"})
-    assert not kr.selector_matches(None, dockyard)  # null: no namespace (Kueue's default)
+    assert everyone == {} and selector_matches(everyone, dockyard) and selector_matches(everyone, kd1)
+    assert not selector_matches(team_rl, kd1) and selector_matches(team_rl, {**kd1, "team": "rl"})
+    assert not selector_matches(None, dockyard)  # null: no namespace (Kueue's default)
     row = kr.namespace_selector_row(CQ["kd-small"], namespace("kd1"))
     assert row.mark == FAIL and "team In (rl) does not match namespace kd1" in row.detail and "team=ml" in row.detail
     assert kr.namespace_selector_row(CQ["playground"], namespace("kd1")).mark == OK
@@ -126,7 +132,7 @@ def test_namespace_selector_on_the_captured_queues():
      {"a": "1", "b": "y"}, False),
 ])
 def test_label_selector_operators(selector, labels, matches):
-    assert kr.selector_matches(selector, labels) is matches
+    assert selector_matches(selector, labels) is matches
 
 
 # LocalQueue / ClusterQueue conditions ---------------------------------------------------------------------
@@ -167,10 +173,10 @@ def test_reserved_quota_is_said_but_still_fits():
 
 def test_a_resource_no_resource_group_covers():
     cq = CQ["kd-nogpu"]
-    row = kr.coverage_row("kd-nogpu", kr.resource_groups(cq), gang())
+    row = kr.coverage_row("kd-nogpu", quota.resource_groups(cq), gang())
     assert row.mark == FAIL
     assert "covers cpu, memory; the gang also requests nvidia.com/gpu (by trainer, inference)" in row.detail
-    assert kr.coverage_row("playground", kr.resource_groups(CQ["playground"]), gang()).mark == OK
+    assert kr.coverage_row("playground", quota.resource_groups(CQ["playground"]), gang()).mark == OK
 
 
 def test_pods_counted_when_the_queue_covers_them():
@@ -184,7 +190,7 @@ def test_pods_counted_when_the_queue_covers_them():
 
 def borrowing(name):
     cq = CQ[name]
-    return kr.Borrowing(kr.cohort_of(cq), kr.lendable(cq, list(CQ.values())))
+    return quota.Borrowing(quota.cohort_of(cq), quota.lendable(cq, list(CQ.values())))
 
 
 def test_borrowing_limit_caps_what_the_cohort_lends():
@@ -211,11 +217,11 @@ def test_a_cohort_with_no_lender_never_fits_as_kueue_says():
 
 
 def test_unknown_lending_without_a_borrowing_limit_is_a_warning():
-    unknown = kr.Borrowing("kd-cohort", None, "forbidden: cannot list clusterqueues.kueue.x-k8s.io")
+    unknown = quota.Borrowing("kd-cohort", None, "forbidden: cannot list clusterqueues.kueue.x-k8s.io")
     row = kr.gang_row(CQ["kd-borrow"], gang(), FLAVORS, unknown)
     assert row.mark == WARN and "whether the cohort lends that much is unknown (forbidden" in row.detail
     # with a borrowing limit the bound is known even so: 8 + 4 < 24
-    assert kr.gang_row(CQ["kd-small"], gang(), FLAVORS, kr.Borrowing("kd-cohort", None, "x")).mark == FAIL
+    assert kr.gang_row(CQ["kd-small"], gang(), FLAVORS, quota.Borrowing("kd-cohort", None, "x")).mark == FAIL
 
 
 def test_a_flavor_whose_taint_the_workers_do_not_tolerate(tmp_path):
@@ -306,4 +312,4 @@ def test_a_kueue_serving_only_v1beta1_is_refused():
 
 
 def test_flavors_that_answer_403_are_unknown():
-    assert kr.flavors_of(Served({"v1beta2"}), kr.API, CQ["kd-flavors"]) is None  # type: ignore[arg-type]
+    assert kr.flavors_of(Served({"v1beta2"}), API, CQ["kd-flavors"]) is None  # type: ignore[arg-type]

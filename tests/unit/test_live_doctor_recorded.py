@@ -1,6 +1,7 @@
-"""doctor's rows (generator.live.preflight and capacity, one function per row) on answers recorded from the
-playground: the cluster admin, ServiceAccount alice (built-in admin role in namespace rec only: no ray.io verbs,
-no cluster-scope reads), a namespace enforcing PodSecurity restricted, an unreachable server, CRDs gone."""
+"""doctor's rows (generator.live.doctor: access, kuberay, admission and capacity, one function per row) on answers
+recorded from the playground: the cluster admin, ServiceAccount alice (built-in admin role in namespace rec only: no
+ray.io verbs, no cluster-scope reads), a namespace enforcing PodSecurity restricted, an unreachable server, CRDs
+gone."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 from fake_cluster import SERVER, install
 
-from generator.live import capacity, preflight
-from generator.live.kube import Kube
-from generator.live.preflight import FAIL, OK, WARN
+from generator.live.cluster.kube import Kube
+from generator.live.doctor import access, admission, capacity, kuberay
+from generator.live.doctor.rows import FAIL, OK, WARN, read_namespace
 
 NS, RELEASE = "rec", "small"
 CLUSTER = SimpleNamespace(trainer=SimpleNamespace(nodes=1, gpusPerNode=8),
@@ -19,7 +20,7 @@ CLUSTER = SimpleNamespace(trainer=SimpleNamespace(nodes=1, gpusPerNode=8),
 ROLES = ("sandbox", "submitter", "head", "trainer", "inference")
 SANDBOX = {"spec": {"containers": [{"name": "executor", "resources": {
     "requests": {"cpu": "250m", "memory": "256Mi", "ephemeral-storage": "1Gi"}}}]}}
-NEEDED = sum(len(verbs) for _, _, verbs in preflight.RBAC)
+NEEDED = sum(len(verbs) for _, _, verbs in access.RBAC)
 
 
 def templates() -> dict[str, dict]:
@@ -45,19 +46,19 @@ def marks(rows) -> dict[str, str]:
 
 
 def test_admin_rows(admin):
-    assert preflight.api_server_row(admin).detail == f"{SERVER} Kubernetes v1.36.3"
-    ns = preflight.read_namespace(admin, NS)
-    assert preflight.namespace_row(ns).detail == f"{NS} exists"
-    release = preflight.release_row(admin, RELEASE, NS)
+    assert access.api_server_row(admin).detail == f"{SERVER} Kubernetes v1.36.3"
+    ns = read_namespace(admin, NS)
+    assert access.namespace_row(ns).detail == f"{NS} exists"
+    release = access.release_row(admin, RELEASE, NS)
     assert (release.mark, release.detail) == (OK, "small revision 1 (deployed) is this chart's: `run` upgrades it")
-    rbac = preflight.rbac_rows(admin, NS)
+    rbac = access.rbac_rows(admin, NS)
     assert [(r.mark, r.detail, r.missing) for r in rbac] == [
         (OK, f"{NEEDED}/{NEEDED} verbs allowed in {NS}", []),
-        (OK, f"all {len(preflight.CLUSTER_READS)} cluster-scope reads allowed", [])]
-    assert preflight.kuberay_crds_row(admin).detail == "ray.io/v1 serves rayclusters, rayjobs"
-    operator = preflight.kuberay_operator_row(admin)  # the playground runs KubeRay as a process
+        (OK, f"all {len(access.CLUSTER_READS)} cluster-scope reads allowed", [])]
+    assert kuberay.kuberay_crds_row(admin).detail == "ray.io/v1 serves rayclusters, rayjobs"
+    operator = kuberay.kuberay_operator_row(admin)  # the playground runs KubeRay as a process
     assert operator.mark == WARN and operator.detail.startswith("no in-cluster operator Deployment found")
-    security = preflight.pod_security_row(admin, ns, templates(), drop_priority_class=True)
+    security = admission.pod_security_row(admin, ns, templates(), drop_priority_class=True)
     assert (security.mark, security.detail) == (OK, ("enforce=cluster default: admits all 5 pod templates "
                                                      "(server-side dry run)"))
 
@@ -71,12 +72,12 @@ def test_admin_room_one_gpu_node_for_two_8_gpu_workers(admin):
     assert rows[-1].detail == "1/2 worker pods fit in the free GPUs now (16 wanted, 8 allocatable on 1 node(s))"
     sandbox = capacity.sandbox_rows(room, SANDBOX, 2)
     assert [(r.mark, r.check) for r in sandbox] == [(OK, "sandbox pool fits")]
-    quota = capacity.quota_rows(admin, preflight.read_namespace(admin, NS), templates(), {"sandbox": 2})
+    quota = capacity.quota_rows(admin, read_namespace(admin, NS), templates(), {"sandbox": 2})
     assert [(r.mark, r.detail) for r in quota] == [(OK, f"no ResourceQuota in {NS}")]
 
 
 def test_namespace_user_rbac_rows_name_exactly_what_is_missing(alice):
-    rbac, cluster = preflight.rbac_rows(alice, NS)
+    rbac, cluster = access.rbac_rows(alice, NS)
     ray = [f"{v} {r}.ray.io" for r in ("rayjobs", "rayclusters") for v in ("get", "list", "create", "patch", "delete")]
     assert (rbac.mark, rbac.missing) == (FAIL, ray)
     assert rbac.detail.startswith(f"{NEEDED - 10}/{NEEDED} verbs allowed in {NS}; denied: rayjobs.ray.io (get, list, "
@@ -87,7 +88,7 @@ def test_namespace_user_rbac_rows_name_exactly_what_is_missing(alice):
 
 
 def test_namespace_user_rows_say_what_rbac_keeps_unknown(alice):
-    operator = preflight.kuberay_operator_row(alice)
+    operator = kuberay.kuberay_operator_row(alice)
     assert (operator.mark, operator.detail) == (WARN, ("forbidden: cannot list deployments at cluster scope: "
                                                        "whether a KubeRay operator runs is unknown"))
     room = capacity.read_room(alice, RELEASE, NS)
@@ -95,16 +96,16 @@ def test_namespace_user_rows_say_what_rbac_keeps_unknown(alice):
     rows = capacity.gpu_rows(room, CLUSTER) + capacity.sandbox_rows(room, SANDBOX, 2)
     assert [r.mark for r in rows] == [WARN] * 4
     assert rows[0].detail == "forbidden: cannot list nodes at cluster scope: GPU capacity unknown"
-    ns = preflight.read_namespace(alice, NS)
-    assert preflight.namespace_row(ns).mark == OK  # the admin role reads its own namespace
-    assert preflight.pod_security_row(alice, ns, templates(), drop_priority_class=True).mark == OK
+    ns = read_namespace(alice, NS)
+    assert access.namespace_row(ns).mark == OK  # the admin role reads its own namespace
+    assert admission.pod_security_row(alice, ns, templates(), drop_priority_class=True).mark == OK
 
 
 def test_pod_security_restricted_refuses_each_pod_with_the_admissions_words(monkeypatch, tmp_path):
     install(monkeypatch, tmp_path, "doctor_restricted")
     kube = Kube()
-    ns = preflight.read_namespace(kube, f"{NS}-restricted")
-    row = preflight.pod_security_row(kube, ns, templates(), drop_priority_class=True)
+    ns = read_namespace(kube, f"{NS}-restricted")
+    row = admission.pod_security_row(kube, ns, templates(), drop_priority_class=True)
     assert row.mark == FAIL and row.detail.startswith("enforce=restricted: sandbox: pods \"doctor-sandbox-")
     assert 'violates PodSecurity "restricted:latest"' in row.detail
     assert len(row.detail) <= len("enforce=restricted: ") + 600  # cut: five refusals would fill a screen
@@ -113,12 +114,12 @@ def test_pod_security_restricted_refuses_each_pod_with_the_admissions_words(monk
 
 def test_unreachable_api_server_row(monkeypatch, tmp_path):
     install(monkeypatch, tmp_path, "errors")
-    row = preflight.api_server_row(Kube())
+    row = access.api_server_row(Kube())
     assert (row.mark, row.detail) == (FAIL, (f"cannot reach the Kubernetes API at {SERVER}: Connection refused "
                                              "(check --kubeconfig / --context, or start the playground)"))
 
 
 def test_crds_gone_row(monkeypatch, tmp_path):
     install(monkeypatch, tmp_path, "crd_missing")
-    row = preflight.kuberay_crds_row(Kube())
+    row = kuberay.kuberay_crds_row(Kube())
     assert (row.mark, row.detail) == (FAIL, "ray.io/v1 does not serve rayjobs, rayclusters")

@@ -12,7 +12,7 @@ from urllib3.exceptions import MaxRetryError
 
 from generator.cli import main
 from generator.errors import CheckFailed
-from generator.live.kube import Kube, cluster_errors, crd_missing, describe_error, is_forbidden
+from generator.live.cluster.kube import Kube, cluster_errors, crd_missing, describe_error, is_forbidden
 
 ALICE = 'User "system:serviceaccount:rec:alice"'
 

@@ -1,4 +1,4 @@
-"""The run lock (release.RunLock) against the fake's Lease state, answered with the Status bodies the
+"""The run lock (run_lock.RunLock) against the fake's Lease state, answered with the Status bodies the
 apiserver gave while recording (lease.json): acquire, refuse a live holder, take over from a dead pid and
 from a holder on another host that stopped renewing, release only while ours.
 
@@ -22,9 +22,9 @@ import pytest
 from fake_cluster import install
 
 from generator.errors import CheckFailed
-from generator.live import holders
-from generator.live.kube import Kube
-from generator.live.release import HOLDER_HELM_SECONDS, HOLDER_PID, HOLDER_PROCESS, RunLock, lease_name
+from generator.live.cluster.kube import Kube
+from generator.live.helm import holders
+from generator.live.helm.run_lock import HOLDER_HELM_SECONDS, HOLDER_PID, HOLDER_PROCESS, RunLock, lease_name
 
 NS, RELEASE = "rec", "small"
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases"
@@ -325,9 +325,9 @@ def test_recorded_status_bodies_are_the_apiservers(fake, kube):
 
 
 def test_the_holder_renews_and_stops_when_its_lease_is_taken(fake, kube, monkeypatch):
-    from generator.live import release
+    from generator.live.helm import run_lock
 
-    monkeypatch.setattr(release, "LEASE_SECONDS", 0.03)  # renew every 10 ms
+    monkeypatch.setattr(run_lock, "LEASE_SECONDS", 0.03)  # renew every 10 ms
     ticks = iter(range(0, 10_000, 10))  # each read of the holder's clock: 10 s later
     monkeypatch.setattr(RunLock, "clock", staticmethod(lambda: float(next(ticks))))
     lock = RunLock(kube, NS, RELEASE, "run", deadline=1000)
@@ -354,9 +354,9 @@ def test_the_holder_renews_and_stops_when_its_lease_is_taken(fake, kube, monkeyp
 def test_a_failed_renewal_says_so_once(fake, kube, capsys, monkeypatch):
     from kubernetes.client.exceptions import ApiException
 
-    from generator.live import release
+    from generator.live.helm import run_lock
 
-    monkeypatch.setattr(release, "LEASE_SECONDS", 0.03)
+    monkeypatch.setattr(run_lock, "LEASE_SECONDS", 0.03)
     lock = RunLock(kube, NS, RELEASE, "run")
     lock.acquire()
     real, failed = kube.request, []

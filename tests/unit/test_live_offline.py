@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from generator.cli import build_parser
-from generator.live.diff import diff_paths
+from generator.live.changes.diff import diff_paths
 
 VERBS = [["run"], ["cluster", "up"], ["cluster", "down"], ["cluster", "list"], ["status"], ["logs"], ["job", "submit"],
          ["job", "list"], ["job", "stop"], ["dev"], ["doctor"], ["history"], ["rollback"], ["uninstall"]]

@@ -8,7 +8,7 @@ import re
 import pytest
 from fake_cluster import RECORDED, install, recording
 
-from generator.live.kube import Kube
+from generator.live.cluster.kube import Kube
 
 SCENARIOS = sorted(p.stem for p in RECORDED.glob("*.json"))
 CREDENTIALS = re.compile(r"eyJ[\w-]{20,}|-----BEGIN|\"token\"|client-key|bearer ", re.IGNORECASE)
@@ -46,7 +46,7 @@ def test_requests_are_bounded_by_the_verbs_deadline(monkeypatch, tmp_path):
     REQUEST_FLOOR seconds to read the end state)."""
     import time
 
-    from generator.live.kube import REQUEST_FLOOR
+    from generator.live.cluster.kube import REQUEST_FLOOR
 
     fake = install(monkeypatch, tmp_path, "status_pending")
     kube = Kube()

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from generator.live.release import run_interruptible
+from generator.live.helm.runner import run_interruptible
 
 
 async def _work(started: threading.Event, seen: list[str]) -> str:

@@ -10,8 +10,9 @@ import pytest
 from fake_cluster import install
 
 from generator.cli import main
-from generator.live.kube import Kube
-from generator.live.snapshot import pod_reason, release_records, take
+from generator.live.cluster.kube import Kube
+from generator.live.helm.records import release_records
+from generator.live.state.snapshot import pod_reason, take
 
 RELEASE, NS = "small", "rec"
 UNSCHEDULABLE = "Unschedulable: 0/2 nodes are available: 1 Insufficient nvidia.com/gpu"
@@ -47,7 +48,7 @@ def test_pod_reason_of_each_recorded_pod(fake):
 
 
 def test_release_records_read_the_helm_secret(fake):
-    from generator.live.guard import foreign_chart
+    from generator.live.helm.ownership import foreign_chart
 
     records = release_records(Kube(), RELEASE, NS)
     assert [r["metadata"]["labels"]["version"] for r in records] == ["1"]

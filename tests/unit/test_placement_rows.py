@@ -1,4 +1,4 @@
-"""doctor's placement rows (generator/live/placement.py, issue 19 item 4): a GPU fleet that tolerates no
+"""doctor's placement rows (generator/live/doctor/placement.py, issue 19 item 4): a GPU fleet that tolerates no
 taint of the GPU nodes it could use is ✗ with the taint and the key to set; the head and the submitter
 are ! when no node takes them. Against the playground's own Node objects (generator/playground/nodes.py:
 GPU nodes tainted as a cloud GPU pool is), the chart's rendered pod templates, and the recorded cluster."""
@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 from fake_cluster import install
 
-from generator.live import capacity, placement
-from generator.live.kube import Kube
-from generator.live.preflight import FAIL, OK, WARN
+from generator.live.cluster import quantity, selectors
+from generator.live.cluster.kube import Kube
+from generator.live.doctor import capacity, placement
+from generator.live.doctor.rows import FAIL, OK, WARN
 from generator.playground import nodes
 
 GPU_TAINT = "nvidia.com/gpu=present:NoSchedule"
@@ -21,7 +22,7 @@ def room_of(manifests: list[dict]) -> capacity.Room:
     room = capacity.Room()
     for n in manifests:
         name = n["metadata"]["name"]
-        room.alloc[name] = {k: capacity.qty(v) for k, v in n["status"]["allocatable"].items()}
+        room.alloc[name] = {k: quantity.qty(v) for k, v in n["status"]["allocatable"].items()}
         room.used[name] = {}
         room.labels[name] = dict(n["metadata"]["labels"])
         room.taints[name] = [dict(t) for t in n["spec"].get("taints") or []]
@@ -92,7 +93,7 @@ def test_no_submitter_row_in_http_mode(render):
     ({"key": "nvidia.com/gpu.present", "operator": "Exists"}, False),
 ])
 def test_tolerates_as_the_scheduler_does(toleration, tolerated):
-    assert placement.tolerates(toleration, nodes.GPU_TAINT) is tolerated
+    assert selectors.tolerates(toleration, nodes.GPU_TAINT) is tolerated
 
 
 def test_recorded_cluster_gpu_node_tainted_as_a_cloud_pool(monkeypatch, tmp_path, render):

@@ -1,8 +1,8 @@
-"""status's pool and hpa lines (generator/live/pool.py) from the objects' JSON as the API serves them."""
+"""status's pool and hpa lines (generator/live/state/pool.py) from the objects' JSON as the API serves them."""
 
 from __future__ import annotations
 
-from generator.live import pool
+from generator.live.state import pool
 
 
 class _Kube:

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.live import queueing
-from generator.live.guard import impact
+from generator.live.changes.guard import impact
+from generator.live.state import queueing
 
 DATA = Path(__file__).resolve().parent / "data" / "kueue"
 QUOTA = ("couldn't assign flavors to pod set trainer: insufficient unused quota for nvidia.com/gpu in flavor "
@@ -171,7 +171,7 @@ def test_unreadable_workloads_are_unknown_not_none():
 
 
 def test_rollback_says_it_did_not_check_workloads_it_cannot_read():
-    from generator.live.teardown import settle_workloads
+    from generator.live.changes.teardown import settle_workloads
 
     class Gone:  # the queued RayJob is gone (deleted by the rollback); its Workloads answer 403
         list = _refusing(403, "Forbidden").list
@@ -249,7 +249,7 @@ def test_a_job_kueue_admits_between_the_read_and_the_upgrade_is_guarded_as_runni
     """impact() reads the RayJob queued; Kueue admits it before the helm upgrade: enforce() reads it again last,
     and a spec change KubeRay would not apply to the running job is refused without --replace."""
     from generator.errors import CheckFailed
-    from generator.live.guard import enforce
+    from generator.live.changes.guard import enforce
 
     waiter, _ = captured("waiter")
     running, _ = captured("high")

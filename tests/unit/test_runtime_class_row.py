@@ -1,8 +1,8 @@
-"""doctor's RuntimeClass row (generator.live.runtime_class) for each answer the cluster can give."""
+"""doctor's RuntimeClass row (generator.live.doctor.runtime_class) for each answer the cluster can give."""
 
 from __future__ import annotations
 
-from generator.live.runtime_class import Read, row, with_overhead
+from generator.live.doctor.runtime_class import Read, row, with_overhead
 
 GVISOR = {"metadata": {"name": "gvisor"}, "handler": "runsc", "scheduling": {"nodeSelector": {"sandbox": "true"}}}
 LABELS = {"cpu-1": {"sandbox": "true"}, "cpu-2": {"sandbox": "true"}, "gpu-1": {}}

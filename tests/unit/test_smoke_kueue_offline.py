@@ -8,7 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from generator.live import kueue_api, kueue_rows
+from generator.live.kueue import api as kueue_api
+from generator.live.kueue import gang
 from generator.live.verbs import smoke
 
 REPO = Path(__file__).resolve().parents[2]
@@ -17,7 +18,7 @@ KUEUE_INFRA = REPO / "values-examples" / "grpo_swe_kueue.infra.yaml"
 
 
 def _rayjobs(tmp_path, **launch):
-    from generator.live.plan import plan
+    from generator.live.changes.plan import plan
     from generator.render.helm import template
 
     data = yaml.safe_load(KUEUE_INFRA.read_text())
@@ -46,8 +47,8 @@ def test_the_probe_rayjob_carries_the_jobs_kueue_labels_and_no_suspend(tmp_path)
 
 def test_kueue_counts_the_same_gang_for_the_probe_as_for_the_job(tmp_path):
     job, probe = _rayjobs(tmp_path)
-    shape = [(ps.name, ps.count, ps.per_pod) for ps in kueue_rows.pod_sets(job)]
-    assert [(ps.name, ps.count, ps.per_pod) for ps in kueue_rows.pod_sets(probe)] == shape
+    shape = [(ps.name, ps.count, ps.per_pod) for ps in gang.pod_sets(job)]
+    assert [(ps.name, ps.count, ps.per_pod) for ps in gang.pod_sets(probe)] == shape
     assert [s[0] for s in shape] == ["head", "trainer", "inference", "submitter"]
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from generator.live import smoke_probe
+from generator.live.probes import smoke_probe
 from generator.live.verbs import smoke
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,7 +20,7 @@ SHAPE = ["cluster.trainer.nodes=1", "cluster.trainer.gpusPerNode=1", "cluster.in
 
 
 def _values():
-    from generator.live.plan import plan
+    from generator.live.changes.plan import plan
 
     p = plan(str(RECIPE), str(INFRA), SHAPE, "grpo-swe-smoke", "ns1", mode="rayjob")
     return p, smoke.probe_values(p.values, p.release, p.namespace, wait=40)
@@ -46,7 +46,7 @@ def test_the_probe_ships_in_the_recipe_configmap_and_is_the_entrypoint():
 
 
 def test_without_injected_urls_the_probe_skips_the_sandbox_row():
-    from generator.live.plan import plan
+    from generator.live.changes.plan import plan
 
     p = plan(str(RECIPE), str(INFRA), SHAPE + [], "r", "ns1", mode="rayjob")
     p.values["sandbox"]["injectUrls"] = False
@@ -115,7 +115,7 @@ def test_probe_sandbox_row_without_urls_fails(capsys):
 
 
 def test_driver_log_outcome_names_the_state_and_the_reason():
-    from generator.live import driver_log
+    from generator.live.state import driver_log
 
     failed = "Job entrypoint command failed with exit code 1"
     job = {"metadata": {"name": "j"}, "status": {"jobStatus": "FAILED", "jobDeploymentStatus": "Complete",

@@ -8,27 +8,27 @@ from __future__ import annotations
 import pytest
 from fake_cluster import install
 
-from generator.live import preflight
-from generator.live.kube import Kube
-from generator.live.preflight import FAIL, OK, WARN
+from generator.live.cluster.kube import Kube
+from generator.live.doctor import versions
+from generator.live.doctor.rows import FAIL, OK, WARN
 from generator.tools import KUBE_MINORS, kube_range
 
 
 def test_the_recorded_servers_version_is_in_range(monkeypatch, tmp_path):
     install(monkeypatch, tmp_path, "doctor_admin")
-    row = preflight.kubernetes_version_row(Kube())
+    row = versions.kubernetes_version_row(Kube())
     assert (row.mark, row.check, row.detail) == (OK, "Kubernetes version", f"v1.36.3 (supported {kube_range()})")
 
 
 def test_an_unreachable_servers_version_is_unknown(monkeypatch, tmp_path):
     install(monkeypatch, tmp_path, "errors")
-    row = preflight.kubernetes_version_row(Kube())
+    row = versions.kubernetes_version_row(Kube())
     assert row.mark == WARN and row.detail.startswith("unknown: cannot reach the Kubernetes API")
 
 
 @pytest.mark.parametrize("minor", KUBE_MINORS)
 def test_every_claimed_minor_is_ok(minor):
-    assert preflight.kubernetes_version_verdict(f"v1.{minor}.2-eks-1234").mark == OK
+    assert versions.kubernetes_version_verdict(f"v1.{minor}.2-eks-1234").mark == OK
 
 
 @pytest.mark.parametrize("version, mark, words", [
@@ -39,7 +39,7 @@ def test_every_claimed_minor_is_ok(minor):
     ("weird", WARN, ("not v1.N",)),
 ])
 def test_a_version_outside_the_range_names_the_range(version, mark, words):
-    row = preflight.kubernetes_version_verdict(version)
+    row = versions.kubernetes_version_verdict(version)
     assert row.mark == mark, row
     text = row.detail + " " + row.remedy
     assert kube_range() in text and all(w in text for w in words), row
@@ -47,17 +47,17 @@ def test_a_version_outside_the_range_names_the_range(version, mark, words):
 
 def test_no_crd_row_without_ray_objects(monkeypatch, tmp_path):
     fake = install(monkeypatch, tmp_path, "doctor_admin")
-    assert preflight.kuberay_fields_rows(Kube(), [{"apiVersion": "apps/v1", "kind": "Deployment"}], "rec") == []
+    assert versions.kuberay_fields_rows(Kube(), [{"apiVersion": "apps/v1", "kind": "Deployment"}], "rec") == []
     assert fake.requests == []  # attach renders no RayJob/RayCluster: nothing asked
 
 
 def test_no_crd_row_when_the_crds_are_not_served(monkeypatch, tmp_path):
     install(monkeypatch, tmp_path, "crd_missing")
     rayjob = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "small"}, "spec": {}}
-    assert preflight.kuberay_fields_rows(Kube(), [rayjob], "rec") == []  # kuberay_crds_row says ✗
+    assert versions.kuberay_fields_rows(Kube(), [rayjob], "rec") == []  # kuberay_crds_row says ✗
 
 
 def test_the_apiservers_unknown_fields_are_named():
     msg = ('RayJob.ray.io "doctor-x" is invalid: [strict decoding error: unknown field '
            '"spec.rayClusterSpec.authOptions", unknown field "spec.deletionStrategy"]')
-    assert preflight._unknown_fields(msg) == ["spec.rayClusterSpec.authOptions", "spec.deletionStrategy"]
+    assert versions._unknown_fields(msg) == ["spec.rayClusterSpec.authOptions", "spec.deletionStrategy"]

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
-from generator.live.kube import GPU, INSTANCE, RAY_GROUP, RAY_VERSION, Kube, crd_missing
-from generator.live.show import age, columns, emit
+from generator.live.cluster.kube import GPU, INSTANCE, RAY_GROUP, RAY_VERSION, Kube, crd_missing
+from generator.live.output.show import age, columns, emit
 
 
 def _clusters(kube: Kube, namespace: str | None) -> list[dict[str, Any]]:

@@ -14,13 +14,13 @@ import time
 from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
-from generator.live import teardown
-from generator.live.follow import follow, until_ready
-from generator.live.install import install
-from generator.live.kube import Kube
-from generator.live.plan import plan
-from generator.live.progress import Progress
-from generator.live.snapshot import labels, release_records
+from generator.live.changes import teardown
+from generator.live.changes.install import install
+from generator.live.changes.plan import plan
+from generator.live.cluster.kube import Kube
+from generator.live.helm.records import labels, release_records
+from generator.live.state.follow import follow, until_ready
+from generator.live.state.progress import Progress
 from generator.tools import binary
 
 FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) ->")

@@ -1,7 +1,8 @@
 """`doctor RECIPE INFRA`: preflight checks on the target cluster, each a row ✓ / ✗ / ! with a remedy.
 
-The rows are made by `generator.live.preflight` (access), `generator.live.capacity` (room) and, when
-launch.queue is set, `generator.live.kueue_rows` (Kueue's queues and quota); checks() puts them in order.
+The rows are made by the modules of `generator.live.doctor`: access, versions, kuberay, admission, capacity (room),
+placement, runtime_class and, when launch.queue is set, kueue_rows (Kueue's queues and quota); checks() puts
+them in order.
 Exit 1 when a row is ✗.
 """
 
@@ -13,11 +14,11 @@ from typing import Any
 import yaml
 
 from generator.errors import EXIT_FAILED, EXIT_OK
-from generator.live import capacity, kueue_rows, placement, preflight, runtime_class
-from generator.live.kube import Kube, describe_error, is_forbidden
-from generator.live.plan import plan
-from generator.live.preflight import FAIL, OK, WARN, Row
-from generator.live.show import emit
+from generator.live.changes.plan import plan
+from generator.live.cluster.kube import Kube, describe_error, is_forbidden
+from generator.live.doctor import access, admission, capacity, kuberay, kueue_rows, placement, runtime_class, versions
+from generator.live.doctor.rows import FAIL, OK, WARN, Row, read_namespace
+from generator.live.output.show import emit
 from generator.render.pod_templates import pod_templates
 
 
@@ -27,26 +28,26 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     from generator.render.helm import template
 
     rows = [] if rows is None else rows
-    for first in (preflight.helm_row, lambda: preflight.api_server_row(kube)):
+    for first in (access.helm_row, lambda: access.api_server_row(kube)):
         rows.append(first())
         if rows[-1].mark == FAIL:
             return rows  # nothing else can be checked
-    rows.append(preflight.kubernetes_version_row(kube))
-    ns = preflight.read_namespace(kube, namespace)
-    rows.append(preflight.namespace_row(ns))
-    rows.append(preflight.release_row(kube, release, namespace))
+    rows.append(versions.kubernetes_version_row(kube))
+    ns = read_namespace(kube, namespace)
+    rows.append(access.namespace_row(ns))
+    rows.append(access.release_row(kube, release, namespace))
     autoscaling = (values.get("sandbox") or {}).get("autoscaling") or {}
-    rows += preflight.rbac_rows(kube, namespace, hpa=bool(autoscaling.get("enabled")))
-    rows.append(preflight.kuberay_crds_row(kube))
-    rows.append(preflight.kuberay_operator_row(kube))
-    rows.append(preflight.kuberay_reconciling_row(kube))
+    rows += access.rbac_rows(kube, namespace, hpa=bool(autoscaling.get("enabled")))
+    rows.append(kuberay.kuberay_crds_row(kube))
+    rows.append(kuberay.kuberay_operator_row(kube))
+    rows.append(kuberay.kuberay_reconciling_row(kube))
     infra = values.get("infra") or {}
-    priority_class = preflight.priority_class_row(kube, infra.get("priorityClassName"))
+    priority_class = access.priority_class_row(kube, infra.get("priorityClassName"))
     rows.append(priority_class)
-    rows.append(preflight.pull_secrets_row(kube, infra.get("imagePullSecrets") or [], ns))
+    rows.append(access.pull_secrets_row(kube, infra.get("imagePullSecrets") or [], ns))
 
     docs = [d for d in yaml.safe_load_all(template(values, release, namespace)) if isinstance(d, dict)]
-    rows += preflight.kuberay_fields_rows(kube, docs, namespace)
+    rows += versions.kuberay_fields_rows(kube, docs, namespace)
     rows += kueue_rows.doctor_rows(kube, values, docs, ns)  # only when launch.queue is set
     templates = pod_templates(docs)
     room = capacity.read_room(kube, release, namespace)
@@ -68,8 +69,8 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     counts = {"sandbox": replicas, "head": 1, "trainer": cluster.trainer.nodes, "inference": cluster.inference.nodes,
               "submitter": 1}
     rows += capacity.quota_rows(kube, ns, admitted, counts)
-    rows.append(preflight.pod_security_row(kube, ns, templates, drop_priority_class=priority_class.mark != OK))
-    rows += preflight.network_policy_rows(values)
+    rows.append(admission.pod_security_row(kube, ns, templates, drop_priority_class=priority_class.mark != OK))
+    rows += admission.network_policy_rows(values)
     return rows
 
 

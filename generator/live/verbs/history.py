@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from generator.errors import EXIT_OK
-from generator.live.kube import Kube
-from generator.live.release import Helm
-from generator.live.resolve import resolve
-from generator.live.show import columns, emit
+from generator.live.cluster.kube import Kube
+from generator.live.helm.resolve import resolve
+from generator.live.helm.runner import Helm
+from generator.live.output.show import columns, emit
 
 
 def history(args: Any) -> int:

@@ -13,10 +13,10 @@ from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
 from generator.inputs.rules import MAX_RAYJOB_NAME
-from generator.live.kube import RAY_GROUP, RAY_VERSION, Kube, crd_missing
-from generator.live.plan import plan
-from generator.live.release import wait_until
-from generator.live.show import age, columns, emit
+from generator.live.changes.plan import plan
+from generator.live.cluster.kube import RAY_GROUP, RAY_VERSION, Kube, crd_missing
+from generator.live.cluster.wait import wait_until
+from generator.live.output.show import age, columns, emit
 
 MANAGED = "app.kubernetes.io/managed-by=dockyard-k8s,dockyard.dev/kind=job"
 

@@ -7,8 +7,8 @@ import time
 from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
-from generator.live.kube import INSTANCE, Kube
-from generator.live.resolve import resolve
+from generator.live.cluster.kube import INSTANCE, Kube
+from generator.live.helm.resolve import resolve
 
 
 def logs(args: Any) -> int:

@@ -7,12 +7,14 @@ import time
 from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
-from generator.live.guard import end_state, enforce, live_manifest, require_ours, require_secret_storage
-from generator.live.kube import Kube, usage_error
-from generator.live.release import Helm, RunLock
-from generator.live.resolve import resolve
-from generator.live.snapshot import decode_release, labels, release_records
-from generator.live.teardown import queued_objects, settle_workloads
+from generator.live.changes.guard import enforce
+from generator.live.changes.teardown import queued_objects, settle_workloads
+from generator.live.cluster.kube import Kube, usage_error
+from generator.live.helm.ownership import require_ours, require_secret_storage
+from generator.live.helm.records import decode_release, end_state, labels, live_manifest, release_records
+from generator.live.helm.resolve import resolve
+from generator.live.helm.run_lock import RunLock
+from generator.live.helm.runner import Helm
 
 
 def _revision_arg(revision: int | None) -> int | None:

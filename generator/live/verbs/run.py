@@ -6,10 +6,10 @@ import sys
 from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
-from generator.live import driver_log
-from generator.live.follow import until_ready
-from generator.live.install import Installed, install
-from generator.live.plan import Plan, plan
+from generator.live.changes.install import Installed, install
+from generator.live.changes.plan import Plan, plan
+from generator.live.state import driver_log
+from generator.live.state.follow import until_ready
 
 
 def run(args: Any, mode: str | None = None) -> int:

@@ -26,14 +26,17 @@ import yaml
 
 from generator.errors import EXIT_FAILED, EXIT_OK, CheckFailed
 from generator.inputs.rules import MAX_RAYJOB_NAME
-from generator.live import driver_log, smoke_probe
-from generator.live.driver_log import TERMINAL
-from generator.live.kube import INSTANCE, Kube
-from generator.live.plan import plan
-from generator.live.release import Helm, RunLock, wait_until
-from generator.live.smoke_probe import MARK
-from generator.live.snapshot import pod_reason
-from generator.live.teardown import remove
+from generator.live.changes.plan import plan
+from generator.live.changes.teardown import remove
+from generator.live.cluster.kube import INSTANCE, Kube
+from generator.live.cluster.wait import wait_until
+from generator.live.helm.run_lock import RunLock
+from generator.live.helm.runner import Helm
+from generator.live.probes import smoke_probe
+from generator.live.probes.smoke_probe import MARK
+from generator.live.state import driver_log
+from generator.live.state.driver_log import TERMINAL
+from generator.live.state.snapshot import pod_reason
 
 PROBE = Path(smoke_probe.__file__)  # shipped in the recipe ConfigMap as probe.py
 SUFFIX = "-smoke"  # the default release: <recipe name>-smoke, never the user's own release
@@ -130,12 +133,12 @@ def smoke(args: Any) -> int:
     if not args.quiet:
         print(f"smoke: {p.release} in namespace {p.namespace}, {kube.target()}", file=sys.stderr, flush=True)
     kube.require_ray()
-    from generator.live.capacity import refuse_never_fits
+    from generator.live.doctor.capacity import refuse_never_fits
 
     refuse_never_fits(kube, p.cluster, "`smoke`")
     queue = (values.get("launch") or {}).get("queue")
     if queue:  # Kueue admits the probe as it would the job: refused now if it never would
-        from generator.live.kueue_rows import refuse_never_admitted
+        from generator.live.doctor.kueue_rows import refuse_never_admitted
 
         refuse_never_admitted(kube, values, p.release, p.namespace, "`smoke`")
     if not kube.namespace_exists(p.namespace):
@@ -150,7 +153,7 @@ def smoke(args: Any) -> int:
     helm = Helm(kube, deadline=deadline)
     try:
         with RunLock(kube, p.namespace, p.release, "smoke", deadline=deadline):
-            from generator.live.guard import require_secret_storage
+            from generator.live.helm.ownership import require_secret_storage
 
             require_secret_storage(kube, p.release, p.namespace, "smoke")
             helm.upgrade(p.release, p.namespace, values, timeout=max(5.0, deadline - time.monotonic()),
@@ -171,7 +174,7 @@ def _wait_for_probe(kube: Kube, release: str, namespace: str, steps: Steps, say:
                     t0: float, queue: str | None = None) -> dict[str, Any]:
     """Wait for Kueue to admit the RayJob (`queue` set), for the RayCluster to be ready, then for the probe
     (the Ray job) to end: the ended RayJob."""
-    from generator.live import queueing
+    from generator.live.state import queueing
 
     def get() -> dict[str, Any] | None:
         return kube.get_ray("rayjobs", namespace, release)
@@ -225,8 +228,7 @@ def _report(kube: Kube, release: str, namespace: str, job: dict[str, Any], say: 
 def _remove(kube: Kube, release: str, namespace: str, deadline: float, say: Callable[[str], None]) -> None:
     """Uninstall the smoke release and wait until nothing is left, Kueue's Workload of a queued probe
     included (teardown.remove, as `uninstall` does); a failure is said, never raised."""
-    from generator.live.guard import live_manifest
-    from generator.live.snapshot import release_records
+    from generator.live.helm.records import live_manifest, release_records
 
     left = max(30.0, deadline + 60 - time.monotonic())
     try:

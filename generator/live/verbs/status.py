@@ -7,11 +7,11 @@ import time
 from typing import Any
 
 from generator.errors import EXIT_OK
-from generator.live import driver_log, pool, queueing
-from generator.live.kube import Kube
-from generator.live.resolve import resolve
-from generator.live.show import columns, emit
-from generator.live.snapshot import FLEETS, Snapshot, take
+from generator.live.cluster.kube import Kube
+from generator.live.helm.resolve import resolve
+from generator.live.output.show import columns, emit
+from generator.live.state import driver_log, pool, queueing
+from generator.live.state.snapshot import FLEETS, Snapshot, take
 
 
 def status_table(snap: Snapshot) -> str:

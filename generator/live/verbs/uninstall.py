@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from generator.errors import EXIT_OK
-from generator.live import teardown
+from generator.live.changes import teardown
 
 
 def uninstall(args: Any) -> int:

@@ -1,5 +1,6 @@
 """Kueue's names the launcher reads and writes: its labels, the one API version it reads, and how a refused or
-unserved Kueue read becomes a note (never an exception). Imported by queueing and kueue_rows only.
+unserved Kueue read becomes a note (never an exception). Imported by the kueue package, state.queueing and
+doctor.kueue_rows.
 
 The launcher reads `kueue.x-k8s.io/v1beta2`, which Kueue serves from v0.15 (the playground runs v0.17.0);
 older Kueue serves only v1beta1 (`cohort`, not `cohortName`), which the launcher does not read.
@@ -21,7 +22,7 @@ WORKLOADS = f"workloads.{GROUP}"  # never the short name: Kubernetes has a Workl
 def unreadable(exc: Any, what: str, then: str = "Kueue's reason is not shown") -> str | None:
     """The note for a Kueue read of `what` the cluster refused (401/403; `then`: what that hides) or does not
     serve (a 404 of the API, not of an object); None for any other failure."""
-    from generator.live.kube import _is_object_404, describe_error
+    from generator.live.cluster.kube import _is_object_404, describe_error
 
     status = getattr(exc, "status", None)
     if status == 404 and not _is_object_404(exc):

@@ -7,10 +7,10 @@ import threading
 import time
 
 from generator.errors import CheckFailed
-from generator.live import queueing
-from generator.live.kube import INSTANCE, RAY_GROUP, RAY_VERSION, Kube
-from generator.live.progress import Progress
-from generator.live.snapshot import Snapshot, take
+from generator.live.cluster.kube import INSTANCE, RAY_GROUP, RAY_VERSION, Kube
+from generator.live.state import queueing
+from generator.live.state.progress import Progress
+from generator.live.state.snapshot import Snapshot, take
 
 MIN_INTERVAL = 0.2  # seconds between two reads of the release while events stream in
 FLOOR_INTERVAL = 2.0  # a re-read when nothing was watched to change

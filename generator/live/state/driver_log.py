@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from generator.live.kube import Kube
+from generator.live.cluster.kube import Kube
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from generator.errors import CheckFailed
-from generator.live.kube import INSTANCE, NAME_LABEL, Kube, is_forbidden
-from generator.live.snapshot import configmap_release_namespaces, labels, release_records
+from generator.live.cluster.kube import INSTANCE, NAME_LABEL, Kube, is_forbidden
+from generator.live.helm.records import configmap_release_namespaces, labels, release_records
 
 OTHERS_FORBIDDEN = "listing other namespaces is forbidden for you: pass -n"
 

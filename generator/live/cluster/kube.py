@@ -36,7 +36,7 @@ class Kube:
         from kubernetes import client, config
         from kubernetes.config.config_exception import ConfigException
 
-        from generator.live import kubeconfig as kc
+        from generator.live.cluster import kubeconfig as kc
 
         self.source = kc.source(kubeconfig)  # the files, merged as kubectl merges them; helm gets the same
         self.kubeconfig = self.source.files[0] if self.source.explicit else None  # helm's --kubeconfig
@@ -227,7 +227,7 @@ class Kube:
     def tool_args(self) -> tuple[Argv, dict[str, str]]:
         """(kubectl's flags, the environment of kubectl and helm) that give them this client's view: the same
         kubeconfig files, merged the same way, and this context (release.Helm passes the context itself)."""
-        from generator.live import kubeconfig as kc
+        from generator.live.cluster import kubeconfig as kc
 
         flags = (["--kubeconfig", self.kubeconfig] if self.kubeconfig else []) + ["--context", str(self.context)]
         return flags, kc.helm_env(self.source)

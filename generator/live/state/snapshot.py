@@ -4,26 +4,25 @@ A snapshot costs a fixed number of API calls (seven list/get calls by label sele
 selector), whatever the number of pods: `status`, `run --wait` and `dev` all read through it. A job
 queued with Kueue (the `kueue.x-k8s.io/queue-name` label on the RayJob, or the RayCluster in bringup
 mode) costs one more list (its Workload by UID), plus one read while it is not admitted (the LocalQueue)
-or after it was preempted (the preemptor): generator/live/queueing.py. A release that renders a sandbox
-HorizontalPodAutoscaler costs one more list (generator/live/pool.py).
+or after it was preempted (the preemptor): generator/live/state/queueing.py. A release that renders a sandbox
+HorizontalPodAutoscaler costs one more list (pool.py).
 Objects are read as plain JSON dicts (Kube.list), not the client's pydantic models: that keeps
 `status` free of the typed API modules' import cost.
 """
 
 from __future__ import annotations
 
-import base64
-import gzip
-import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from generator.live import pool, queueing
-from generator.live.kube import GPU, INSTANCE, Kube, Objects
+from generator.live.cluster.kube import GPU, INSTANCE, Kube, Objects
+from generator.live.helm.records import labels, release_records
+from generator.live.state import pool, queueing
 
 FLEETS = ("head", "trainer", "inference", "sandbox", "submitter")
+
 QUEUED = "queued by Kueue"  # the reason of a fleet Kueue holds back
 
 
@@ -57,7 +56,7 @@ class Snapshot:
     queue: queueing.Queue | None = None  # Kueue's view of a job that carries the queue label, else None
     calls: int = 0
     namespace_deleting: str | None = None  # set by `status`: why the namespace is Terminating
-    pool: dict[str, int] | None = None  # the sandbox Deployment's replica counts (generator/live/pool.py)
+    pool: dict[str, int] | None = None  # the sandbox Deployment's replica counts (pool.py)
     hpa: dict[str, Any] | None = None  # its HorizontalPodAutoscaler, read only when the release renders one
 
     # end states --------------------------------------------------------------------------------
@@ -128,44 +127,6 @@ class Snapshot:
         return out
 
 
-# Helm release records (Secrets owner=helm) ------------------------------------------------------
-
-def labels(obj: dict[str, Any]) -> dict[str, str]:
-    return obj["metadata"].get("labels") or {}
-
-
-def decode_release(secret: dict[str, Any]) -> dict[str, Any]:
-    """Helm's release record: base64(gzip(JSON)) inside the Secret's `release` key."""
-    raw = base64.b64decode(base64.b64decode(secret["data"]["release"]))
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    return json.loads(raw)
-
-
-def release_records(kube: Kube, release: str, namespace: str | None) -> list[dict[str, Any]]:
-    """Every revision's Secret (a dict), oldest first (one call; all namespaces when namespace is None)."""
-    path = f"/api/v1/namespaces/{namespace}/secrets" if namespace else "/api/v1/secrets"
-    items = kube.list(path, label_selector=f"owner=helm,name={release}")
-    return sorted(items, key=lambda s: int(labels(s).get("version", 0)))
-
-
-def configmap_release_namespaces(kube: Kube, release: str, namespace: str | None) -> list[str] | None:
-    """The namespaces where Helm's configmap driver (HELM_DRIVER=configmap) keeps a release of that name
-    (one call); None when listing ConfigMaps is forbidden (cannot tell)."""
-    from generator.live.kube import is_forbidden
-
-    path = f"/api/v1/namespaces/{namespace}/configmaps" if namespace else "/api/v1/configmaps"
-    try:
-        found = kube.list(path, label_selector=f"owner=helm,name={release}")
-    except Exception as exc:
-        if is_forbidden(exc):
-            return None
-        raise
-    return sorted({c["metadata"]["namespace"] for c in found})
-
-
-# Pods -------------------------------------------------------------------------------------------
-
 def container_gpus(container: dict[str, Any]) -> int:
     """GPUs a container holds: its request, which Kubernetes defaults to the limit (for an extended
     resource the two must be equal when both are set)."""
@@ -226,8 +187,6 @@ def _when(ts: str | None) -> str:
         return ""
     return str(datetime.fromisoformat(ts))
 
-
-# The snapshot -------------------------------------------------------------------------------------
 
 def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = None) -> Snapshot:
     """Read the release: its Helm record, RayJob, RayCluster, pods and Warning events, in seven calls."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.live.kube import INSTANCE, Kube, Objects
+from generator.live.cluster.kube import INSTANCE, Kube, Objects
 
 HPA_KIND = "kind: HorizontalPodAutoscaler"
 
@@ -19,7 +19,7 @@ def replicas(deployment: dict[str, Any]) -> dict[str, int]:
 
 def renders_hpa(records: list[dict[str, Any]]) -> bool:
     """Whether the newest Helm record's manifest has an HPA (sandbox.autoscaling.enabled): no read otherwise."""
-    from generator.live.guard import live_manifest
+    from generator.live.helm.records import live_manifest
 
     try:
         return HPA_KIND in (live_manifest(records) or "")
@@ -30,7 +30,7 @@ def renders_hpa(records: list[dict[str, Any]]) -> bool:
 def read_hpa(kube: Kube, namespace: str, release: str) -> dict[str, Any] | None:
     """The release's sandbox HPA: replicas (current, desired, min, max), each metric's current/target
     utilisation, and why it cannot scale (ScalingActive False), or None when there is none."""
-    from generator.live.kube import is_forbidden
+    from generator.live.cluster.kube import is_forbidden
 
     try:
         items: Objects = kube.list(f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers",

@@ -1,4 +1,4 @@
-"""What a change to a release would do to running training, and whose release it is.
+"""What a change to a release would do to running training (whose release it is: helm/ownership.py).
 
 `impact()` compares the manifest an operation acts on — what Helm itself diffs against: the newest
 revision for rollback and uninstall (a failed or pending revision applied its objects too), the deployed
@@ -18,52 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generator.errors import CheckFailed
-from generator.live import queueing
-from generator.live.kube import Kube
-from generator.live.snapshot import configmap_release_namespaces, decode_release, labels, release_records
+from generator.live.cluster.kube import Kube
+from generator.live.state import queueing
 
-CHART_NAME = "dockyard"
-MARKER = ("dockyard.dev/launcher", "dockyard-k8s")  # a Chart.yaml annotation only this chart carries
 RAY_PLURALS = {"RayJob": "rayjobs", "RayCluster": "rayclusters"}
+
 TERMINAL_JOB = ("Complete", "Failed")  # jobDeploymentStatus of a RayJob with no training left to lose
 
-
-# Ownership ---------------------------------------------------------------------------------------
-
-def foreign_chart(record: dict[str, Any]) -> str | None:
-    """None when the release revision was made by this chart, else what made it."""
-    meta = (decode_release(record).get("chart") or {}).get("metadata") or {}
-    name, version = meta.get("name") or "?", meta.get("version") or "?"
-    if name == CHART_NAME and (meta.get("annotations") or {}).get(MARKER[0]) == MARKER[1]:
-        return None
-    return f"chart {name}-{version}"
-
-
-def require_ours(records: list[dict[str, Any]], release: str, namespace: str, verb: str) -> None:
-    """Refuse (exit 1) to touch a Helm release another chart made."""
-    if not records:
-        return
-    other = foreign_chart(records[-1])
-    if other:
-        raise CheckFailed(
-            f"release {release} in namespace {namespace} was made by {other}, not by dockyard-k8s's chart: "
-            f"`{verb}` refuses to touch it; nothing was changed. Pick another name (--release NAME) "
-            "or another namespace (-n)")
-
-
-def require_secret_storage(kube: Kube, release: str, namespace: str, verb: str) -> None:
-    """Refuse (exit 1) a release Helm keeps in ConfigMaps (made with HELM_DRIVER=configmap): dockyard-k8s
-    keeps releases where Helm does by default, in Secrets, and would otherwise miss it and install a
-    second release over its objects."""
-    if configmap_release_namespaces(kube, release, namespace):  # None (forbidden): cannot tell, Secrets checked
-        raise CheckFailed(
-            f"release {release} in namespace {namespace} is stored in ConfigMaps (Helm's configmap driver: made with "
-            f"HELM_DRIVER=configmap), not in Secrets where dockyard-k8s keeps releases: `{verb}` refuses to touch it; "
-            "nothing was changed. Pick another name (--release NAME), or remove it with "
-            f"`HELM_DRIVER=configmap helm uninstall {release} -n {namespace}`")
-
-
-# Impact on running training ----------------------------------------------------------------------
 
 @dataclass
 class Impact:
@@ -90,24 +51,6 @@ def manifest_objects(text: str) -> list[dict[str, Any]]:
     import yaml
 
     return [d for d in yaml.safe_load_all(text or "") if isinstance(d, dict)]
-
-
-def live_manifest(records: list[dict[str, Any]]) -> str | None:
-    """The manifest of the newest revision, deployed or not: a failed or pending install or upgrade
-    created its objects too (the RayJob of a `helm install --wait` that timed out trains on), and
-    `helm rollback` and `helm uninstall` act on it. None when there is none (or it was uninstalled)."""
-    if not records or labels(records[-1]).get("status") == "uninstalled":
-        return None
-    return decode_release(records[-1]).get("manifest", "")
-
-
-def upgrade_base(records: list[dict[str, Any]]) -> str | None:
-    """The manifest `helm upgrade` diffs against (what it deletes when absent from the new one): the
-    deployed revision, else the newest when it failed (Helm upgrades over a failed-only release)."""
-    rec = next((r for r in reversed(records) if labels(r).get("status") == "deployed"), None)
-    if rec is None and records and labels(records[-1]).get("status") in ("failed", "superseded"):
-        rec = records[-1]
-    return decode_release(rec).get("manifest", "") if rec else None
 
 
 def _ray(objs: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -144,7 +87,7 @@ def _running(kind: str, live: dict[str, Any] | None) -> bool:
 
 def impact(kube: Kube, namespace: str, current: str | None, target: str) -> Impact:
     """What installing `target` over the deployed manifest `current` does to live Ray objects."""
-    from generator.live.diff import diff_paths
+    from generator.live.changes.diff import diff_paths
 
     out = Impact()
     if current is None:
@@ -256,8 +199,8 @@ def delete_ray(kube: Kube, namespace: str, plural: str, name: str, say: Any, tim
     """Delete a RayJob or RayCluster in the foreground and wait until it (and a RayJob's cluster) is gone."""
     from kubernetes.client.exceptions import ApiException
 
-    from generator.live.kube import RAY_GROUP, RAY_VERSION
-    from generator.live.release import wait_until
+    from generator.live.cluster.kube import RAY_GROUP, RAY_VERSION
+    from generator.live.cluster.wait import wait_until
 
     obj = kube.get_ray(plural, namespace, name)
     cluster = ((obj or {}).get("status") or {}).get("rayClusterName") if plural == "rayjobs" else None
@@ -273,21 +216,3 @@ def delete_ray(kube: Kube, namespace: str, plural: str, name: str, say: Any, tim
                       and (not cluster or kube.get_ray("rayclusters", namespace, cluster) is None), timeout)
     if not gone:
         raise CheckFailed(f"{kind} {name} was not deleted within {timeout:.0f}s; nothing else was changed")
-
-
-def end_state(kube: Kube, release: str, namespace: str, since: int) -> str:
-    """Helm's real end state after a failed operation, from the release records (bounded read)."""
-    try:
-        records = release_records(kube, release, namespace)
-    except Exception as exc:
-        from generator.live.kube import describe_error
-
-        return (f"end state unknown ({describe_error(exc) or type(exc).__name__}); "
-                f"`dockyard-k8s history {release} -n {namespace}` shows it")
-    if not records:
-        return "nothing is left installed"
-    newer = [f"revision {labels(r)['version']} {labels(r).get('status')}" for r in records
-             if int(labels(r)["version"]) > since]
-    deployed = [labels(r)["version"] for r in records if labels(r).get("status") == "deployed"]
-    head = ", ".join(newer) if newer else "no new revision"
-    return head + (f"; revision {deployed[-1]} is the deployed one" if deployed else "; no revision is deployed")

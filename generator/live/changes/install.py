@@ -14,13 +14,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.errors import CheckFailed
-from generator.live.follow import reasons
-from generator.live.guard import end_state, enforce, live_manifest, require_ours, require_secret_storage, upgrade_base
-from generator.live.kube import Kube
-from generator.live.plan import Plan
-from generator.live.progress import Progress
-from generator.live.release import PENDING, Helm, RunLock
-from generator.live.snapshot import Snapshot, decode_release, labels, release_records, take
+from generator.live.changes.guard import enforce
+from generator.live.changes.plan import Plan
+from generator.live.cluster.kube import Kube
+from generator.live.helm.ownership import require_ours, require_secret_storage
+from generator.live.helm.records import (
+    PENDING,
+    decode_release,
+    end_state,
+    labels,
+    live_manifest,
+    release_records,
+    upgrade_base,
+)
+from generator.live.helm.run_lock import RunLock
+from generator.live.helm.runner import Helm
+from generator.live.state.follow import reasons
+from generator.live.state.progress import Progress
+from generator.live.state.snapshot import Snapshot, take
 
 WATCH_INTERVAL = 1.0  # seconds between two reads of the release while helm works (its reasons explain a failure)
 
@@ -50,7 +61,7 @@ def install(p: Plan, *, kubeconfig: str | None, context: str | None, timeout: fl
     if p.mode != "attach":
         kube.require_ray()
         if wait:
-            from generator.live.capacity import refuse_never_fits
+            from generator.live.doctor.capacity import refuse_never_fits
 
             refuse_never_fits(kube, p.cluster, "`run --wait`")
     kube.require_priority_class(p.priority_class)

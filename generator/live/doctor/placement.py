@@ -4,80 +4,20 @@ One row per GPU fleet (trainer, inference): the GPU nodes it could use (allocata
 its nodeSelector and required node affinity matching) and whether it tolerates their taints; ✗ names
 the taint and the key to set. One row each for the head and the submitter: ! when no node takes them.
 Read from the rendered pod templates (the overlay included) and `capacity.Room`'s nodes: no request
-of its own. The scheduler's own rules (TaintToleration, NodeAffinity) are mirrored here.
+of its own. The scheduler's own rules (TaintToleration, NodeAffinity) are mirrored in cluster/selectors.py.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from generator.live.kube import GPU
-from generator.live.preflight import FAIL, OK, WARN, Row, forbidden
+from generator.live.cluster.kube import GPU
+from generator.live.cluster.selectors import selects, taint_text, untolerated
+from generator.live.doctor.rows import FAIL, OK, WARN, Row, forbidden
 
-HARD_EFFECTS = ("NoSchedule", "NoExecute")  # PreferNoSchedule only steers
 FLEETS = ("trainer", "inference")
+
 CPU_PODS = ("head", "submitter")
-
-
-def tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
-    """The scheduler's ToleratesTaint: effect (empty: all), key (empty with Exists: all), then value."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    if (toleration.get("operator") or "Equal") == "Exists":
-        return True
-    return bool(key) and (toleration.get("value") or "") == (taint.get("value") or "")
-
-
-def untolerated(spec: dict[str, Any], taints: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The node's NoSchedule/NoExecute taints that the pod spec does not tolerate."""
-    tols = spec.get("tolerations") or []
-    return [t for t in taints if t.get("effect") in HARD_EFFECTS and not any(tolerates(x, t) for x in tols)]
-
-
-def _requirement(req: dict[str, Any], labels: dict[str, str]) -> bool:
-    op, values, have = req.get("operator"), req.get("values") or [], labels.get(req.get("key", ""))
-    if op == "In":
-        return have in values
-    if op == "NotIn":
-        return have not in values
-    if op == "Exists":
-        return have is not None
-    if op == "DoesNotExist":
-        return have is None
-    if op in ("Gt", "Lt") and have is not None and values:
-        try:
-            a, b = int(have), int(values[0])
-        except ValueError:
-            return False
-        return a > b if op == "Gt" else a < b
-    return False
-
-
-def _term(term: dict[str, Any], name: str, labels: dict[str, str]) -> bool:
-    exprs, fields = term.get("matchExpressions") or [], term.get("matchFields") or []
-    if not exprs and not fields:
-        return False  # an empty term matches no node
-    names = {"metadata.name": name}
-    return all(_requirement(e, labels) for e in exprs) and all(_requirement(f, names) for f in fields)
-
-
-def selects(spec: dict[str, Any], name: str, labels: dict[str, str]) -> bool:
-    """Whether the pod spec's nodeSelector and required node affinity match the node."""
-    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
-        return False
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-    terms = required.get("nodeSelectorTerms")
-    return terms is None or any(_term(t, name, labels) for t in terms)
-
-
-def taint_text(taint: dict[str, Any]) -> str:
-    value = taint.get("value")
-    return f"{taint.get('key')}{'=' + value if value else ''}:{taint.get('effect')}"
 
 
 def _suggest(taint: dict[str, Any]) -> str:

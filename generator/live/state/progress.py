@@ -7,8 +7,8 @@ import threading
 import time
 from typing import TextIO
 
-from generator.live import queueing
-from generator.live.snapshot import FLEETS, Snapshot
+from generator.live.state import queueing
+from generator.live.state.snapshot import FLEETS, Snapshot
 
 
 def fleet_lines(snap: Snapshot) -> list[str]:

@@ -8,279 +8,40 @@
     Kueue quota: gang        the gang fits the nominal quota (plus what borrowing allows), else by how much not
     Kueue priority class     launch.priorityClass names a WorkloadPriorityClass
 
-The gang is what Kueue's RayJob/RayCluster integration (v0.17.0, pkg/controller/jobs/ray*) asks quota for:
-one pod set for the head (1 pod), one per worker group (replicas × numOfHosts) and, for a RayJob in
-K8sJobMode, the submitter (1 pod), each pod's requests as Kueue counts them (limits where no request
-is set, init containers, overhead). Flavors are assigned as Kueue's flavor assigner does: each pod set
-takes, per resource group, the first flavor in order whose node labels and taints it matches and whose
-quota still holds it. A 403 on a Kueue object is a ! row naming the verb and resource, never an abort.
+The gang is counted as Kueue counts it (generator/live/kueue/gang.py) and held against the ClusterQueue's quota
+with Kueue's flavor assignment and cohort borrowing (generator/live/kueue/quota.py). A 403 on a Kueue object is a
+! row naming the verb and resource, never an abort.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
-from generator.live.capacity import fmt, pod_requests, qty
-from generator.live.kube import Kube
-from generator.live.kueue_api import API, GROUP, QUEUE_LABEL, VERSION
-from generator.live.placement import _requirement, selects, untolerated
-from generator.live.preflight import FAIL, OK, WARN, Namespace, Row, forbidden
+from generator.live.cluster.kube import Kube
+from generator.live.cluster.quantity import fmt
+from generator.live.cluster.selectors import selector_matches, selector_text
+from generator.live.doctor.rows import FAIL, OK, WARN, Namespace, Row, forbidden
+from generator.live.kueue.api import API, GROUP, VERSION
+from generator.live.kueue.gang import PodSet, amounts, gang_needs, gang_text, pod_sets, queued_object
+from generator.live.kueue.quota import (
+    Borrowing,
+    Group,
+    assign,
+    cohort_of,
+    lendable,
+    nominal_cap,
+    quota_of,
+    requested_sets,
+    reserved_quota,
+    resource_groups,
+)
 
 OLD_VERSION = "v1beta1"  # all Kueue older than v0.15 serves; asked only to say so when VERSION is not served
+
 NEEDED = ("workloads", "clusterqueues", "localqueues")
+
 ADMIN = "a cluster admin (Kueue's kueue-batch-admin-role reads ClusterQueues)"
-
-
-# the gang as Kueue counts it ---------------------------------------------------------------------------
-
-@dataclass
-class PodSet:
-    name: str
-    count: int
-    spec: dict[str, Any]  # the pod spec (node selector, affinity, tolerations for the flavor match)
-    per_pod: dict[str, float]  # what one pod requests
-
-    def total(self, resource: str) -> float:
-        return self.per_pod.get(resource, 0.0) * self.count
-
-
-def queued_object(docs: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The rendered RayJob or RayCluster that carries the queue label (the one Kueue admits)."""
-    return next((d for d in docs if d.get("kind") in ("RayJob", "RayCluster")
-                 and QUEUE_LABEL in ((d.get("metadata") or {}).get("labels") or {})), None)
-
-
-def pod_sets(obj: dict[str, Any]) -> list[PodSet]:
-    """Kueue's pod sets of a RayJob or RayCluster (raycluster.BuildPodSets, rayjob addSubmitterPodSet)."""
-    spec = obj.get("spec") or {}
-    cluster = spec.get("rayClusterSpec") if obj.get("kind") == "RayJob" else spec
-    cluster = cluster or {}
-    out = []
-    head = ((cluster.get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}
-    out.append(PodSet("head", 1, head, pod_requests(head)))
-    for g in cluster.get("workerGroupSpecs") or []:
-        count = int(g["replicas"]) if g.get("replicas") is not None else 1
-        hosts = int(g.get("numOfHosts") or 1)
-        worker = (g.get("template") or {}).get("spec") or {}
-        out.append(PodSet(g["groupName"], count * max(hosts, 1), worker, pod_requests(worker)))
-    if obj.get("kind") == "RayJob" and (spec.get("submissionMode") or "K8sJobMode") == "K8sJobMode":
-        tpl = spec.get("submitterPodTemplate")
-        sub = (tpl or {}).get("spec") or {}
-        # KubeRay's default submitter (Kueue's getSubmitterTemplate) when the RayJob names none
-        per = pod_requests(sub) if tpl else {"cpu": 0.5, "memory": 200 * 2**20}
-        out.append(PodSet("submitter", 1, sub, per))
-    return out
-
-
-def gang_needs(sets: list[PodSet]) -> dict[str, float]:
-    need: dict[str, float] = {}
-    for ps in sets:
-        for r in ps.per_pod:
-            need[r] = need.get(r, 0.0) + ps.total(r)
-    return need
-
-
-def _amounts(need: dict[str, float]) -> str:
-    return ", ".join(f"{r} {fmt(r, v)}" for r, v in sorted(need.items()))
-
-
-def gang_text(sets: list[PodSet]) -> str:
-    """'5 pods (head 1, trainer 2, inference 1, submitter 1)'."""
-    return (f"{sum(ps.count for ps in sets)} pods ("
-            + ", ".join(f"{ps.name} {ps.count}" for ps in sets) + ")")
-
-
-# label selectors (a ClusterQueue's namespaceSelector) ------------------------------------------------
-
-def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
-    """metav1.LabelSelectorAsSelector(selector).Matches(labels): null matches nothing, {} everything."""
-    if selector is None:
-        return False
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    return all(_requirement(e, labels) for e in selector.get("matchExpressions") or [])
-
-
-def selector_text(selector: dict[str, Any] | None) -> str:
-    if selector is None:
-        return "null (no namespace)"
-    parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
-    for e in selector.get("matchExpressions") or []:
-        vals = e.get("values") or []
-        parts.append(f"{e.get('key')} {e.get('operator')}" + (f" ({', '.join(vals)})" if vals else ""))
-    return ", ".join(parts) or "{} (every namespace)"
-
-
-# quota and flavor assignment -------------------------------------------------------------------------
-
-@dataclass
-class Flavor:
-    name: str
-    nominal: dict[str, float]
-    borrowing: dict[str, float | None]  # the resource's borrowingLimit; None: no limit
-    lending: dict[str, float | None] = field(default_factory=dict)  # its lendingLimit; None: all of nominal
-
-
-@dataclass
-class Group:
-    covered: list[str]
-    flavors: list[Flavor]
-
-
-def _limit(quota: dict[str, Any], key: str) -> float | None:
-    return qty(quota[key]) if quota.get(key) is not None else None
-
-
-def resource_groups(cq: dict[str, Any]) -> list[Group]:
-    out = []
-    for g in (cq.get("spec") or {}).get("resourceGroups") or []:
-        flavors = []
-        for f in g.get("flavors") or []:
-            res = f.get("resources") or []
-            flavors.append(Flavor(f["name"], {r["name"]: qty(r.get("nominalQuota", 0)) for r in res},
-                                  {r["name"]: _limit(r, "borrowingLimit") for r in res},
-                                  {r["name"]: _limit(r, "lendingLimit") for r in res}))
-        out.append(Group(list(g.get("coveredResources") or []), flavors))
-    return out
-
-
-def cohort_of(cq: dict[str, Any]) -> str | None:
-    return (cq.get("spec") or {}).get("cohortName") or None
-
-
-def _requested(sets: list[PodSet], groups: list[Group]) -> list[PodSet]:
-    """The pod sets with `pods` added to their requests when the ClusterQueue covers it (as Kueue does)."""
-    if not any("pods" in g.covered for g in groups):
-        return sets
-    return [PodSet(ps.name, ps.count, ps.spec, {**ps.per_pod, "pods": 1.0}) for ps in sets]
-
-
-def _restricted(spec: dict[str, Any], keys: set[str]) -> dict[str, Any]:
-    """The pod's node selector and required node affinity on the flavors' label keys only (flavorSelector)."""
-    out: dict[str, Any] = {"nodeSelector": {k: v for k, v in (spec.get("nodeSelector") or {}).items() if k in keys}}
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-    terms: list[dict[str, Any]] = []
-    for t in required.get("nodeSelectorTerms") or []:
-        exprs = [e for e in t.get("matchExpressions") or [] if e.get("key") in keys]
-        if not exprs:  # a term left empty matches every flavor: only the node selector is left
-            terms = []
-            break
-        terms.append({"matchExpressions": exprs})
-    if terms:
-        out["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                                            {"nodeSelectorTerms": terms}}}
-    return out
-
-
-def flavor_refusal(ps: PodSet, flavor: dict[str, Any] | None, name: str, keys: set[str]) -> str | None:
-    """Why the pod set cannot take this ResourceFlavor (an untolerated taint, node labels it does not
-    select), None when it can (checkFlavorForPodSets)."""
-    if flavor is None:
-        return f"ResourceFlavor {name} does not exist"
-    fspec = flavor.get("spec") or {}
-    tolerating = {"tolerations": (ps.spec.get("tolerations") or []) + (fspec.get("tolerations") or [])}
-    taints = untolerated(tolerating, fspec.get("nodeTaints") or [])
-    if taints:
-        t = taints[0]
-        return f"{ps.name} does not tolerate {name}'s taint {t.get('key')}={t.get('value') or ''}:{t.get('effect')}"
-    if not selects(_restricted(ps.spec, keys), "", dict(fspec.get("nodeLabels") or {})):
-        return f"{ps.name}'s node selector/affinity does not match {name}'s nodeLabels {fspec.get('nodeLabels')}"
-    return None
-
-
-@dataclass
-class Assignment:
-    """Pod sets to flavors under some cap per (flavor, resource)."""
-
-    used: dict[tuple[str, str], float] = field(default_factory=dict)
-    placed: dict[str, list[str]] = field(default_factory=dict)  # pod set -> its flavors
-    unplaced: list[tuple[str, str]] = field(default_factory=list)  # (pod set, why)
-
-
-def assign(sets: list[PodSet], groups: list[Group], flavors: dict[str, dict[str, Any] | None],
-           cap: Any) -> Assignment:
-    """Kueue's flavor assignment against `cap(flavor, resource)`: pod set by pod set, per resource group
-    the first flavor (in order) that the pod set may use and whose cap still holds it."""
-    out = Assignment()
-    for ps in sets:
-        for g in groups:
-            need = {r: ps.total(r) for r in g.covered if ps.per_pod.get(r)}
-            if not need:
-                continue
-            keys = {k for f in g.flavors for k in ((flavors.get(f.name) or {}).get("spec") or {}).get("nodeLabels")
-                    or {}}
-            why = []
-            for f in g.flavors:
-                refusal = flavor_refusal(ps, flavors.get(f.name), f.name, keys)
-                if refusal:
-                    why.append(refusal)
-                    continue
-                short = [r for r, v in need.items() if out.used.get((f.name, r), 0.0) + v > cap(f, r) + 1e-9]
-                if short:
-                    why.append(f"{f.name} has no room for its {', '.join(short)}")
-                    continue
-                for r, v in need.items():
-                    out.used[(f.name, r)] = out.used.get((f.name, r), 0.0) + v
-                out.placed.setdefault(ps.name, []).append(f.name)
-                break
-            else:
-                out.unplaced.append((ps.name, "; ".join(why) or "the resource group has no flavor"))
-    return out
-
-
-def nominal_cap(f: Flavor, r: str) -> float:
-    return f.nominal.get(r, 0.0)
-
-
-@dataclass
-class Borrowing:
-    """What the ClusterQueue's cohort may lend it: `lendable` per (flavor, resource) summed over the cohort's
-    other ClusterQueues (their nominal quota, capped by their lendingLimit), None when that is unknown
-    (`unknown` says why: the ClusterQueues cannot be listed, or the cohort is an object with quota or a
-    parent of its own)."""
-
-    cohort: str | None = None
-    lendable: dict[tuple[str, str], float] | None = None
-    unknown: str = ""
-
-    def cap(self, f: Flavor, r: str) -> float:
-        """The most the ClusterQueue can hold of (flavor, resource): nominal, plus what it may borrow."""
-        nominal = f.nominal.get(r, 0.0)
-        if not self.cohort:
-            return nominal
-        limit = f.borrowing.get(r)
-        lend = math.inf if self.lendable is None else self.lendable.get((f.name, r), 0.0)
-        return nominal + min(math.inf if limit is None else limit, lend)
-
-
-def lendable(cq: dict[str, Any], others: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
-    """What the other ClusterQueues of cq's cohort lend, per (flavor, resource)."""
-    cohort = cohort_of(cq)
-    out: dict[tuple[str, str], float] = {}
-    for other in others:
-        if other["metadata"]["name"] == cq["metadata"]["name"] or cohort_of(other) != cohort:
-            continue
-        for g in resource_groups(other):
-            for f in g.flavors:
-                for r, nominal in f.nominal.items():
-                    limit = f.lending.get(r)
-                    out[(f.name, r)] = out.get((f.name, r), 0.0) + (nominal if limit is None else min(limit, nominal))
-    return out
-
-
-def _quota_of(groups: list[Group], resource: str, cap: Any) -> float:
-    return sum(cap(f, resource) for g in groups if resource in g.covered for f in g.flavors)
-
-
-def _reserved(cq: dict[str, Any]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for f in (cq.get("status") or {}).get("flavorsReservation") or []:
-        for r in f.get("resources") or []:
-            out[r["name"]] = out.get(r["name"], 0.0) + qty(r.get("total", 0))
-    return out
 
 
 def coverage_row(cq_name: str, groups: list[Group], sets: list[PodSet]) -> Row:
@@ -304,13 +65,12 @@ def coverage_row(cq_name: str, groups: list[Group], sets: list[PodSet]) -> Row:
 
 def _quota_text(groups: list[Group], r: str, borrow: Borrowing) -> str:
     """'16', or inside a cohort 'nominal 8 + 4 borrowable in cohort C' ('+ borrowing with no known bound')."""
-    nominal = _quota_of(groups, r, nominal_cap)
+    nominal = quota_of(groups, r, nominal_cap)
     if not borrow.cohort:
         return fmt(r, nominal)
-    extra = _quota_of(groups, r, borrow.cap) - nominal
+    extra = quota_of(groups, r, borrow.cap) - nominal
     more = "an unknown amount" if math.isinf(extra) else fmt(r, extra)
     return f"nominal {fmt(r, nominal)} + {more} borrowable in cohort {borrow.cohort}"
-
 
 FLAVORS_FORBIDDEN = forbidden("get", f"resourceflavors.{GROUP}", None, "flavor match unknown")
 
@@ -327,8 +87,8 @@ def gang_row(cq: dict[str, Any], sets: list[PodSet], flavors: dict[str, dict[str
     groups = resource_groups(cq)
     every: dict[str, dict[str, Any] | None] = {f.name: {} for g in groups for f in g.flavors}
     row = _gang_row(cq, sets, every, borrow)
-    need = gang_needs(_requested(sets, groups))
-    if any(v > _quota_of(groups, r, borrow.cap) + 1e-9 for r, v in need.items() if any(r in g.covered for g in groups)):
+    need = gang_needs(requested_sets(sets, groups))
+    if any(v > quota_of(groups, r, borrow.cap) + 1e-9 for r, v in need.items() if any(r in g.covered for g in groups)):
         return row  # more than all the flavors' quota together: it never fits, whichever flavors it matches
     counted = row.detail if row.mark != FAIL else f"the quota's flavors: {row.detail}"
     return Row(WARN, row.check, f"{FLAVORS_FORBIDDEN}; counted as if the gang matched every flavor: {counted}",
@@ -340,22 +100,22 @@ def _gang_row(cq: dict[str, Any], sets: list[PodSet], flavors: dict[str, dict[st
               borrow: Borrowing) -> Row:
     check, name = "Kueue quota: gang", cq["metadata"]["name"]
     groups = resource_groups(cq)
-    sets = _requested(sets, groups)
+    sets = requested_sets(sets, groups)
     need = {r: v for r, v in gang_needs(sets).items() if any(r in g.covered for g in groups)}
     gang = gang_text(sets)
     nominal = assign(sets, groups, flavors, nominal_cap)
     if not nominal.unplaced:
-        reserved = {r: v for r, v in _reserved(cq).items() if v and r in need}
-        now = (f"; reserved now by admitted workloads: {_amounts(reserved)} (it queues until that leaves room)"
-               if any(reserved[r] + need[r] > _quota_of(groups, r, nominal_cap) + 1e-9 for r in reserved) else "")
+        reserved = {r: v for r, v in reserved_quota(cq).items() if v and r in need}
+        now = (f"; reserved now by admitted workloads: {amounts(reserved)} (it queues until that leaves room)"
+               if any(reserved[r] + need[r] > quota_of(groups, r, nominal_cap) + 1e-9 for r in reserved) else "")
         return Row(OK, check, f"{gang} fit ClusterQueue {name}'s nominal quota: "
-                   + ", ".join(f"{r} {fmt(r, v)} of {fmt(r, _quota_of(groups, r, nominal_cap))}"
+                   + ", ".join(f"{r} {fmt(r, v)} of {fmt(r, quota_of(groups, r, nominal_cap))}"
                                for r, v in sorted(need.items())) + now)
     best = assign(sets, groups, flavors, borrow.cap) if borrow.cohort else nominal
     raise_it = f"ask {ADMIN} to raise ClusterQueue {name}'s nominalQuota, or shrink cluster.trainer/inference"
     if not best.unplaced:
-        over = {r: v - _quota_of(groups, r, nominal_cap) for r, v in need.items()
-                if v > _quota_of(groups, r, nominal_cap) + 1e-9}
+        over = {r: v - quota_of(groups, r, nominal_cap) for r, v in need.items()
+                if v > quota_of(groups, r, nominal_cap) + 1e-9}
         said = "; ".join(f"{r}: needs {fmt(r, need[r])}, {fmt(r, v)} over the quota of "
                          f"{_quota_text(groups, r, borrow)}" for r, v in sorted(over.items()))
         known = (f"whether the cohort lends that much is unknown ({borrow.unknown})" if borrow.lendable is None
@@ -363,8 +123,8 @@ def _gang_row(cq: dict[str, Any], sets: list[PodSet], flavors: dict[str, dict[st
         return Row(WARN, check, f"{gang} exceed ClusterQueue {name}'s nominal quota and fit only by borrowing from "
                    f"cohort {borrow.cohort}: {said or 'the flavors fit only with borrowed quota'}; {known}: it "
                    "waits until they do", raise_it)
-    short = {r: v - _quota_of(groups, r, borrow.cap) for r, v in need.items()
-             if v > _quota_of(groups, r, borrow.cap) + 1e-9}
+    short = {r: v - quota_of(groups, r, borrow.cap) for r, v in need.items()
+             if v > quota_of(groups, r, borrow.cap) + 1e-9}
     allows = "quota, borrowing included" if borrow.cohort else "nominal quota (no cohort to borrow from)"
     if short:
         return Row(FAIL, check, f"{gang} never fit ClusterQueue {name}'s {allows}: "
@@ -376,8 +136,6 @@ def _gang_row(cq: dict[str, Any], sets: list[PodSet], flavors: dict[str, dict[st
                "give the pod sets the tolerations and node selector of a flavor the ClusterQueue lists "
                f"(kuberay.placement), or ask {ADMIN} for quota in a flavor they match")
 
-
-# the rows ------------------------------------------------------------------------------------------------
 
 def _get(kube: Kube, path: str) -> tuple[dict[str, Any] | None, int | None]:
     """(the object, None), or (None, 403/404) when forbidden or absent; any other failure raises."""
@@ -473,7 +231,7 @@ def cluster_queue_row(kube: Kube, api: str, name: str, sets: list[PodSet]) -> tu
         return Row(WARN, check, forbidden("get", f"clusterqueues.{GROUP}", None,
                                           f"whether {name} is active, admits the namespace and has quota is unknown"),
                    f"ask {ADMIN} for get on clusterqueues.{GROUP}, or whether {name} has quota for "
-                   f"{_amounts(gang_needs(sets))}", missing=[f"get clusterqueues.{GROUP}"]), None
+                   f"{amounts(gang_needs(sets))}", missing=[f"get clusterqueues.{GROUP}"]), None
     if cq is None:
         return Row(FAIL, check, f"ClusterQueue {name} (the LocalQueue's spec.clusterQueue) does not exist: "
                    "nothing is admitted",
@@ -576,7 +334,7 @@ def doctor_rows(kube: Kube, values: dict[str, Any], docs: list[dict[str, Any]], 
         if cq is not None:
             rows.append(namespace_selector_row(cq, ns))
             groups = resource_groups(cq)
-            coverage = coverage_row(cq_name, groups, _requested(sets, groups))
+            coverage = coverage_row(cq_name, groups, requested_sets(sets, groups))
             rows.append(coverage)
             if coverage.mark != FAIL:
                 rows.append(gang_row(cq, sets, flavors_of(kube, api, cq), read_borrowing(kube, api, cq)))
@@ -591,7 +349,7 @@ def refuse_never_admitted(kube: Kube, values: dict[str, Any], release: str, name
     import yaml
 
     from generator.errors import CheckFailed
-    from generator.live.preflight import read_namespace
+    from generator.live.doctor.rows import read_namespace
     from generator.render.helm import template
 
     docs = [d for d in yaml.safe_load_all(template(values, release, namespace)) if isinstance(d, dict)]

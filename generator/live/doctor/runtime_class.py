@@ -8,8 +8,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.live.kube import Kube
-from generator.live.preflight import FAIL, OK, WARN, Row, forbidden
+from generator.live.cluster.kube import Kube
+from generator.live.doctor.rows import FAIL, OK, WARN, Row, forbidden
 
 CHECK = "RuntimeClass"
 HOWTO = "docs/sandbox-pool.md#gvisor"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 if TYPE_CHECKING:
-    from generator.live.kube import Kube
+    from generator.live.cluster.kube import Kube
     from generator.render.check import Checked
 
 

@@ -20,7 +20,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from generator.live.kueue_api import API, JOB_UID_LABEL, PRIORITY_LABEL, QUEUE_LABEL, WORKLOADS, unreadable
+from generator.live.kueue.api import API, JOB_UID_LABEL, PRIORITY_LABEL, QUEUE_LABEL, WORKLOADS, unreadable
 
 WAITING = ("queued", "preempted", "evicted")  # states in which nothing of the gang runs (once it is suspended)
 _PREEMPTOR = re.compile(r"JobUID: ([0-9a-fA-F-]{36})")
@@ -174,7 +174,7 @@ def line(q: Queue) -> str:
 
 def _note(exc: Any, what: str) -> str:
     """The note for any failed Kueue read: refused or unserved (kueue_api.unreadable), else what failed."""
-    from generator.live.kube import describe_error
+    from generator.live.cluster.kube import describe_error
 
     return unreadable(exc, what) or (f"{what} could not be read ({describe_error(exc) or type(exc).__name__}): "
                                      "Kueue's reason is not shown")
@@ -211,7 +211,7 @@ def _cluster_queue(kube: Any, namespace: str, local_queue: str) -> tuple[str | N
     """(the LocalQueue's ClusterQueue, a note when it cannot be told)."""
     from kubernetes.client.exceptions import ApiException
 
-    from generator.live.kube import _is_object_404
+    from generator.live.cluster.kube import _is_object_404
 
     try:
         lq = kube.request("GET", f"{API}/namespaces/{namespace}/localqueues/{local_queue}")

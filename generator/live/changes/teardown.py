@@ -9,19 +9,15 @@ import sys
 import time
 
 from generator.errors import CheckFailed
-from generator.live import queueing
-from generator.live.guard import (
-    RAY_PLURALS,
-    impact,
-    live_manifest,
-    manifest_objects,
-    require_ours,
-    require_secret_storage,
-)
-from generator.live.kube import INSTANCE, Kube
-from generator.live.release import Helm, RunLock, wait_until
-from generator.live.resolve import resolve
-from generator.live.snapshot import release_records
+from generator.live.changes.guard import RAY_PLURALS, impact, manifest_objects
+from generator.live.cluster.kube import INSTANCE, Kube
+from generator.live.cluster.wait import wait_until
+from generator.live.helm.ownership import require_ours, require_secret_storage
+from generator.live.helm.records import live_manifest, release_records
+from generator.live.helm.resolve import resolve
+from generator.live.helm.run_lock import RunLock
+from generator.live.helm.runner import Helm
+from generator.live.state import queueing
 
 
 def queued_objects(kube: Kube, ns: str, manifest: str | None) -> dict[str, tuple[str, str]]:
@@ -89,7 +85,7 @@ def _why_held(kube: Kube, release: str, ns: str) -> str:
     try:
         lines = finalizer_holds(kube, release, ns)
     except Exception as exc:  # the reason is a bonus: never hide the error it explains
-        from generator.live.kube import describe_error
+        from generator.live.cluster.kube import describe_error
 
         return f"\n  (what holds it could not be read: {describe_error(exc) or type(exc).__name__})"
     return "".join(f"\n  {line}" for line in lines)
