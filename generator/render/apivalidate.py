@@ -8,6 +8,8 @@ against the pinned Kubernetes' registry strategies and runs what the apiserver r
 embedded in a RayJob/RayCluster, which KubeRay turns into pods the apiserver would refuse. RayJob and
 RayCluster themselves go through the apiextensions-apiserver's custom resource strategy with the
 pinned KubeRay CRDs (schema, defaults, and the CRDs' CEL rules, which kubeconform does not run).
+An object of a kind it has neither a strategy nor a CRD for is left out and listed as skipped: `check`
+names it and fails the row. `kinds` lists what it validates (a test holds that against the templates).
 
 The Helm release Secret is not in the stream: `release_size` estimates it (see there).
 """
@@ -39,8 +41,16 @@ class Finding(namedtuple("Finding", "kind name field message template", defaults
     __slots__ = ()
 
 
-class Report(namedtuple("Report", "kubernetes objects pod_templates findings warnings")):
-    """kubernetes: str, objects: int, pod_templates: int, findings and warnings: list[Finding]."""
+class Report(namedtuple("Report", "kubernetes objects pod_templates findings warnings skipped")):
+    """kubernetes: str, objects: int (validated), pod_templates: int, findings and warnings: list[Finding];
+    skipped: list[str], the kinds of the objects it did not validate (`Kind.group`: no strategy of its own
+    and no CRD given), which `check` must name rather than count as valid."""
+
+    __slots__ = ()
+
+
+class Kind(namedtuple("Kind", "api_version kind by")):
+    """One apiVersion and kind kube-validate validates; by: "registry strategy" or "CRD"."""
 
     __slots__ = ()
 
@@ -154,7 +164,8 @@ class Run:
         try:
             data = json.loads(stdout)
             return Report(data["kubernetes"], data["objects"], data["podTemplates"],
-                          [_finding(f) for f in data["findings"]], [_finding(f) for f in data["warnings"]])
+                          [_finding(f) for f in data["findings"]], [_finding(f) for f in data["warnings"]],
+                          [str(k) for k in data["skipped"]])
         except (ValueError, LookupError, TypeError, AttributeError):
             raise procs.failed("kube-validate", self.path, self.proc.returncode, stdout, stderr,
                                what="answered with what is not its JSON report") from None
@@ -171,6 +182,30 @@ class Run:
 def validate(manifests: str) -> Report:
     """kube-validate over a multi-document YAML stream."""
     return Run().finish(manifests)
+
+
+def kinds() -> list[Kind]:
+    """What kube-validate validates (`kube-validate -kinds`): its registry strategies' kinds at every
+    version the scheme decodes, and the served versions of the chart's CRDs."""
+    from generator.render.kubeconform import schema_failure
+
+    path = binary("kube-validate")
+    try:
+        crds = crd_json()
+    except OSError as exc:
+        raise schema_failure(exc) from None
+    try:
+        done = subprocess.run([path, "-kinds", "-crds", str(crds)], capture_output=True, text=True, encoding="utf-8",
+                              errors="replace", timeout=60)
+    except OSError as exc:
+        raise procs.cannot_start("kube-validate", path, exc) from None
+    if done.returncode != 0:
+        raise procs.failed("kube-validate", path, done.returncode, done.stderr, done.stdout)
+    try:
+        return [Kind(k["apiVersion"], k["kind"], k["by"]) for k in json.loads(done.stdout)]
+    except (ValueError, LookupError, TypeError):
+        raise procs.failed("kube-validate", path, done.returncode, done.stdout, done.stderr,
+                           what="answered -kinds with what is not its list") from None
 
 
 def _chart_files(chart: Path) -> list[dict[str, str]]:

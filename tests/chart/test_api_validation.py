@@ -220,3 +220,104 @@ def test_plain_helm_values_examples_pass_api_validation(path):
                          capture_output=True, text=True, check=True).stdout
     report = apivalidate.validate(out)
     assert report.findings == [] and report.objects == len([d for d in yaml.safe_load_all(out) if d])
+
+
+# Every kind the chart can render is validated ---------------------------------------------------------
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "charts" / "dockyard" / "templates"
+# Values that switch on every optional object of the chart; one render per launch mode (RayJob and
+# RayCluster exclude each other). A template whose kind no render here shows fails the test below.
+ALL_ON = {
+    "infra": {"resourceQuota": {"enabled": True, "hard": {"pods": 100}},
+              "limitRange": {"enabled": True, "max": {"cpu": "64"}}},
+    "kuberay": {"pdb": {"enabled": True}},
+    "sandbox": {"autoscaling": {"enabled": True, "minReplicas": 2, "targetCPUUtilizationPercentage": 70},
+                "networkPolicy": {"enabled": True}, "pdb": {"enabled": True}},
+}
+
+
+def _template_kinds() -> set[tuple[str, str]]:
+    """(apiVersion, kind) of every object a template of the chart writes: its top-level `apiVersion:` and
+    `kind:` lines, read from the templates themselves (not a list kept by hand)."""
+    found = set()
+    for path in sorted(TEMPLATES.rglob("*.yaml")):
+        heads = re.findall(r"^(apiVersion|kind): *(\S.*?)\s*$", path.read_text(), re.M)
+        assert len(heads) % 2 == 0, f"{path}: apiVersion and kind lines do not pair: {heads}"
+        for (k1, api), (k2, kind) in zip(heads[::2], heads[1::2], strict=True):
+            assert (k1, k2) == ("apiVersion", "kind") and "{{" not in api + kind, (
+                f"{path}: a templated apiVersion or kind ({api!r}, {kind!r}): this test reads them literally")
+            found.add((api.strip("\"'"), kind.strip("\"'")))
+    return found
+
+
+def test_every_kind_the_chart_can_render_is_validated_by_kube_validate():
+    """kube-validate's own list (`-kinds`: its registry strategies and the chart's CRDs) holds every apiVersion
+    and kind the templates write; renders with every switch on show exactly the templates' kinds, so the
+    reading of the templates misses none."""
+    in_templates = _template_kinds()
+    rendered: set[tuple[str, str]] = set()
+    for mode in ("rayjob", "bringup"):
+        docs = render_values(chart_values(**deep_merge(ALL_ON, {"launch": {"mode": mode}}))).docs
+        rendered |= {(d["apiVersion"], d["kind"]) for d in docs}
+    assert rendered == in_templates, f"the renders and the templates differ (add the switch to ALL_ON): " \
+                                     f"{sorted(rendered ^ in_templates)}"
+    validated = {(k.api_version, k.kind): k.by for k in apivalidate.kinds()}
+    assert {k: validated[k] for k in [("ray.io/v1", "RayJob"), ("ray.io/v1", "RayCluster")]} == {
+        ("ray.io/v1", "RayJob"): "CRD", ("ray.io/v1", "RayCluster"): "CRD"}  # the pinned KubeRay CRDs
+    missing = sorted(in_templates - set(validated))
+    assert not missing, f"the chart renders kinds kube-validate does not validate: {missing} " \
+                        "(add their registry strategy to tools/kube-validate/main.go's table)"
+
+
+def test_every_object_rendered_with_every_switch_on_is_validated():
+    for mode in ("rayjob", "bringup"):
+        text = render_values(chart_values(**deep_merge(ALL_ON, {"launch": {"mode": mode}}))).text
+        report = apivalidate.validate(text)
+        assert report.skipped == [] and report.findings == [], report
+        assert report.objects == len([d for d in yaml.safe_load_all(text) if d])
+
+
+@pytest.mark.parametrize("rules, field, message", [
+    ({"policies": [{"type": "Pods", "value": 1, "periodSeconds": 0}]},
+     "spec.behavior.scaleDown.policies[0].periodSeconds", "Invalid value: 0: must be greater than zero"),
+    ({"policies": [{"type": "Percent", "value": 10, "periodSeconds": 1801}]},
+     "spec.behavior.scaleDown.policies[0].periodSeconds", "Invalid value: 1801: must be less than or equal to 1800"),
+    ({"selectPolicy": "Bogus"}, "spec.behavior.scaleDown.selectPolicy", 'Unsupported value: "Bogus"'),
+    ({"stabilizationWindowSeconds": 3601}, "spec.behavior.scaleDown.stabilizationWindowSeconds",
+     "must be less than or equal to 3600"),
+], ids=["period-0", "period-1801", "select-bogus", "window-3601"])
+def test_an_hpa_behavior_the_apiserver_refuses_is_found(rules, field, message):
+    """The models refuse these at input (exit 2); here the rendered HPA is edited after the models, as a values
+    file given to Helm by hand would carry it, and kube-validate finds what the apiserver refuses."""
+    docs = render_values(chart_values(**ALL_ON)).docs
+    hpa = next(d for d in docs if d["kind"] == "HorizontalPodAutoscaler")
+    hpa["spec"]["behavior"] = {"scaleDown": rules}
+    report = apivalidate.validate(yaml.safe_dump_all(docs))
+    assert [(f.kind, f.field) for f in report.findings] == [("HorizontalPodAutoscaler", field)], report
+    assert message in report.findings[0].message
+
+
+def test_an_object_left_out_is_named_and_fails_the_row(tmp_path, capsys, monkeypatch):
+    """A kube-validate that leaves an object out (here the real one, given no CRDs: it cannot validate the
+    RayJob) makes the row ✗ and names the object and why; its object line is not ✓ either."""
+    from generator.tools import cache_dir, tool_dir
+
+    real, fake = cache_dir(), tmp_path / "cache"
+    fake.mkdir()
+    for entry in real.iterdir():
+        if entry.name != tool_dir("kube-validate").name:
+            (fake / entry.name).symlink_to(entry)
+    (tmp_path / "no-crds").mkdir()
+    folder = fake / tool_dir("kube-validate").name
+    folder.mkdir()
+    script = folder / "kube-validate"
+    script.write_text(f'#!/bin/sh\nexec {tool_dir("kube-validate") / "kube-validate"} -crds {tmp_path / "no-crds"}\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("DOCKYARD_TOOLS_CACHE", str(fake))
+    code, out = _check(tmp_path, capsys)
+    assert code == 1, out
+    assert re.search(r"^  ✗ RayJob +grpo-swe$", out, re.M), out
+    assert ("      not validated by the apiserver's rules: kube-validate v1.36.3 has no validation of RayJob (ray.io): "
+            "no registry strategy of its own and no CRD of it given") in out, out
+    assert re.search(r"^✗ api validation +7 of 8 objects validated \(left out: RayJob grpo-swe\), 4 pod templates ",
+                     out, re.M), out

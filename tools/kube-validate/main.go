@@ -24,6 +24,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -39,55 +41,117 @@ import (
 
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	_ "k8s.io/kubernetes/pkg/apis/apps/install"
+	_ "k8s.io/kubernetes/pkg/apis/autoscaling/install"
 	_ "k8s.io/kubernetes/pkg/apis/batch/install"
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
 	_ "k8s.io/kubernetes/pkg/apis/networking/install"
+	_ "k8s.io/kubernetes/pkg/apis/node/install"
 	_ "k8s.io/kubernetes/pkg/apis/policy/install"
 	_ "k8s.io/kubernetes/pkg/apis/rbac/install"
 	_ "k8s.io/kubernetes/pkg/apis/scheduling/install"
 	"k8s.io/kubernetes/pkg/registry/apps/daemonset"
 	"k8s.io/kubernetes/pkg/registry/apps/deployment"
+	"k8s.io/kubernetes/pkg/registry/apps/replicaset"
 	"k8s.io/kubernetes/pkg/registry/apps/statefulset"
+	"k8s.io/kubernetes/pkg/registry/autoscaling/horizontalpodautoscaler"
+	"k8s.io/kubernetes/pkg/registry/batch/cronjob"
 	"k8s.io/kubernetes/pkg/registry/batch/job"
 	"k8s.io/kubernetes/pkg/registry/core/configmap"
 	"k8s.io/kubernetes/pkg/registry/core/limitrange"
+	"k8s.io/kubernetes/pkg/registry/core/persistentvolumeclaim"
 	"k8s.io/kubernetes/pkg/registry/core/pod"
 	"k8s.io/kubernetes/pkg/registry/core/podtemplate"
 	"k8s.io/kubernetes/pkg/registry/core/resourcequota"
 	"k8s.io/kubernetes/pkg/registry/core/secret"
 	"k8s.io/kubernetes/pkg/registry/core/service"
 	"k8s.io/kubernetes/pkg/registry/core/serviceaccount"
+	"k8s.io/kubernetes/pkg/registry/networking/ingress"
 	"k8s.io/kubernetes/pkg/registry/networking/networkpolicy"
+	"k8s.io/kubernetes/pkg/registry/node/runtimeclass"
 	"k8s.io/kubernetes/pkg/registry/policy/poddisruptionbudget"
+	"k8s.io/kubernetes/pkg/registry/rbac/clusterrole"
+	"k8s.io/kubernetes/pkg/registry/rbac/clusterrolebinding"
 	"k8s.io/kubernetes/pkg/registry/rbac/role"
 	"k8s.io/kubernetes/pkg/registry/rbac/rolebinding"
 	"k8s.io/kubernetes/pkg/registry/scheduling/priorityclass"
 )
 
-// kind -> the apiserver's create strategy and the resource it serves the kind as.
+// kind -> the apiserver's create strategy and the resource it serves the kind as. An object of a kind
+// neither here nor in -crds is not validated: the report lists it under skipped, and `-kinds` prints
+// this table (with the CRDs' kinds), so a test can hold it against every kind the chart can render.
 type served struct {
 	strategy rest.RESTCreateStrategy
 	resource string
 }
 
 var kinds = map[schema.GroupKind]served{
-	{Group: "", Kind: "ConfigMap"}:                            {configmap.Strategy, "configmaps"},
-	{Group: "", Kind: "LimitRange"}:                           {limitrange.Strategy, "limitranges"},
-	{Group: "", Kind: "Pod"}:                                  {pod.Strategy, "pods"},
-	{Group: "", Kind: "PodTemplate"}:                          {podtemplate.Strategy, "podtemplates"},
-	{Group: "", Kind: "ResourceQuota"}:                        {resourcequota.Strategy, "resourcequotas"},
-	{Group: "", Kind: "Secret"}:                               {secret.Strategy, "secrets"},
-	{Group: "", Kind: "Service"}:                              {service.Strategy, "services"},
-	{Group: "", Kind: "ServiceAccount"}:                       {serviceaccount.Strategy, "serviceaccounts"},
-	{Group: "apps", Kind: "DaemonSet"}:                        {daemonset.Strategy, "daemonsets"},
-	{Group: "apps", Kind: "Deployment"}:                       {deployment.Strategy, "deployments"},
-	{Group: "apps", Kind: "StatefulSet"}:                      {statefulset.Strategy, "statefulsets"},
-	{Group: "batch", Kind: "Job"}:                             {job.Strategy, "jobs"},
-	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:       {networkpolicy.Strategy, "networkpolicies"},
-	{Group: "policy", Kind: "PodDisruptionBudget"}:            {poddisruptionbudget.Strategy, "poddisruptionbudgets"},
-	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:        {role.Strategy, "roles"},
-	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}: {rolebinding.Strategy, "rolebindings"},
-	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:       {priorityclass.Strategy, "priorityclasses"},
+	{Group: "", Kind: "ConfigMap"}:                                   {configmap.Strategy, "configmaps"},
+	{Group: "", Kind: "LimitRange"}:                                  {limitrange.Strategy, "limitranges"},
+	{Group: "", Kind: "PersistentVolumeClaim"}:                       {persistentvolumeclaim.Strategy, "persistentvolumeclaims"},
+	{Group: "", Kind: "Pod"}:                                         {pod.Strategy, "pods"},
+	{Group: "", Kind: "PodTemplate"}:                                 {podtemplate.Strategy, "podtemplates"},
+	{Group: "", Kind: "ResourceQuota"}:                               {resourcequota.Strategy, "resourcequotas"},
+	{Group: "", Kind: "Secret"}:                                      {secret.Strategy, "secrets"},
+	{Group: "", Kind: "Service"}:                                     {service.Strategy, "services"},
+	{Group: "", Kind: "ServiceAccount"}:                              {serviceaccount.Strategy, "serviceaccounts"},
+	{Group: "apps", Kind: "DaemonSet"}:                               {daemonset.Strategy, "daemonsets"},
+	{Group: "apps", Kind: "Deployment"}:                              {deployment.Strategy, "deployments"},
+	{Group: "apps", Kind: "ReplicaSet"}:                              {replicaset.Strategy, "replicasets"},
+	{Group: "apps", Kind: "StatefulSet"}:                             {statefulset.Strategy, "statefulsets"},
+	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}:          {horizontalpodautoscaler.Strategy, "horizontalpodautoscalers"},
+	{Group: "batch", Kind: "CronJob"}:                                {cronjob.Strategy, "cronjobs"},
+	{Group: "batch", Kind: "Job"}:                                    {job.Strategy, "jobs"},
+	{Group: "networking.k8s.io", Kind: "Ingress"}:                    {ingress.Strategy, "ingresses"},
+	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:              {networkpolicy.Strategy, "networkpolicies"},
+	{Group: "node.k8s.io", Kind: "RuntimeClass"}:                     {runtimeclass.Strategy, "runtimeclasses"},
+	{Group: "policy", Kind: "PodDisruptionBudget"}:                   {poddisruptionbudget.Strategy, "poddisruptionbudgets"},
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:        {clusterrole.Strategy, "clusterroles"},
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: {clusterrolebinding.Strategy, "clusterrolebindings"},
+	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:               {role.Strategy, "roles"},
+	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}:        {rolebinding.Strategy, "rolebindings"},
+	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:              {priorityclass.Strategy, "priorityclasses"},
+}
+
+// kindEntry is one apiVersion and kind kube-validate validates, and by what.
+type kindEntry struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	By         string `json:"by"` // "registry strategy" (built in) or "CRD" (from -crds)
+}
+
+// validated lists what `run` validates: every version the scheme decodes of each kind in the table, and
+// every served version of the CRDs in crdDir.
+func validated(crdDir string) ([]kindEntry, error) {
+	var out []kindEntry
+	for gk := range kinds {
+		for _, gv := range legacyscheme.Scheme.PrioritizedVersionsForGroup(gk.Group) {
+			if legacyscheme.Scheme.Recognizes(gv.WithKind(gk.Kind)) {
+				out = append(out, kindEntry{gv.String(), gk.Kind, "registry strategy"})
+			}
+		}
+	}
+	if crdDir != "" {
+		custom := newCRDs(crdDir)
+		paths, err := filepath.Glob(filepath.Join(crdDir, "*.json"))
+		if err != nil {
+			return nil, err
+		}
+		for _, path := range paths {
+			if err := custom.load(path); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+		}
+		for gvk := range custom.kinds {
+			out = append(out, kindEntry{gvk.GroupVersion().String(), gvk.Kind, "CRD"})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].APIVersion != out[j].APIVersion {
+			return out[i].APIVersion < out[j].APIVersion
+		}
+		return out[i].Kind < out[j].Kind
+	})
+	return out, nil
 }
 
 // Finding is one refusal: the object, where in it, and the apiserver's message.
@@ -118,9 +182,21 @@ func main() {
 	namespace := flag.String("namespace", "default", "namespace for namespaced objects that set none (helm's --namespace)")
 	crdDir := flag.String("crds", "", "folder of CRDs as JSON, one <Kind>.json each: custom resources of these kinds are validated as the apiserver would")
 	showVersion := flag.Bool("version", false, "print the Kubernetes version the validation comes from")
+	showKinds := flag.Bool("kinds", false, "print, as JSON, every apiVersion and kind validated (with -crds: the CRDs' too) and how")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(version)
+		return
+	}
+	if *showKinds {
+		list, err := validated(*crdDir)
+		if err == nil {
+			err = json.NewEncoder(os.Stdout).Encode(list)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "kube-validate: %v\n", err)
+			os.Exit(2)
+		}
 		return
 	}
 	rep, err := run(os.Stdin, *namespace, newCRDs(*crdDir))
