@@ -71,9 +71,10 @@ test-random: venv ## the property tests on a fresh random seed, printed (make te
 validate: venv ## kubeconform over every example's rendered output
 	$(PY) -m generator.maint.validate_examples
 
-lint: venv ## ruff (generator, tests, bench, hack), mypy on the package, helm lint --strict on the chart
+lint: venv ## ruff (generator, tests, bench, hack), mypy and the import contracts (.importlinter) on the package, helm lint --strict on the chart
 	$(PY) -m ruff check --no-fix generator tests bench hack
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports --no-cache
 	bash hack/tools.sh helm
 	$$($(PY) -c 'from generator.tools import binary; print(binary("helm"))') lint --strict charts/dockyard
 

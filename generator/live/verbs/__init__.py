@@ -1,5 +1,5 @@
 """The live verbs, one module per verb or small verb family (`generator.live.cli` dispatches to them).
 
-A verb module imports only the library modules of `generator.live` (and the rest of the package),
-never another verb module: tests/unit/test_live_layers.py checks it.
+A verb module imports the library sub-packages of `generator.live` (and the rest of the package), never another
+verb module: the `verbs-independent` contract of .importlinter holds it (lint-imports).
 """
