@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from generator.cli import main
 from generator.inputs.models import InfraSpec, Recipe
-from generator.inputs.models.common import Toleration, TopologySpreadConstraint
+from generator.inputs.models.scheduling import Toleration, TopologySpreadConstraint
 from generator.inputs.models.infra import WorkerGroupOverlay
 from generator.inputs.models.placement import NodeSelectorRequirement, PreferredSchedulingTerm
 from generator.inputs.models.types import model_in

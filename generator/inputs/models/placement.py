@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from generator.inputs.models.common import Toleration, present
+from generator.inputs.models.common import present
+from generator.inputs.models.scheduling import Toleration
 from generator.inputs.models.types import LABEL_KEY_MAX, LABEL_KEY_RE, FreeForm, NodeSelector, Strict
 
 # The taint GPU node pools carry on GKE, AKS and EKS (and the GPU operator's docs): key nvidia.com/gpu.

@@ -1,0 +1,89 @@
+"""`launch`: how the GPU fleet is launched, and Kueue's admission rules on a queued one."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from generator.inputs.models.types import DNS1035_LABEL_RE, KueueName, Strict, refused
+
+# Kueue's admission rules (its RayJob and RayCluster webhooks, v0.17.0), in the words the chart uses too
+# (charts/dockyard/templates/_validate.tpl, dockyard.validate.kueue).
+KUEUE_NO_ATTACH = ("an existing cluster cannot be queued: Kueue admits a RayJob with its own cluster or a "
+                   "RayCluster, and refuses a queued RayJob on a clusterSelector")
+KUEUE_SHUTDOWN = ("Kueue refuses a queued RayJob that keeps its cluster after the job ends (the cluster would "
+                  "go on holding the queue's quota)")
+KUEUE_AUTOSCALING = ("Kueue refuses in-tree autoscaling on a queued RayJob or RayCluster: it admits the gang "
+                     "at its fixed size")
+KUEUE_PRIORITY_ALONE = ("a WorkloadPriorityClass without launch.queue does nothing: Kueue reads it only on a "
+                        "queued RayJob or RayCluster")
+SUSPEND_OWNED = ("the chart never renders suspend: Kueue suspends a queued RayJob or RayCluster and admits it "
+                 "by clearing suspend, and a helm upgrade must not flip it")
+
+# JSON Schema conditions: a queue (or priority class) is set when it is a string (values.yaml holds null).
+QUEUED: dict[str, Any] = {"required": ["queue"], "properties": {"queue": {"type": "string"}}}
+PRIORITY_SET: dict[str, Any] = {"required": ["priorityClass"], "properties": {"priorityClass": {"type": "string"}}}
+
+
+class LaunchSettings(Strict):
+    """How the GPU fleet is launched."""
+
+    # JSON Schema twins of _attach_needs_cluster and _kueue_rules, so Helm refuses the same values.
+    model_config = ConfigDict(
+        json_schema_extra={"allOf": [
+            {"if": {"properties": {"mode": {"const": "attach"}}, "required": ["mode"]},
+             "then": {"required": ["clusterName"], "properties": {"clusterName": {"type": "string"}}}},
+            {"if": PRIORITY_SET, "then": QUEUED},
+            {"if": QUEUED, "then": {"properties": {"mode": {"not": {"const": "attach"}}}}},
+            {"if": {"required": ["queue"], "properties": {"queue": {"type": "string"}, "mode": {"const": "rayjob"}}},
+             "then": {"properties": {"shutdownAfterJobFinishes": {"const": True}}}},
+        ]}
+    )
+
+    mode: Literal["rayjob", "bringup", "attach"] = Field(
+        "rayjob",
+        description="`rayjob`: a RayJob with its own cluster; `bringup`: a bare RayCluster; `attach`: an existing "
+                    "cluster, only the sandbox pool is rendered.",
+    )
+    clusterName: str | None = Field(None, pattern=DNS1035_LABEL_RE, max_length=53,
+                                    description="attach mode: name of the existing RayCluster.")
+    submissionMode: Literal["K8sJobMode", "HTTPMode"] = Field("K8sJobMode", description="How KubeRay submits the job.")
+    shutdownAfterJobFinishes: bool = Field(True, description="Delete the RayJob's cluster when the job ends.")
+    ttlSecondsAfterFinished: int = Field(3600, ge=0, description="Seconds to keep the cluster after the job ends.")
+    activeDeadlineSeconds: int | None = Field(None, ge=1, description="Fail the RayJob after this many seconds.")
+    backoffLimit: int = Field(0, ge=0, le=10, description="Retries of a failed RayJob.")
+    configMountPath: str = Field("/etc/dockyard", pattern=r"^/",
+                                 description="Where the recipe ConfigMap is mounted on the head.")
+    queue: KueueName | None = Field(
+        None,
+        description="Kueue LocalQueue (in the namespace) to submit to: label `kueue.x-k8s.io/queue-name` on the "
+                    "RayJob (rayjob) or RayCluster (bringup); Kueue then admits the whole gang or none of it.",
+    )
+    priorityClass: KueueName | None = Field(
+        None,
+        description="Kueue WorkloadPriorityClass of the queued job: label `kueue.x-k8s.io/priority-class`; needs "
+                    "`queue`.",
+    )
+
+    @field_validator("clusterName")
+    @classmethod
+    def _attach_needs_cluster(cls, name: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("mode") == "attach" and not name:
+            raise ValueError("launch.mode attach needs launch.clusterName: the existing RayCluster to attach to")
+        return name
+
+    @model_validator(mode="after")
+    def _kueue_rules(self) -> LaunchSettings:
+        if self.priorityClass is not None and self.queue is None:
+            raise refused(("priorityClass",), KUEUE_PRIORITY_ALONE,
+                          "launch.queue: the LocalQueue to submit to, or no launch.priorityClass")
+        if self.queue is None:
+            return self
+        if self.mode == "attach":
+            raise refused(("queue",), KUEUE_NO_ATTACH,
+                          "no launch.queue in attach mode, or launch.mode rayjob or bringup")
+        if self.mode == "rayjob" and not self.shutdownAfterJobFinishes:
+            raise refused(("shutdownAfterJobFinishes",), KUEUE_SHUTDOWN,
+                          "launch.shutdownAfterJobFinishes: true (the default), or no launch.queue")
+        return self
