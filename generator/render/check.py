@@ -1,7 +1,7 @@
 """`check`, offline: models, values schema (enforced by helm), one `helm template`, then side by side one
 `kubeconform -strict` (shapes) and one `kube-validate` (the apiserver's own validation), and the size
 of Helm's release Secret. `checked` returns what they found, `report` prints it; `check --server`'s dry
-run is live code (generator/live/server_check.py): the CLI adds its lines and row before printing.
+run is live code (generator/live/probes/server_check.py): the CLI adds its lines and row before printing.
 
 A failure of any of these tools (it is missing, cannot start, crashes, ends with an unexpected code,
 prints what is not its report) is a CheckFailed of one line, and the other tools are stopped and reaped.
