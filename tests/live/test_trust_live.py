@@ -227,3 +227,44 @@ def test_run_ends_within_its_timeout_while_the_apiserver_is_paused(playground, n
     assert took <= timeout + GRACE, f"took {took:.1f} s from its start: over --timeout {timeout} + GRACE {GRACE:.0f}"
     assert "Traceback" not in err and not any(ln[:1] in "IWEF" and ln[1:5].isdigit() for ln in err.splitlines()), err
     assert "helm's end state:" in err, err
+
+
+def _lock_holder(playground, namespace: str) -> subprocess.Popen:
+    """A process that takes the run lock of `small` as `uninstall` does and keeps it, renewed, until killed."""
+    import sys
+
+    code = ("import sys, time\nfrom generator.live.cluster.kube import Kube\n"
+            "from generator.live.helm.run_lock import RunLock\n"
+            f"RunLock(Kube({playground.kubeconfig!r}), {namespace!r}, 'small', 'uninstall').acquire()\n"
+            "print('held', flush=True)\ntime.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+    return proc
+
+
+def test_removing_a_release_already_gone_clears_a_lock_whose_holder_is_dead(playground, namespace, release, capsys):
+    """An `uninstall` killed after its helm had finished leaves the release gone and its run lock behind: the
+    re-run clears the lock (its holder's process is gone) and says so; a live holder's lock stays."""
+    kc = playground.kubeconfig
+    leases = client.CoordinationV1Api(playground.api_client())
+    assert cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--kubeconfig", kc, "--timeout", 60)[0] == 0
+    holder = _lock_holder(playground, namespace)
+    try:
+        done = subprocess.run([_helm(), "uninstall", "small", "-n", namespace, "--kubeconfig", kc, "--wait"],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        # the negative control: the holder lives, so the lock is not the re-run's to clear
+        rc, out, err = cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", kc, "--timeout", 30)
+        assert rc == 1 and f"its process {holder.pid} is still alive" in err, out + err
+        assert [x.metadata.name for x in leases.list_namespaced_lease(namespace).items] == ["small.dockyard-run"]
+    finally:
+        holder.kill()
+        holder.wait()
+    rc, out, err = cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", kc, "--timeout", 30)
+    assert rc == 0, out + err
+    assert (f"release small is already uninstalled; removed its run lock {namespace}/small.dockyard-run, left "
+            f"behind by {os.uname().nodename}/{holder.pid}/uninstall/") in out, out
+    assert "whose process is gone" in out, out
+    assert leases.list_namespaced_lease(namespace).items == []
+    rc, out, err = cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", kc, "--timeout", 30)
+    assert rc == 1 and f"release small not found in namespace {namespace}" in err, out + err  # nothing left to clear

@@ -15,7 +15,7 @@ from generator.live.cluster.wait import wait_until
 from generator.live.helm.ownership import require_ours, require_secret_storage
 from generator.live.helm.records import live_manifest, release_records
 from generator.live.helm.resolve import resolve
-from generator.live.helm.run_lock import RunLock
+from generator.live.helm.run_lock import RunLock, clear_left_behind
 from generator.live.helm.runner import Helm
 from generator.live.state import queueing
 
@@ -125,7 +125,16 @@ def uninstall(kubeconfig: str | None, context: str | None, release: str | None, 
     deadline = t0 + timeout
     kube = Kube(kubeconfig, context)
     kube.deadline = deadline
-    name, ns, _ = resolve(kube, release, namespace)
+    try:
+        name, ns, _ = resolve(kube, release, namespace)
+    except CheckFailed:
+        # already gone: a removal killed after its helm finished may have left its run lock behind
+        cleared = clear_left_behind(kube, release, namespace, "uninstall") if release else []
+        if not cleared:
+            raise
+        for line in cleared:
+            print(f"release {release} is already uninstalled; {line}")
+        return
     print(f"uninstall {name} from namespace {ns}, {kube.target()}", file=sys.stderr, flush=True)
     with RunLock(kube, ns, name, "uninstall", deadline=deadline):
         require_secret_storage(kube, name, ns, "uninstall")

@@ -238,6 +238,33 @@ class RunLock:
         self.release_lock()
 
 
+def clear_left_behind(kube: Kube, release: str, namespace: str | None, verb: str) -> list[str]:
+    """Remove the run locks of `release` that outlived it: a verb killed after its helm had finished leaves
+    the Lease with no release to go with it, and nothing else ever removes it. Each lock is judged as a
+    taker judges it (RunLock.acquire): a holder on this host whose process is gone, or one elsewhere whose
+    record stays unchanged for its lease duration on this host's clock, gives it up; a holder that may
+    still work is refused (CheckFailed, busy). Returns one line per lock removed (none found: [])."""
+    from kubernetes.client.exceptions import ApiException
+
+    path = (f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases" if namespace
+            else "/apis/coordination.k8s.io/v1/leases")
+    try:
+        found = kube.list(path, field_selector=f"metadata.name={lease_name(release)}")
+    except ApiException as exc:
+        if exc.status == 403:  # not ours to read: nothing can be said about a lock
+            return []
+        raise
+    out = []
+    for lease in found:
+        ns = lease["metadata"]["namespace"]
+        holder = (lease.get("spec") or {}).get("holderIdentity") or "?"
+        gone = "whose process is gone" if RunLock._here(lease) is not None else "which stopped renewing it"
+        with RunLock(kube, ns, release, verb, deadline=getattr(kube, "deadline", None)):
+            pass  # taken from its dead holder, then released: deleted
+        out.append(f"removed its run lock {ns}/{lease_name(release)}, left behind by {holder}, {gone}")
+    return out
+
+
 def _record(lease: dict[str, Any]) -> list[Any]:
     """What changes when a holder writes its lease: a change seen is a renewal, whatever its clocks say."""
     meta, spec = lease.get("metadata") or {}, lease.get("spec") or {}
