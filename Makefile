@@ -18,24 +18,31 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create the virtualenv and install the package
 
-# hack/suite.py holds the build plan: two streams side by side (a cold build overlaps one stream's downloads and
-# links with the other's compiles), ordered so each Kubernetes tool reuses the control plane's compiled packages.
-tools: ## build the pinned helm, kubeconform and playground binaries (cached by version; two streams)
-	python3 hack/suite.py tools
+# The real node's tests (tests/live/test_real_node.py, test_real_ray.py; pytest marker real_node) need root,
+# cgroup v1, overlayfs and network namespaces. auto: run them where the machine can host the real node, skip them
+# loudly where it cannot (under $$CI: count them as failed); 1: require them; 0: skip them and the tools only
+# they need. `make test` says which in its first line.
+REAL_NODE ?= auto
 
-schema: venv ## regenerate values.schema.json, values.yaml, schema/*.json and the README values table
+# The tools, their pins and their two build streams: the table generator/tools.toml (hack/suite.py builds the
+# streams side by side: a cold build overlaps one stream's downloads and links with the other's compiles).
+tools: ## build every pinned tool of the table generator/tools.toml (cached by version; two streams; REAL_NODE=0: not the real node's)
+	python3 hack/suite.py tools --real-node=$(REAL_NODE)
+
+schema: venv ## regenerate values.schema.json, values.yaml, schema/*.json, the README values table and docs/versions.md's tools table
 	$(PY) -m generator.maint.schema_export
+	$(PY) generator/tool_table.py docs
 
 # hack/suite.py: the tool builds beside the venv, the lint gate (ruff, mypy, helm lint), and each part of the suite
 # (the real node's tests, then real Ray's; the session playground's live tests; the offline tests) started as
 # soon as its tools are built; a timeline at the end (docs/playground.md says how to read it).
-test: ## the lint gate, then every test: unit, chart, validation and live (on the playground); a timeline at the end
-	python3 hack/suite.py test
+test: ## the lint gate, then every test: unit, chart, validation and live (on the playground); a timeline at the end; REAL_NODE=0: all but the real node's
+	python3 hack/suite.py test --real-node=$(REAL_NODE)
 
 unit: venv ## the fast tests only (no playground)
 	$(PY) -m pytest -q -m 'not live'
 
-# The version matrix (issue 19 items 5-6): a session playground per older KubeRay minor (its operator and
+# The version matrix: a session playground per older KubeRay minor (its operator and
 # CRDs, $$DOCKYARD_PLAYGROUND_KUBERAY), then per older Kubernetes minor (its control plane,
 # $$DOCKYARD_PLAYGROUND_KUBERNETES; KubeRay v1.6), each running the live subset: install, `run --wait`, a failed
 # upgrade and rollback, uninstall, doctor's version rows. KubeRay v1.6 on Kubernetes v1.36 (the pins) is

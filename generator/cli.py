@@ -140,11 +140,14 @@ def build_parser(extensions: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--kubeconfig",
                    help="with --server: the kubeconfig (default $KUBECONFIG, ~/.kube/config, the playground's)")
     p.add_argument("--context", help="with --server: the kubeconfig context")
+    from generator.tools import KUBE_MINORS, KUBERAY_PINS, kuberay_version  # the versions: the table of tools
+
     p.add_argument("--kuberay-version", metavar="X",
-                   help="validate against that KubeRay minor's CRDs (1.4, 1.5, 1.6; default: the pinned v1.6)")
+                   help=f"validate against that KubeRay minor's CRDs ({', '.join(KUBERAY_PINS)}; default: the pinned "
+                        f"{kuberay_version()})")
     p.add_argument("--kube-version", metavar="1.X",
-                   help="target that Kubernetes minor (1.33-1.36): kubeconform's schemas and Helm's capabilities; "
-                        "the apiserver validation is the nearest pinned minor")
+                   help=f"target that Kubernetes minor (1.{KUBE_MINORS[0]}-1.{KUBE_MINORS[-1]}): kubeconform's schemas "
+                        "and Helm's capabilities; the apiserver validation is the nearest pinned minor")
     p.set_defaults(func=cmd_check)
 
     for register in _extensions() if extensions else ():

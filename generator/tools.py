@@ -6,15 +6,16 @@ from __future__ import annotations
 import contextlib
 import os
 from contextvars import ContextVar
-from functools import cache
 from pathlib import Path
+
+from generator import tool_table
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 REPO = Path(__file__).resolve().parent.parent
-VERSIONS_FILE = REPO / "tools" / "versions.env"
+TOOLS_TABLE = tool_table.TABLE  # the pins, and every tool's cache entry (shipped inside the package)
 CHART_DIR = REPO / "charts" / "dockyard"
 
 
@@ -41,15 +42,9 @@ class ToolMissing(RuntimeError):
     """A pinned tool is not built yet."""
 
 
-@cache
 def versions() -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in VERSIONS_FILE.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if "=" in line:
-            key, value = line.split("=", 1)
-            out[key.strip()] = value.strip()
-    return out
+    """Every pin by name (KUBERNETES_VERSION, HELM_VERSION, ...) with its version, from the table of tools."""
+    return tool_table.load().pins
 
 
 def cache_dir() -> Path:
@@ -60,30 +55,20 @@ def cache_dir() -> Path:
     return Path(base) / "dockyard-k8s"
 
 
-# Tools whose version is another tool's pin.
-_VERSION_OF = {"kuberay-crds": "KUBERAY_VERSION", "kube-validate": "KUBERNETES_VERSION"}
-
-
 def tool_dir(tool: str) -> Path:
-    """The cache folder of a tool: helm, kubeconform, kubernetes, etcd, kwok, kuberay, kuberay-crds, kube-validate.
-    kuberay-crds follows `kuberay_version()` (`check --kuberay-version`)."""
+    """The cache folder of a tool (a target of the table: helm, kubeconform, kuberay-crds, kube-validate, ...).
+    kuberay-crds follows `kuberay_version()` (`check --kuberay-version`), kuberay and kubernetes the playground's
+    choice (`$DOCKYARD_PLAYGROUND_KUBERAY`, `$DOCKYARD_PLAYGROUND_KUBERNETES`)."""
     if tool == "kuberay-crds":
         return cache_dir() / f"{tool}-{kuberay_version()}"
     if tool == "kuberay" and os.environ.get(PLAYGROUND_KUBERAY_ENV):
         return cache_dir() / f"{tool}-{playground_kuberay()}"
     if tool == "kubernetes" and os.environ.get(PLAYGROUND_KUBERNETES_ENV):
         return cache_dir() / f"{tool}-{playground_kubernetes()}"
-    key = _VERSION_OF.get(tool, tool.upper() + "_VERSION")
-    return cache_dir() / f"{tool}-{versions()[key]}"
+    return cache_dir() / tool_table.load().tools[tool].folder
 
 
-# --- the versions users run (issue 19): KubeRay minors with their own CRDs, Kubernetes minors ---
-
-# KubeRay minor -> its pin in tools/versions.env (the newest patch the Go module proxy serves of each).
-KUBERAY_PINS = {"1.4": "KUBERAY_1_4_VERSION", "1.5": "KUBERAY_1_5_VERSION", "1.6": "KUBERAY_VERSION"}
-# The Kubernetes minors claimed: kubeconform's strict schemas (kubernetes-validate ships 1.25-1.36) and
-# Helm's capabilities per minor; the apiserver validation is kube-validate's pinned minor (the newest).
-KUBE_MINORS = tuple(range(33, 37))
+# --- the versions users run: KubeRay minors with their own CRDs, Kubernetes minors ---
 
 _kuberay: ContextVar[str | None] = ContextVar("dockyard_kuberay", default=None)
 _kube: ContextVar[str | None] = ContextVar("dockyard_kube", default=None)
@@ -94,7 +79,7 @@ class VersionUnsupported(ValueError):
 
 
 def kuberay_range() -> str:
-    return f"v{min(KUBERAY_PINS)}-v{max(KUBERAY_PINS)}"
+    return f"v{next(iter(KUBERAY_PINS))}-v{list(KUBERAY_PINS)[-1]}"
 
 
 def kube_range() -> str:
@@ -102,15 +87,32 @@ def kube_range() -> str:
 
 
 def _minor_of(text: str) -> str:
-    """`1.4` for 1.4, v1.4, v1.4.0, 1.4.2; '' when it is not such a version."""
+    """`1.4` for 1.4, v1.4, v1.4.2, 1.4.2; '' when it is not such a version."""
     import re
 
     m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.\d+)?", text.strip())
     return f"{int(m.group(1))}.{int(m.group(2))}" if m else ""
 
 
+def _by_minor(entry: str) -> dict[str, str]:
+    """Minor (1.4) -> pin name of every version the table builds the cache entry `entry` at, oldest first."""
+    found = {_minor_of(version): pin for pin, version in tool_table.load().versions_of(entry).items()}
+    return dict(sorted(found.items(), key=lambda kv: tuple(map(int, kv[0].split(".")))))
+
+
+# KubeRay minor -> its pin: each minor whose CRDs the table fetches (`check --kuberay-version`).
+KUBERAY_PINS = _by_minor("kuberay-crds")
+# Kubernetes minor -> its pin: each minor the table builds a control plane of (`$DOCKYARD_PLAYGROUND_KUBERNETES`).
+PLAYGROUND_KUBE_PINS = _by_minor("kubernetes")
+# The Kubernetes minors claimed: from the oldest pinned control plane to the newest (both run live), every minor
+# between them offline: kubeconform's strict schemas (kubernetes-validate ships 1.25-1.36) and Helm's
+# capabilities per minor; the apiserver validation is kube-validate's pinned minor (the newest).
+_kube_pinned = [int(minor.split(".")[1]) for minor in PLAYGROUND_KUBE_PINS]
+KUBE_MINORS = tuple(range(_kube_pinned[0], _kube_pinned[-1] + 1))
+
+
 def kuberay_pin(text: str) -> str:
-    """The pinned KubeRay version (e.g. v1.4.0) of the minor `text` names; VersionUnsupported otherwise.
+    """The pinned KubeRay version (v1.4.N) of the minor `text` names; VersionUnsupported otherwise.
     A patch other than the pinned one is refused too: its CRDs are not the ones fetched."""
     minor, given = _minor_of(text), text.strip().lstrip("v")
     pinned = versions().get(KUBERAY_PINS.get(minor, ""), "")
@@ -168,9 +170,8 @@ def playground_kuberay() -> str:
 
 
 # The Kubernetes minor the playground's control plane runs (`hack/tools.sh kubernetes-1.33`); `make test-matrix`.
-# Only minors with a control-plane pin; the real node's kubelet stays KUBERNETES_VERSION.
+# Only minors with a control-plane pin (PLAYGROUND_KUBE_PINS); the real node's kubelet stays KUBERNETES_VERSION.
 PLAYGROUND_KUBERNETES_ENV = "DOCKYARD_PLAYGROUND_KUBERNETES"
-PLAYGROUND_KUBE_PINS = {"1.33": "KUBERNETES_1_33_VERSION", "1.36": "KUBERNETES_VERSION"}
 
 
 def playground_kubernetes() -> str:

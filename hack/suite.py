@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`make test` and `make tools`: the tool builds and the test suite as one schedule, with a timeline.
 
-The suite has four parts that need different tools and share nothing at run time:
+The suite has four parts that need different tools (the `needed_by` column of the table of tools,
+generator/tools.toml) and share nothing at run time:
 
 - real node: tests/live/test_real_node.py, on a playground with the machine's one real node;
 - real Ray: tests/live/test_real_ray.py, the same slot after it (plus Kueue and the Ray image);
@@ -11,273 +12,135 @@ The suite has four parts that need different tools and share nothing at run time
 
 Each part is its own pytest process, started as soon as the tools it needs are built, so the parts run beside
 each other and beside the builds still going. The builds run in two streams (a Go build uses both cores, but
-module downloads and links leave them idle; two streams fill those gaps). Their order puts first what the
-part with the longest tests (the real node) needs, and builds every Kubernetes tool after the control plane in
-the same stream, so those reuse its compiled packages from Go's build cache instead of compiling them twice
-side by side. A failed build does not stop the others (a part that does not need it still runs); the run stops
-early once no part can run.
+module downloads and links leave them idle; two streams fill those gaps), the table's `stream` column in its
+order: first what the part with the longest tests (the real node) needs, and every Kubernetes tool after the
+control plane in the same stream, so those reuse its compiled packages from Go's build cache instead of
+compiling them twice side by side. A failed build does not stop the others (a part that does not need it still
+runs); the run stops early once no part can run.
 
 Each part's output goes to a log under .suite/ and is printed whole when the part ends; progress lines say
 what started and ended meanwhile. At the end: the timeline (each phase's start, end and wall time, counted
 from the start of `make test`) and one line with every part's counts together (a part, build or gate that
 failed without a count of its own counts as one failure there).
 
-usage: python3 hack/suite.py [test | tools]      (stdlib only: it runs before the virtualenv exists)
+The real node's two parts need root, cgroup v1, overlayfs and network namespaces
+(generator/playground/node/machine.py, the check `playground up --real-node` makes). The run decides at its start
+and says so in its first lines: `--real-node=auto` (the default) skips them on a machine that cannot host the
+real node, loudly, and under $CI counts them as failed instead (CI must not lose them quietly); `--real-node=1`
+requires them; `--real-node=0` skips them (`make test REAL_NODE=0`). Skipped parts are rows of the timeline and
+counted in the last line; the tools only they need are not built.
+
+usage: python3 hack/suite.py [test | tools] [--real-node=auto|1|0]   (stdlib only: it runs before the virtualenv)
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import signal
 import subprocess
 import sys
 import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_PY = ROOT / ".venv" / "bin" / "python"
-LOGS = ROOT / ".suite"
 
-# hack/tools.sh's names. Every entry of its default list is in exactly one stream (tests/unit/test_tools_cache.py).
-NODE = ["runc", "containerd", "cni-plugins", "coredns", "kube-router", "node-images", "kubernetes-node",
-        "device-plugin", "gvisor", "metrics-server"]
-# The order follows the parts' needs (cold build times in docs/playground.md): first what the real node's part
-# needs (the longest tests: they start when both streams reach the bar below), then what the session playground's
-# part adds (Kueue, the registry, Helm 4), then the Ray image and what only the offline part needs. Each stream's
-# share before the bar is about the same, and so after it. kube-validate and kubernetes-node follow the control
-# plane in its stream: built from the same Kubernetes module, they reuse its compiled packages (Go's build cache)
-# instead of compiling them a second time beside it.
-STREAMS = [
-    ["kubernetes", "etcd", "kwok", "kuberay", "kube-validate", "kubernetes-node", "gvisor",
-     # -- the real node's part can start
-     "kueue"],
-    ["helm", "kuberay-crds", "kubeconform", "runc", "containerd", "cni-plugins", "coredns", "kube-router",
-     "node-images", "device-plugin", "metrics-server",
-     # -- the real node's part can start
-     "helm4", "registry", "ray-image", "kuberay-crds-1.4", "kuberay-crds-1.5", "checkov"],
-]
+
+def _load(relative: str) -> ModuleType:
+    """A stdlib-only module by its path: the package's (its dependencies may not be installed yet) or hack/'s."""
+    name = f"dockyard_suite_{Path(relative).stem}"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / relative)
+        assert spec and spec.loader
+        sys.modules[name] = module = importlib.util.module_from_spec(spec)  # before it runs: dataclasses look it up
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+_run = _load("hack/suite_run.py")
+LOGS, Builds, Children, Stopping, Timeline = _run.LOGS, _run.Builds, _run.Children, _run.Stopping, _run.Timeline
+
+
+# The tools, their streams and who needs which: the table generator/tools.toml. The streams build in its order:
+# first what the real node's part needs (the longest tests), then what the session playground's part adds, then
+# the Ray image and what only the offline part needs; every Kubernetes tool after the control plane in its stream
+# (they reuse its compiled packages from Go's build cache instead of compiling them a second time beside it).
+TABLE = _load("generator/tool_table.py").load()
+STREAMS = TABLE.streams()
 ALL_TOOLS = [t for stream in STREAMS for t in stream]
+MACHINE = _load("generator/playground/node/machine.py")  # whether this machine can host the real node
 
-CONTROL_PLANE = ["kubernetes", "etcd", "kwok", "kuberay"]
-CHECKERS = ["helm", "kubeconform", "kube-validate", "kuberay-crds"]  # what `check` and `run` validate with
 REAL_NODE = "tests/live/test_real_node.py"
 REAL_RAY = "tests/live/test_real_ray.py"
 REAL_NODE_MODULES = [REAL_NODE, REAL_RAY]
 
 
+def lint_commands(py: str) -> dict[str, list[str]]:
+    """The lint gate before any test part starts, by name (the timeline's row lists them); helm lint follows."""
+    return {"ruff": [py, "-m", "ruff", "check", "--no-fix", "generator", "tests", "bench", "hack"],
+            "mypy": [py, "-m", "mypy"]}
+
+
 @dataclass
 class Part:
-    """One pytest process of the suite: started once the tools it `needs` are built, the part named `after` has
-    ended, and (with `after_builds`) every build has ended."""
+    """One pytest process of the suite: started once the tools the table says it needs are built, the part named
+    `after` has ended, and (with `after_builds`) every build has ended. `real_node`: it needs the machine's real
+    node."""
 
     name: str
-    needs: list[str]
     args: list[str]
     after: str | None = None
     after_builds: bool = False
+    real_node: bool = False
+
+    @property
+    def needs(self) -> list[str]:
+        return TABLE.needed_by(self.name)
 
 
-OFFLINE_TOOLS = CHECKERS + ["helm4", "checkov", "kuberay-crds-1.4", "kuberay-crds-1.5"]
 PARTS = [
-    Part("real node", CONTROL_PLANE + CHECKERS + NODE, [REAL_NODE]),
+    Part("real node", [REAL_NODE], real_node=True),
     # the same machine-wide real node slot, so after the real node's part; Kueue admits its queued smoke
-    Part("real Ray", CONTROL_PLANE + CHECKERS + NODE + ["kueue", "ray-image"], [REAL_RAY], after="real node"),
-    Part("live", CONTROL_PLANE + CHECKERS + ["helm4", "kueue", "registry"],
-         ["tests/live", *(f"--ignore={m}" for m in REAL_NODE_MODULES)]),
+    Part("real Ray", [REAL_RAY], after="real node", real_node=True),
+    Part("live", ["tests/live", *(f"--ignore={m}" for m in REAL_NODE_MODULES)]),
     # CPU-bound (a helm, kube-validate or kubeconform for each test), so after the builds, which it would only
     # slow: from then on the CPU is mostly idle while the live parts wait on pods and controllers
-    Part("offline", OFFLINE_TOOLS, ["tests/unit", "tests/chart"], after_builds=True),
+    Part("offline", ["tests/unit", "tests/chart"], after_builds=True),
 ]
 
 
 @dataclass
-class Phase:
-    name: str
-    start: float
-    end: float | None = None
-    ok: bool | None = None
-    note: str = ""
+class RealNode:
+    """Whether the real node's parts run, decided at the start: `run`, or not (`failing`: counted as failed)."""
+
+    run: bool
+    failing: bool = False
+    why: str = ""  # the timeline's note for the parts left out
+    message: str = ""  # said in the first lines of the run
 
 
-@dataclass
-class Timeline:
-    t0: float = field(default_factory=time.monotonic)
-    phases: list[Phase] = field(default_factory=list)
-    lock: threading.RLock = field(default_factory=threading.RLock)
-
-    def now(self) -> float:
-        return time.monotonic() - self.t0
-
-    def begin(self, name: str) -> Phase:
-        phase = Phase(name, self.now())
-        with self.lock:
-            self.phases.append(phase)
-        return phase
-
-    def end(self, phase: Phase, ok: bool, note: str = "") -> None:
-        phase.end, phase.ok, phase.note = self.now(), ok, note
-
-    def say(self, text: str) -> None:
-        with self.lock:
-            print(f"[suite {self.now():6.0f} s] {text}", flush=True)
-
-    def table(self) -> str:
-        rows = [("phase", "start", "end", "wall", "")]
-        with self.lock:
-            phases = list(self.phases)
-        for p in phases:
-            end = p.end if p.end is not None else self.now()
-            mark = "FAILED " if p.ok is False else ("(unfinished) " if p.end is None else "")
-            rows.append((p.name, f"{p.start:.0f}", f"{end:.0f}", f"{end - p.start:.0f}", mark + p.note))
-        rows.append(("total", "0", f"{self.now():.0f}", f"{self.now():.0f}", f"{self.now() / 60:.1f} min"))
-        widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        lines = ["timeline (seconds from the start of the run):"]
-        for r in rows:
-            lines.append("  " + r[0].ljust(widths[0]) + "  " + "  ".join(r[i].rjust(widths[i]) for i in (1, 2, 3))
-                         + ("  " + r[4] if r[4] else ""))
-        return "\n".join(lines)
-
-
-class Stopping(Exception):
-    """The run is stopping: no new process is started."""
-
-
-class Children:
-    """Every process the run starts (each in a session of its own), to stop them all on a failure or a signal."""
-
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen] = []
-        self.lock = threading.RLock()
-        self.stopping = threading.Event()
-
-    def popen(self, argv: list[str], log: Path | None) -> subprocess.Popen:
-        """Start `argv` (output to `log`, or to ours when None); Stopping once the run stops."""
-        with self.lock:
-            if self.stopping.is_set():
-                raise Stopping
-            fh = open(log, "w") if log else None  # closed below: the child holds its own copy
-            try:
-                proc = subprocess.Popen(argv, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT if fh else None,
-                                        stdin=subprocess.DEVNULL, start_new_session=True)
-            finally:
-                if fh:
-                    fh.close()
-            self.procs.append(proc)
-            return proc
-
-    def stop_all(self, grace: float = 120) -> None:
-        """SIGINT first (pytest then runs its teardown: playgrounds go down), SIGKILL after `grace` seconds."""
-        with self.lock:
-            self.stopping.set()
-            live = [p for p in self.procs if p.poll() is None]
-        for p in live:
-            _signal_group(p, signal.SIGINT)
-        deadline = time.monotonic() + grace
-        for p in live:
-            try:
-                p.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _signal_group(p, signal.SIGKILL)
-                p.wait()
-
-    def stop_in_background(self) -> None:
-        """stop_all from a signal handler: in a thread of its own (the handler may interrupt a holder of a lock)."""
-        if not self.stopping.is_set():
-            self.stopping.set()  # at once: no new process starts from here on
-            threading.Thread(target=self.stop_all, daemon=True).start()
-
-
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-class Builds:
-    """hack/tools.sh, one tool per call, in streams; each tool's end is an event the parts wait on. A failed
-    build does not stop its stream: each call is independent (the order only serves Go's build cache)."""
-
-    def __init__(self, timeline: Timeline, children: Children) -> None:
-        self.timeline, self.children = timeline, children
-        self.done = {t: threading.Event() for t in ALL_TOOLS}
-        self.failed: set[str] = set()
-        self.on_failure = lambda: None  # called after each failed build
-        self.threads = [threading.Thread(target=self._stream, args=(i, s), daemon=True) for i, s in enumerate(STREAMS)]
-
-    def start(self) -> None:
-        for t in self.threads:
-            t.start()
-
-    def join(self) -> None:
-        for t in self.threads:
-            t.join()
-
-    def wait_for(self, tools: list[str]) -> bool:
-        """Block until each of `tools` has ended; True if all were built (and the run is not stopping)."""
-        for t in tools:
-            self.done[t].wait()
-        return not (set(tools) & self.failed) and not self.children.stopping.is_set()
-
-    def _stream(self, index: int, tools: list[str]) -> None:
-        phase = self.timeline.begin(f"tools: stream {index + 1}")
-        built: list[str] = []
-        try:
-            for tool in tools:
-                try:
-                    if not self._build(tool, built):
-                        self.failed.add(tool)
-                        self.on_failure()
-                finally:
-                    self.done[tool].set()
-        finally:
-            for tool in tools:  # an unexpected error: what is left counts as failed, and nobody waits forever
-                if not self.done[tool].is_set():
-                    self.failed.add(tool)
-                    self.done[tool].set()
-            bad = [t for t in tools if t in self.failed]
-            note = ("built: " + ", ".join(built)) if built else "all cached" if not bad else ""
-            self.timeline.end(phase, not bad, "; ".join(x for x in (note, f"failed: {', '.join(bad)}" if bad else "")
-                                                        if x))
-
-    def _build(self, tool: str, built: list[str]) -> bool:
-        log = LOGS / f"tool-{tool}.log"
-        t0 = time.monotonic()
-        try:
-            rc = self.children.popen(["bash", "hack/tools.sh", tool], log).wait()
-        except Stopping:
-            return False
-        took = time.monotonic() - t0
-        text = log.read_text(errors="replace")
-        if rc != 0:
-            if not self.children.stopping.is_set():
-                self.timeline.say(f"tool {tool}: FAILED (exit {rc}); the last lines of {log}:\n" + _tail(text, 40))
-            return False
-        if not re.search(r"^\[tools\] \S+ \S+: cached \(", text, re.M):  # one entry per call: built
-            built.append(f"{tool} {took:.0f}")
-            self.timeline.say(f"tool {tool}: built in {took:.0f} s")
-        return True
-
-
-def _tail(text: str, n: int) -> str:
-    return "\n".join(text.splitlines()[-n:])
-
-
-def _counts(text: str) -> dict[str, int]:
-    """pytest's closing line ('== 3 failed, 1800 passed, 2 skipped in 900.1s ==', or without the '=' under -q)
-    as counts: passed, failed, error, skipped, xfailed, xpassed. Empty when there is none."""
-    out: dict[str, int] = {}
-    for line in reversed(text.splitlines()):
-        if re.search(r"\b(passed|failed|errors?|skipped|deselected|xfailed|xpassed|no tests ran)\b.* in [\d.]+s\b",
-                     line):
-            for n, word in re.findall(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)\b", line):
-                key = "error" if word.startswith("error") else word
-                out[key] = out.get(key, 0) + int(n)
-            break
-    return out
+def real_node_plan(mode: str, lacks: list[str], ci: bool) -> RealNode:
+    """`mode` (auto, 1, 0: `make test REAL_NODE=...`) against what this machine `lacks` for a real node."""
+    rest = ("The real node's tests (tests/live/test_real_node.py, test_real_ray.py; pytest marker `real_node`) "
+            f"need {MACHINE.NEEDS}. Everything else runs without them: `make test REAL_NODE=0`, or "
+            "`pytest -m 'not real_node'`.")
+    if mode == "0":
+        return RealNode(False, why="skipped: REAL_NODE=0",
+                        message="real node: skipped, as asked (REAL_NODE=0): the parts real node and real Ray do "
+                                "not run, and the tools only they need are not built.")
+    if not lacks:
+        return RealNode(True)
+    said = f"this machine cannot host the real node: it lacks {'; '.join(lacks)}. {rest}"
+    if mode == "1" or ci:
+        asked = "REAL_NODE=1" if mode == "1" else "under CI (REAL_NODE=auto counts them as failed there)"
+        return RealNode(False, failing=True, why="could not run: the machine lacks what the real node needs",
+                        message=f"real node: FAILING, {asked}: {said}")
+    return RealNode(False, why="skipped: the machine cannot host the real node",
+                    message=f"real node: SKIPPED (REAL_NODE=auto): {said}")
 
 
 def run_part(part: Part, builds: Builds, timeline: Timeline, children: Children, results: dict,
@@ -286,7 +149,7 @@ def run_part(part: Part, builds: Builds, timeline: Timeline, children: Children,
         if part.after:
             ended[part.after].wait()
         if part.after_builds:
-            builds.wait_for(ALL_TOOLS)
+            builds.wait_for(builds.tools)
         if not builds.wait_for(part.needs):
             return
         slug = part.name.replace(" ", "-")
@@ -301,7 +164,7 @@ def run_part(part: Part, builds: Builds, timeline: Timeline, children: Children,
         timeline.say(f"tests: {part.name} started (log: {log.relative_to(ROOT)})")
         rc = proc.wait()
         text = log.read_text(errors="replace")
-        counts = _counts(text)
+        counts = _run.counts(text)
         summary = ", ".join(f"{v} {k}" for k, v in counts.items()) or f"exit {rc}"
         timeline.end(phase, rc == 0, summary)
         with timeline.lock:
@@ -334,13 +197,21 @@ def _helm() -> str:
 
 
 class Run:
-    """What `tools` and `test` share: the children, the builds, and stopping on a signal."""
+    """What `tools` and `test` share: the real node's decision, the children, the builds, stopping on a signal."""
 
-    def __init__(self) -> None:
+    def __init__(self, real_node: str) -> None:
         LOGS.mkdir(exist_ok=True)
         self.timeline = Timeline()
+        self.real_node = real_node_plan(real_node, MACHINE.lacks(commands=False), bool(os.environ.get("CI")))
+        if self.real_node.message:  # the run's first line
+            self.timeline.say(self.real_node.message)
+        skipped = not self.real_node.run and not self.real_node.failing
+        self.parts = [p for p in PARTS if not (p.real_node and not self.real_node.run)]
+        self.left_out = [p for p in PARTS if p not in self.parts]
+        # the tools some part that runs (or the lint gate) needs; all of them unless the real node is skipped
+        needed = set(TABLE.needed_by("lint")).union(*(p.needs for p in (self.parts if skipped else PARTS)))
         self.children = Children()
-        self.builds = Builds(self.timeline, self.children)
+        self.builds = Builds(self.timeline, self.children, [[t for t in s if t in needed] for s in STREAMS])
         self.signalled: int | None = None
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
@@ -356,8 +227,8 @@ class Run:
         self.children.stop_all()
 
 
-def tools() -> int:
-    run = Run()
+def tools(real_node: str = "auto") -> int:
+    run = Run(real_node)
     try:
         run.builds.start()
         run.builds.join()
@@ -372,30 +243,44 @@ def tools() -> int:
     return 1 if run.builds.failed else 0
 
 
-def test() -> int:
-    run = Run()
-    timeline, builds, children = run.timeline, run.builds, run.children
+def _collected(modules: list[str]) -> int | None:
+    """How many tests pytest collects from `modules` (what a skipped part would have run); None if unknown."""
+    out = subprocess.run([str(VENV_PY), "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *modules],
+                         cwd=ROOT, capture_output=True, text=True).stdout
+    found = re.search(r"^(\d+)(?:/\d+)? tests? collected", out, re.M)
+    return int(found.group(1)) if found else None
+
+
+def test(real_node: str = "auto") -> int:
+    run = Run(real_node)
+    timeline, builds, children, parts = run.timeline, run.builds, run.children, run.parts
     results: dict[str, tuple[int, dict[str, int]]] = {}
     ended = {p.name: threading.Event() for p in PARTS}
+    for p in run.left_out:  # a part that does not run has ended for a part that runs after it
+        ended[p.name].set()
+        timeline.record(f"tests: {p.name}", False if run.real_node.failing else None, run.real_node.why)
     threads = [threading.Thread(target=run_part, args=(p, builds, timeline, children, results, ended), daemon=True)
-               for p in PARTS]
+               for p in parts]
 
     def doomed() -> None:  # after a failed build: stop early once no part can run any more
-        if all(set(p.needs) & builds.failed for p in PARTS):
+        if all(set(p.needs) & builds.failed for p in parts):
             run.stop("no part of the suite can run: a tool each needs failed to build")
 
     builds.on_failure = doomed
     py = str(VENV_PY)
+    left_out = None
     try:
         builds.start()  # beside the virtualenv: they need bash, go and the system python3 only
+        lint = lint_commands(py)
         gate = step(timeline, children, "venv", ["make", "-s", "venv"]) and step(
-            timeline, children, "lint: ruff, mypy",
-            [py, "-m", "ruff", "check", "--no-fix", "generator", "tests", "bench", "hack"], [py, "-m", "mypy"])
+            timeline, children, f"lint: {', '.join(lint)}", *lint.values())
         if gate:
             for t in threads:
                 t.start()
-            gate = builds.wait_for(["helm"]) and step(timeline, children, "lint: helm lint --strict",
-                                                       [_helm(), "lint", "--strict", "charts/dockyard"])
+            if run.left_out:
+                left_out = _collected([a for p in run.left_out for a in p.args])
+            gate = builds.wait_for(TABLE.needed_by("lint")) and step(
+                timeline, children, "lint: helm lint --strict", [_helm(), "lint", "--strict", "charts/dockyard"])
         if not gate and not children.stopping.is_set():
             run.stop("the lint gate failed")
         builds.join()
@@ -407,36 +292,62 @@ def test() -> int:
         raise
 
     print("\n" + timeline.table(), flush=True)
+    line, ok = report(run, results, gate, left_out)
+    print(line)
+    if run.signalled:
+        return 128 + run.signalled
+    return 0 if ok else 1
+
+
+def report(run: Run, results: dict[str, tuple[int, dict[str, int]]], gate: bool,
+           left_out: int | None) -> tuple[str, bool]:
+    """What went wrong, printed; then the last line (every part's counts together) and whether the run passed.
+    `left_out`: how many tests the parts that did not run hold (None: unknown)."""
     total: dict[str, int] = {}
     for _, counts in results.values():
         for k, v in counts.items():
             total[k] = total.get(k, 0) + v
     bad = total.get("failed", 0) + total.get("error", 0)
-    if builds.failed:
-        print(f"tools: failed or not built: {', '.join(sorted(builds.failed))} "
+    if run.builds.failed:
+        print(f"tools: failed or not built: {', '.join(sorted(run.builds.failed))} "
               f"(logs: {LOGS.relative_to(ROOT)}/tool-*.log)")
     failed = [name for name, (rc, counts) in results.items() if rc != 0]
     if failed:
         print(f"parts that failed: {', '.join(failed)} (logs: {LOGS.relative_to(ROOT)}/tests-*.log)")
         bad += sum(1 for name in failed if not (results[name][1].get("failed") or results[name][1].get("error")))
-    never = [p.name for p in PARTS if p.name not in results]
+    never = [p.name for p in run.parts if p.name not in results]
     if never:
         print(f"parts that never ran: {', '.join(never)}")
     bad += len(never) + (0 if gate else 1)
     extra = f", {total['skipped']} skipped" if total.get("skipped") else ""
-    print(f"suite: {total.get('passed', 0)} passed, {bad} failed{extra}")
-    if run.signalled:
-        return 128 + run.signalled
-    return 0 if gate and not failed and not never and not builds.failed else 1
+    if run.left_out:  # said again at the end, and counted: skipped, or failed when they had to run
+        print(run.real_node.message)
+        names = " and ".join(p.name for p in run.left_out)
+        tests = f"{left_out} tests" if left_out is not None else f"{len(run.left_out)} parts"
+        if run.real_node.failing:
+            bad += left_out if left_out is not None else len(run.left_out)
+            extra += f" ({tests} of {names} among them: {run.real_node.why})"
+        else:
+            extra += f", {tests} of {names} skipped ({run.real_node.why.removeprefix('skipped: ')})"
+    ok = gate and not failed and not never and not run.builds.failed and not run.real_node.failing
+    return f"suite: {total.get('passed', 0)} passed, {bad} failed{extra}", ok
 
 
 def main(argv: list[str]) -> int:
-    what = argv[1] if len(argv) > 1 else "test"
-    if what == "tools":
-        return tools()
-    if what == "test":
-        return test()
-    print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+    args = argv[1:]
+    options = [a for a in args if a.startswith("--")]
+    what = [a for a in args if not a.startswith("--")] or ["test"]
+    real_node = "auto"
+    for option in options:
+        name, _, value = option.partition("=")
+        if name != "--real-node" or value not in ("auto", "1", "0"):
+            what = ["usage"]
+        real_node = value
+    if what == ["tools"]:
+        return tools(real_node)
+    if what == ["test"]:
+        return test(real_node)
+    print((__doc__ or "").strip().splitlines()[-1], file=sys.stderr)
     return 2
 
 

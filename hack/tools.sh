@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Build the pinned tools from Go modules into a version-keyed cache outside the repo.
-# usage: hack/tools.sh [helm kubeconform kubernetes etcd kwok kuberay node ...]   (default: all; node = the real node's)
-# Each tool lands in $CACHE/<tool>-<version>/ and is reused when present.
+# usage: hack/tools.sh [TARGET ... | node]   (default: every tool a build stream of `make tools` holds;
+#        node = the real node's components)          hack/tools.sh --key TARGET ...: the recipe keys only
+# The targets, their pins, build functions and cache entries: the table generator/tools.toml (one row per
+# target; $DOCKYARD_TOOLS_TABLE reads another, for tests). Each tool lands in $CACHE/<entry>-<version>/ and is
+# reused when present; the functions below are the recipes.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck disable=SC1091
-source "${DOCKYARD_VERSIONS_ENV:-$root/tools/versions.env}"
+# the pins (HELM_VERSION=...), the columns tool_pin, tool_build, tool_entry, tool_source, tool_debs (keyed by
+# target), default_tools and node_tools
+table_shell=$(python3 "$root/generator/tool_table.py" shell)
+eval "$table_shell"
 CACHE=${DOCKYARD_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dockyard-k8s}
 # -dwarf=false: no debug info compiled (the links strip it anyway, -ldflags -w): the same binaries for ~12% less
 # compile CPU (etcd cold: 107 -> 95 CPU-s, docs/playground.md). Outside the recipes, so no entry rebuilds for it.
@@ -267,50 +272,31 @@ build_metrics_server() {
     -ldflags "-s -w -X k8s.io/client-go/pkg/version.gitVersion=$2" "sigs.k8s.io/metrics-server/cmd/metrics-server@$2"
 }
 
-# hack/tools.sh --key TOOL: print TOOL's recipe key and build nothing (tests: a bumped pin rebuilds).
+# hack/tools.sh --key TARGET: print TARGET's recipe key and build nothing (tests: a bumped pin rebuilds).
 if [ "${1:-}" = --key ]; then key_only=1; shift; fi
-tools=("$@")
-# The Ray image's key covers its builder and its lock files (tools/ray-image): one folder holding both.
-ray_image_sources() {
-  local d; d=$(scratch_dir)
-  cp "$root/generator/playground/node/ray_image.py" "$root"/tools/ray-image/*.lock "$d/" && echo "$d"
-}
-[ ${#tools[@]} -gt 0 ] || tools=(helm helm4 kubeconform kuberay-crds kuberay-crds-1.4 kuberay-crds-1.5 kube-validate checkov kubernetes etcd kwok kuberay kueue registry node ray-image)
-node_tools=(runc containerd cni-plugins coredns kube-router node-images kubernetes-node device-plugin gvisor metrics-server)
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=("${default_tools[@]}")
 expanded=()
-for t in "${tools[@]}"; do if [ "$t" = node ]; then expanded+=("${node_tools[@]}"); else expanded+=("$t"); fi; done
+for t in "${targets[@]}"; do if [ "$t" = node ]; then expanded+=("${node_tools[@]}"); else expanded+=("$t"); fi; done
 # the real node's Debian packages (runc's libseccomp, the images' static binaries, mmdebstrap)
 node_deps() { [ -n "${key_only:-}" ] || bash "$root/hack/node-deps.sh"; }
+# recipe_sources TARGET: the folder whose files the target's recipe key covers: its one source folder as is,
+# or its source files copied side by side into a scratch folder; nothing when it has none.
+recipe_sources() {
+  local paths d f
+  read -r -a paths <<<"${tool_source[$1]}"
+  [ ${#paths[@]} -gt 0 ] || return 0
+  if [ ${#paths[@]} = 1 ] && [ -d "$root/${paths[0]}" ]; then echo "$root/${paths[0]}"; return; fi
+  d=$(scratch_dir)
+  for f in "${paths[@]}"; do cp "$root"/$f "$d/"; done  # $f unquoted: it may be a glob (tools/ray-image/*.lock)
+  echo "$d"
+}
 for t in "${expanded[@]}"; do
-  case $t in
-    helm) build helm "$HELM_VERSION" build_helm ;;
-    helm4) build helm4 "$HELM4_VERSION" build_helm ;;
-    kubeconform) build kubeconform "$KUBECONFORM_VERSION" build_kubeconform ;;
-    kubernetes) build kubernetes "$KUBERNETES_VERSION" build_kubernetes ;;
-    kubernetes-1.33) build kubernetes "$KUBERNETES_1_33_VERSION" build_kubernetes ;;
-    etcd) build etcd "$ETCD_VERSION" build_etcd ;;
-    kwok) build kwok "$KWOK_VERSION" build_kwok ;;
-    kuberay) build kuberay "$KUBERAY_VERSION" build_kuberay ;;
-    kuberay-crds) build kuberay-crds "$KUBERAY_VERSION" build_kuberay_crds ;;
-    kuberay-crds-1.4) build kuberay-crds "$KUBERAY_1_4_VERSION" build_kuberay_crds ;;
-    kuberay-crds-1.5) build kuberay-crds "$KUBERAY_1_5_VERSION" build_kuberay_crds ;;
-    kuberay-1.4) build kuberay "$KUBERAY_1_4_VERSION" build_kuberay ;;
-    kuberay-1.5) build kuberay "$KUBERAY_1_5_VERSION" build_kuberay ;;
-    kube-validate) build kube-validate "$KUBERNETES_VERSION" build_kube_validate "$root/tools/kube-validate" ;;
-    checkov) build checkov "$CHECKOV_VERSION" build_checkov ;;
-    kueue) build kueue "$KUEUE_VERSION" build_kueue ;;
-    registry) build registry "$REGISTRY_VERSION" build_registry ;;
-    kubernetes-node) build kubernetes-node "$KUBERNETES_VERSION" build_kubernetes_node ;;
-    runc) node_deps && build runc "$RUNC_VERSION" build_runc ;;
-    containerd) build containerd "$CONTAINERD_VERSION" build_containerd ;;
-    cni-plugins) build cni-plugins "$CNI_PLUGINS_VERSION" build_cni_plugins ;;
-    coredns) build coredns "$COREDNS_VERSION" build_coredns ;;
-    kube-router) build kube-router "$KUBE_ROUTER_VERSION" build_kube_router ;;
-    gvisor) build gvisor "$GVISOR_VERSION" build_gvisor ;;
-    metrics-server) build metrics-server "$METRICS_SERVER_VERSION" build_metrics_server ;;
-    device-plugin) build device-plugin "$KUBERNETES_VERSION" build_device_plugin "$root/tools/device-plugin" ;;
-    ray-image) node_deps && build ray-image "$RAY_VERSION" build_ray_image "$(ray_image_sources)" ;;
-    node-images) node_deps && build node-images "$NODE_IMAGES_VERSION" build_node_images "$root/tools/node-images" ;;
-    *) say "unknown tool: $t"; exit 2 ;;
-  esac
+  if [ -z "${tool_build[$t]+set}" ]; then
+    say "unknown tool: $t (the targets: the rows of generator/tools.toml, and node)"; exit 2
+  fi
+  [ -z "${tool_debs[$t]}" ] || node_deps
+  pin=${tool_pin[$t]}
+  src=$(recipe_sources "$t")
+  build "${tool_entry[$t]}" "${!pin}" "${tool_build[$t]}" ${src:+"$src"}
 done

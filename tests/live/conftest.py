@@ -7,6 +7,11 @@ playground (the default state folder, $DOCKYARD_PLAYGROUND_DIR) or the user's re
 session KUBECONFIG and $DOCKYARD_PLAYGROUND_DIR point at the session's playground, and helm's
 config, cache and data folders at the session folder. Folders left by a killed session (its pid
 gone) are stopped and removed at the next session's start. Every test under tests/live is marked `live`.
+
+The tests of the machine's one real node (REAL_NODE_MODULES) are marked `real_node` too: `-m 'not real_node'`
+runs everything else. On a machine that cannot host the real node (no root, cgroup v2 only, ...) they are
+skipped with one reason naming what it lacks, except under $CI, where they run and fail: CI must not lose them
+quietly. `make test` decides the same up front (hack/suite.py, its REAL_NODE variable).
 """
 
 from __future__ import annotations
@@ -35,10 +40,32 @@ def session_kueue() -> bool:
     return not (os.environ.get(PLAYGROUND_KUBERAY_ENV) or os.environ.get(PLAYGROUND_KUBERNETES_ENV))
 
 
+# The modules that need the real node (hack/suite.py runs them as the parts `real node` and `real Ray`).
+REAL_NODE_MODULES = ("test_real_node.py", "test_real_ray.py")
+
+
+def real_node_skip() -> str:
+    """Why the real node's tests cannot run on this machine ('' when they can, and always under $CI)."""
+    from generator.playground.node.machine import NEEDS, lacks
+
+    missing = [] if os.environ.get("CI") else lacks(commands=False)
+    if not missing:
+        return ""
+    return (f"this machine cannot host the real node: it lacks {'; '.join(missing)} (the real node needs {NEEDS}); "
+            "`-m 'not real_node'` or `make test REAL_NODE=0` runs everything else")
+
+
 def pytest_collection_modifyitems(config, items):
+    skip = None
     for item in items:
-        if LIVE_DIR in Path(str(item.path)).resolve().parents:
+        path = Path(str(item.path)).resolve()
+        if LIVE_DIR in path.parents:
             item.add_marker(pytest.mark.live)
+        if path.parent == LIVE_DIR and path.name in REAL_NODE_MODULES:
+            item.add_marker(pytest.mark.real_node)
+            skip = real_node_skip() if skip is None else skip
+            if skip:
+                item.add_marker(pytest.mark.skip(reason=skip))
 
 
 @dataclass
@@ -63,7 +90,13 @@ class Playground:
         return int(self.shape["gpus_per_node"])
 
     def pids(self) -> dict[str, int]:
-        return {name: int(rec["pid"]) for name, rec in self.state["components"].items()}
+        """The PID of each component's process now, read afresh: a supervised component's is its supervisor's
+        child, which a restart replaces (generator/playground/restarts.py)."""
+        from generator.playground.restarts import current_processes
+        from generator.playground.state import PlaygroundState
+
+        state = PlaygroundState.load(self.state_dir)
+        return {name: proc.pid for name, proc in current_processes(state).items()} if state else {}
 
     def api_client(self):
         from kubernetes import config

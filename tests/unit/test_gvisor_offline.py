@@ -67,10 +67,11 @@ def test_gvisor_is_a_node_tool_keyed_by_its_pin(tmp_path):
 
     node = subprocess.run(["bash", str(REPO / "hack" / "tools.sh"), "--key", "node"], capture_output=True,
                           text=True, check=True).stdout
-    pin = next(line.split("=", 1)[1].split()[0] for line in (REPO / "tools" / "versions.env").read_text().splitlines()
-               if line.startswith("GVISOR_VERSION="))
+    from generator.tools import TOOLS_TABLE
+
+    pin = tomllib.loads(TOOLS_TABLE.read_text())["pins"]["GVISOR_VERSION"]
     assert f"gvisor {pin} " in node and _key("gvisor").split()[:2] == ["gvisor", pin]
-    bumped = tmp_path / "versions.env"
-    bumped.write_text((REPO / "tools" / "versions.env").read_text().replace(pin, pin + "-x"))
+    bumped = tmp_path / "tools.toml"
+    bumped.write_text(TOOLS_TABLE.read_text().replace(f'"{pin}"', f'"{pin}-x"'))
     # a bumped pin is another cache entry (gvisor-<pin>), so a rebuild
-    assert _key("gvisor", {**os.environ, "DOCKYARD_VERSIONS_ENV": str(bumped)}).split()[:2] == ["gvisor", pin + "-x"]
+    assert _key("gvisor", {**os.environ, "DOCKYARD_TOOLS_TABLE": str(bumped)}).split()[:2] == ["gvisor", pin + "-x"]

@@ -34,7 +34,7 @@ from generator.playground.state import PlaygroundState, Process, RealNodeState
 
 Say = Callable[[str], None]
 
-TOOLS = {  # cache entry -> versions.env key (hack/tools.sh node builds them all)
+TOOLS = {  # cache entry -> its pin in the table of tools, generator/tools.toml (hack/tools.sh node builds them all)
     "kubernetes-node": "KUBERNETES_VERSION",
     "runc": "RUNC_VERSION",
     "containerd": "CONTAINERD_VERSION",

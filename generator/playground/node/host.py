@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -23,14 +22,11 @@ import time
 from pathlib import Path
 
 from generator.playground.errors import NodeError
+from generator.playground.node import machine
 from generator.playground.node import spec as S
+from generator.playground.node.machine import CGROUP_BASE
 
-CGROUP_BASE = Path("/sys/fs/cgroup")
 CLONE_NEWNET = 0x40000000
-REQUIRED_COMMANDS = {
-    "unshare": "util-linux", "nsenter": "util-linux", "mount": "mount", "umount": "mount",
-    "ip": "iproute2", "iptables": "iptables", "ipset": "ipset", "conntrack": "conntrack",
-}
 
 
 def run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
@@ -54,20 +50,9 @@ def in_node(spec: S.NodeSpec, argv: list[str]) -> list[str]:
 
 
 def missing_features() -> list[str]:
-    """What this machine lacks for a real node, one short phrase each (empty: all there)."""
-    missing = []
-    if os.geteuid() != 0:
-        missing.append("root (namespaces, cgroups and mounts need it)")
-    for cmd, pkg in REQUIRED_COMMANDS.items():
-        if not shutil.which(cmd):
-            missing.append(f"the `{cmd}` command (Debian package {pkg}; run `bash hack/node-deps.sh`)")
-    if not (CGROUP_BASE / "memory" / "cgroup.procs").exists():
-        missing.append("cgroup v1 memory hierarchy at /sys/fs/cgroup/memory")
-    if "overlay" not in Path("/proc/filesystems").read_text():
-        missing.append("the overlay filesystem")
-    if not Path("/proc/self/ns/net").exists():
-        missing.append("network namespaces")
-    return missing
+    """What this machine lacks for a real node, one short phrase each (empty: all there): machine.lacks, the
+    check `make test` makes up front too."""
+    return machine.lacks()
 
 
 def range_in_use() -> str | None:

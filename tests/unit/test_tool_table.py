@@ -1,0 +1,139 @@
+"""The table of tools (generator/tools.toml) is the one place a tool, its pin, its build and who needs it are
+written: hack/tools.sh, hack/suite.py, generator/tools.py, `check --help` and docs/versions.md read it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from generator import tool_table
+from generator.tools import REPO, TOOLS_TABLE
+
+SCRIPT = REPO / "hack" / "tools.sh"
+# Where a pin used to be written beside the table (or where one would be read instead of the table).
+READERS = ["hack/tools.sh", "hack/suite.py", "hack/suite_run.py", "Makefile", "generator/tools.py", "generator/cli.py",
+           "generator/tool_table.py", "generator/playground/control_plane.py", "generator/playground/node/__init__.py"]
+# A row no reader knows: a KubeRay minor older than every pin, built like the others.
+NEW_ROW = '"kuberay-crds-1.3" = {pin = "KUBERAY_1_3_VERSION", build = "build_kuberay_crds", entry = "kuberay-crds", ' \
+          'stream = 2, needed_by = ["offline"], what = "a minor no reader names"}\n'
+
+
+def _with_new_row(tmp_path) -> str:
+    text = TOOLS_TABLE.read_text().replace("[pins]\n", '[pins]\nKUBERAY_1_3_VERSION = "v1.3.2"\n', 1) + NEW_ROW
+    path = tmp_path / "tools.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def _pins() -> dict[str, str]:
+    return tool_table.load().pins
+
+
+def test_no_reader_writes_a_pin_of_its_own():
+    """No version the table pins is written in a file that reads the table, nor in the docs that describe the
+    pins (README's fresh-machine section, docs/versions.md outside its generated table)."""
+    texts = {name: (REPO / name).read_text() for name in READERS}
+    readme = (REPO / "README.md").read_text()
+    texts["README.md (On a fresh machine)"] = readme.split("## On a fresh machine", 1)[1].split("\n## ", 1)[0]
+    versions = (REPO / "docs" / "versions.md").read_text()
+    texts["docs/versions.md"] = re.sub(re.escape(tool_table.DOCS_BEGIN) + ".*?" + re.escape(tool_table.DOCS_END), "",
+                                       versions, flags=re.S)
+    found = []
+    for name, version in _pins().items():
+        if "." not in version:  # NODE_IMAGES_VERSION=1: a counter, not a findable literal
+            continue
+        literal = re.compile(r"(?<![\w.])v?" + re.escape(version.lstrip("v")) + r"(?![\w.])")
+        found += [f"{where}: {version} ({name})" for where, text in texts.items() if literal.search(text)]
+    assert found == []
+
+
+def test_a_row_added_to_the_table_reaches_every_reader(tmp_path):
+    """One row (and its pin) added to a copy of the table: hack/tools.sh builds it by default, hack/suite.py's
+    stream and offline part include it, generator.tools offers its KubeRay minor, and `check --help` says so."""
+    table = _with_new_row(tmp_path)
+    env = dict(os.environ, DOCKYARD_TOOLS_TABLE=table)
+    keys = subprocess.run(["bash", str(SCRIPT), "--key"], capture_output=True, text=True, check=True, env=env).stdout
+    assert "kuberay-crds v1.3.2 " in keys
+    probe = ("import importlib.util, sys; from generator import tools\n"
+             "spec = importlib.util.spec_from_file_location('suite', 'hack/suite.py')\n"
+             "s = sys.modules['suite'] = importlib.util.module_from_spec(spec); spec.loader.exec_module(s)\n"
+             "offline = next(p for p in s.PARTS if p.name == 'offline')\n"
+             "print(list(tools.KUBERAY_PINS), tools.kuberay_range(), 'kuberay-crds-1.3' in s.STREAMS[1],"
+             " 'kuberay-crds-1.3' in offline.needs, tools.kuberay_pin('1.3'))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0] == "['1.3', '1.4', '1.5', '1.6'] v1.3-v1.6 True True v1.3.2"
+    helptext = subprocess.run([sys.executable, "-m", "generator", "check", "--help"], cwd=REPO, capture_output=True,
+                              text=True, env=dict(env, COLUMNS="400")).stdout
+    assert "(1.3, 1.4, 1.5, 1.6; default: the pinned" in helptext, helptext
+
+
+def test_every_row_has_its_build_function_in_tools_sh_and_every_function_a_row():
+    text = SCRIPT.read_text()
+    defined = set(re.findall(r"^(build_[a-z0-9_]+)\(\) \{", text, re.M))
+    used = {t.build for t in tool_table.load().tools.values()}
+    assert used <= defined, sorted(used - defined)
+    assert defined <= used, f"recipes no row builds: {sorted(defined - used)}"
+
+
+def test_tools_sh_builds_the_streamed_rows_by_default_and_the_node_group_as_node():
+    table = tool_table.load()
+    def targets(*args):
+        out = subprocess.run(["bash", str(SCRIPT), "--key", *args], capture_output=True, text=True, check=True).stdout
+        return [(line.split()[0], line.split()[1]) for line in out.splitlines()]
+
+    streamed = [table.tools[t] for stream in table.streams() for t in stream]
+    assert targets() == [(t.entry, t.version) for t in streamed]
+    assert targets("node") == [(t, table.tools[t].version) for t in table.group("node")]
+    bad = subprocess.run(["bash", str(SCRIPT), "--key", "no-such-tool"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown tool: no-such-tool" in bad.stderr and "generator/tools.toml" in bad.stderr
+
+
+def test_the_playgrounds_tools_are_the_tables():
+    """The control plane `playground up` needs and the real node's components are the table's rows."""
+    from generator.playground import node
+    from generator.playground.control_plane import TOOLS as CONTROL_PLANE
+
+    table = tool_table.load()
+    assert list(CONTROL_PLANE) == table.needed_by("playground")
+    assert {t: table.tools[t].pin for t in node.TOOLS} == node.TOOLS
+    assert set(node.TOOLS) | {"device-plugin"} == set(table.group("node"))  # the device plugin: gpus.py's own
+
+
+def test_the_docs_table_is_generated_from_the_table():
+    current = tool_table.DOCS.read_text()
+    assert tool_table.docs_text(current, tool_table.load()) == current, "docs/versions.md is stale: run `make schema`"
+    assert all(f"| `{name}` |" in current for name in tool_table.load().tools)
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    (lambda t: t.replace('build = "build_etcd"', 'build = "build_etcd", stram = 1'), "tools.etcd.stram: unknown key"),
+    (lambda t: t.replace('pin = "ETCD_VERSION"', 'pin = "ETCD_VERSON"'), "tools.etcd.pin: 'ETCD_VERSON' is not a name"),
+    (lambda t: t.replace('ETCD_VERSION = "v3', 'ETCD_VERSION = "v3 $(reboot)'), "pins.ETCD_VERSION"),
+    (lambda t: t.replace('"playground", "demo", "real node"', '"playground", "demo", "real nod"', 1),
+     "tools.kubernetes.needed_by: 'real nod'"),
+    (lambda t: t.replace('stream = 1', 'stream = 3', 1), "tools.kubernetes.stream: 3"),
+    (lambda t: t.replace('COREDNS_VERSION = "', 'COREDNS_VERSIO = "'), "pins.COREDNS_VERSIO"),
+])
+def test_a_malformed_table_is_refused_with_the_key_path(tmp_path, change, says):
+    path = tmp_path / "tools.toml"
+    path.write_text(change(TOOLS_TABLE.read_text()))
+    with pytest.raises(tool_table.TableError) as err:
+        tool_table.load(path)
+    assert str(path) in str(err.value) and says in str(err.value), str(err.value)
+    run = subprocess.run(["bash", str(SCRIPT), "--key", "etcd"], capture_output=True, text=True,
+                         env=dict(os.environ, DOCKYARD_TOOLS_TABLE=str(path)))
+    assert run.returncode != 0 and says in run.stderr and "etcd" not in run.stdout
+
+
+def test_the_table_ships_inside_the_package():
+    """generator.tools reads its pins from the table at run time: it is package data, not a repository file."""
+    import tomllib
+
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert TOOLS_TABLE.parent == REPO / "generator"
+    assert TOOLS_TABLE.name in pyproject["tool"]["setuptools"]["package-data"]["generator"]
