@@ -11,10 +11,12 @@ State lives in one folder outside the repo (see `generator.playground.default_st
     pod.log           the CRI-format log file kwok serves for `kubectl logs` of any simulated pod
     etcd/             etcd's data
     logs/<component>.log
+    supervise/<component>.json   a supervised component's process now and its restarts (restarts.py)
 
 Every component binds 127.0.0.1 on a port picked free at `up`, so playgrounds in different state
 folders do not collide. The pieces: control_plane.py (command lines), files.py (configuration
-files), launch.py and processes.py (processes), health.py, crds.py, node/ (the real node).
+files), launch.py and processes.py (processes), supervise.py and restarts.py (the controllers' restarts),
+health.py, crds.py, node/ (the real node).
 Failures raise errors.py's errors, which the CLI prints (exit 1, or 2 for bad usage).
 """
 
@@ -25,17 +27,16 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict
-from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
 from generator import EXIT_FAILED
-from generator.playground import control_plane, launch
+from generator.playground import control_plane, launch, restarts
 from generator.playground import processes as procs
 from generator.playground.control_plane import COMPONENTS, SERVICE_CIDR, SERVICE_IP
 from generator.playground.errors import PlaygroundError, UpError, UsageError
 from generator.playground.files import remove_tree
-from generator.playground.health import api_for, component_health, node_summary
+from generator.playground.health import api_for, component_health, node_summary, supervised
 from generator.playground.nodes import POD_CIDR, Shape
 from generator.playground.state import STATE_FILE, PlaygroundState, Ports, Process, locked, mark, removable
 from generator.tools import playground_kubernetes
@@ -53,8 +54,41 @@ def load_state(state_dir: Path) -> dict[str, Any] | None:
 
 
 def records(state: PlaygroundState) -> list[Process]:
-    """The control plane's processes in start order."""
+    """The control plane's processes in start order (a supervised component's: its supervisor)."""
     return [state.components[c] for c in COMPONENTS if c in state.components]
+
+
+def _children(state: PlaygroundState) -> list[Process]:
+    """The supervisors' children as their records name them now."""
+    found = (restarts.of(state.state_dir, rec) for rec in records(state))
+    return [r.child for r in found if r is not None and r.child is not None]
+
+
+def _stop(state: PlaygroundState) -> tuple[list[str], list[Process]]:
+    """Stop the control plane, the operator first and etcd last. A supervisor stops its child before it
+    exits (so it restarts nothing that is being stopped); a child left by a supervisor that died is stopped
+    after them. Returns the names signalled and every process that was to stop."""
+    recs, children = records(state), _children(state)
+    stopped = procs.stop(list(reversed(recs)))
+    procs.stop(children)
+    return stopped, [*recs, *children]
+
+
+def _restarting(state: PlaygroundState, name: str) -> bool:
+    """The component is down and its supervisor, running, starts it again after its back-off."""
+    record = supervised(state, name)
+    return record is not None and (record.child is None or not procs.is_running(record.child))
+
+
+def _exited(state: PlaygroundState, name: str) -> str | None:
+    """Why a component that was started is gone (during `up`, a supervised one's first exit is a failure)."""
+    rec = state.components[name]
+    record = restarts.of(state.state_dir, rec)
+    if record is not None and record.exits:
+        return f"{name} exited during start-up ({record.exits[-1].what()})"
+    if not procs.is_running(rec):
+        return f"{name} exited during start-up"
+    return None
 
 
 def _sayer(out: TextIO) -> Say:
@@ -75,7 +109,8 @@ def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.
         state = PlaygroundState.load(state_dir)
         if state and not state.failed:
             health = [(n, *component_health(state, n)) for n in control_plane.wanted(state)]
-            unhealthy = [(n, d) for n, ok, d in health if not ok]
+            restarting = [(n, d) for n, ok, d in health if not ok and _restarting(state, n)]
+            unhealthy = [(n, d) for n, ok, d in health if not ok and not _restarting(state, n)]
             unhealthy += [(n, d) for n, ok, d in _node_health(state) if not ok]  # the real node, if any
             if real_node != bool(state.real_node):
                 unhealthy.append(("real node", "wanted" if real_node else "not wanted"))
@@ -89,13 +124,15 @@ def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.
                     say(f"  note: it runs Kubernetes {state.kube_version}; `down` first to change it")
                 if state.kueue and not kueue:
                     say("  note: it runs Kueue (started with --kueue); `down` first to drop it")
+                for name, detail in restarting:  # its supervisor starts it again: no reason to start afresh
+                    say(f"  note: {name} is down, its supervisor restarts it: {detail}")
                 print_summary(state, say)
                 return 0
             problems = "; ".join(f"{n}: {d}" for n, d in unhealthy)
             say(f"playground at {state_dir} is not healthy ({problems}); restarting it")
         if state:
             _node_teardown(state_dir, state, say)
-            procs.stop(list(reversed(records(state))))
+            _stop(state)
         if state_dir.exists():
             if not removable(state_dir):
                 raise UsageError(f"{state_dir} exists and is not a playground state folder (no {STATE_FILE}); "
@@ -181,14 +218,17 @@ def _start_control_plane(state: PlaygroundState, state_dir: Path, argv: dict[str
     from generator.playground.nodes import manifests
     from generator.tools import tool_dir
 
-    start = partial(launch.start, state, state_dir, state.components)
-    start("etcd", "etcd", argv["etcd"])
+    def start(name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        launch.start(state, state_dir, state.components, name, name, argv, env,
+                     supervised=name in control_plane.SUPERVISED)
+
+    start("etcd", argv["etcd"])
     launch.wait("etcd", _alive_check(state, "etcd"), deadline, "etcd")
-    start("kube-apiserver", "kube-apiserver", argv["kube-apiserver"])
+    start("kube-apiserver", argv["kube-apiserver"])
     launch.wait("kube-apiserver /readyz", _alive_check(state, "kube-apiserver"), deadline, "kube-apiserver")
     say(f"  apiserver ready on {state.server} ({time.monotonic() - t0:.1f} s)")
     for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
-        start(name, name, argv[name])
+        start(name, argv[name])
 
     api = api_for(state)
     names = crds.install(api, tool_dir("kuberay") / "crds")
@@ -197,7 +237,7 @@ def _start_control_plane(state: PlaygroundState, state_dir: Path, argv: dict[str
     launch.wait("KubeRay CRDs to be Established", lambda: crds.established(api, names), deadline)
     say(f"  {len(names)} KubeRay CRDs installed server-side ({time.monotonic() - t0:.1f} s)")
     op = "kuberay-operator"
-    start(op, op, argv[op], control_plane.env(op, state_dir))
+    start(op, argv[op], control_plane.env(op, state_dir))
     expected = state.shape.gpu_nodes + state.shape.cpu_nodes
     launch.wait("all components healthy and nodes Ready", lambda: _cluster_ready(state, expected), deadline)
 
@@ -214,7 +254,7 @@ def _start_kueue(state: PlaygroundState, state_dir: Path, t0: float, deadline: f
     config = kq.write_files(state_dir, (state.pki_files.serving_crt, state.pki_files.serving_key),
                             state.ports.kueue_webhook, state.ports.kueue_probe)
     launch.start(state, state_dir, state.components, "kueue", "kueue", kq.argv(str(kdir / "kueue"), config, state_dir),
-                 control_plane.env("kueue", state_dir))
+                 control_plane.env("kueue", state_dir), supervised="kueue" in control_plane.SUPERVISED)
     launch.wait("Kueue /readyz", _alive_check(state, "kueue"), deadline, "kueue")
     kq.register_webhooks(api, kq.webhook_configurations(kdir / "webhook.yaml", state.ports.kueue_webhook,
                                                          state.ca_file))
@@ -225,8 +265,8 @@ def _start_kueue(state: PlaygroundState, state_dir: Path, t0: float, deadline: f
 
 def _alive_check(state: PlaygroundState, name: str) -> launch.Check:
     def check() -> tuple[bool, str]:
-        if not procs.is_running(state.components[name]):
-            raise UpError(f"{name} exited during start-up", name)
+        if why := _exited(state, name):
+            raise UpError(why, name)
         return component_health(state, name)
 
     return check
@@ -238,8 +278,8 @@ def _cluster_ready(state: PlaygroundState, expected_nodes: int) -> tuple[bool, s
     for name in control_plane.wanted(state, core_only=True):
         ok, detail = component_health(state, name)
         if not ok:
-            if not procs.is_running(state.components[name]):
-                raise UpError(f"{name} exited during start-up", name)
+            if why := _exited(state, name):
+                raise UpError(why, name)
             return False, f"{name}: {detail}"
     try:
         summary = node_summary(state)
@@ -263,7 +303,7 @@ def _clean_up_failed(state: PlaygroundState, state_dir: Path, exc: BaseException
         log = state.components[component].log
         say(f"--- last lines of {log}:\n{procs.tail(log)}")
     _node_teardown(state_dir, state, say)
-    procs.stop(list(reversed(records(state))))
+    _stop(state)
     state.failed = True
     with contextlib.suppress(OSError):
         state.save(state_dir)
@@ -318,8 +358,7 @@ def down(state_dir: Path, out: TextIO = sys.stdout) -> int:
             return 0
         if _node_teardown(state_dir, state, say):
             raise PlaygroundError("the real node could not be removed completely (see above); run `down` again")
-        recs = records(state)
-        stopped = procs.stop(list(reversed(recs)))  # the operator and kwok first, etcd last
+        stopped, recs = _stop(state)
         left = [r for r in recs if procs.is_running(r)]
         if left:
             raise PlaygroundError("still running: " + ", ".join(f"{r.name} (pid {r.pid})" for r in left))

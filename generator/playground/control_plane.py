@@ -25,6 +25,10 @@ COMPONENTS = [
     "kueue",  # only with `up --kueue` (wanted())
 ]
 OPTIONAL = {"kueue": "kueue"}  # component -> the PlaygroundState flag that wants it
+# Started through a supervisor that restarts them when they exit (supervise.py), as a kubelet restarts a
+# pod's containers: the clients of the apiserver, which end by design when they lose it (the operator's
+# leader election). etcd and the apiserver are the cluster's state, not supervised: docs/playground.md.
+SUPERVISED = ("kube-controller-manager", "kube-scheduler", "kwok", "kuberay-operator", "kueue")
 SERVICE_CIDR = "127.32.0.0/16"  # the apiserver accepts a loopback range; nothing routes it
 SERVICE_IP = "127.32.0.1"  # the `kubernetes` Service's ClusterIP (first address of the range)
 FALLBACK_POD_CIDR = "127.63.0.0/16"  # kwok's --cidr, only for nodes created without a podCIDR
