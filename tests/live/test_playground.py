@@ -16,6 +16,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from live_helpers import listening_sockets
 
+from generator.playground.control_plane import SUPERVISED
+
 LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
 PLAYGROUND_POD_CIDR = ipaddress.ip_network("127.64.0.0/10")
 REPO = Path(__file__).resolve().parents[2]
@@ -357,27 +359,31 @@ def _cli(*args, env=None, timeout=UP):
 
 @pytest.mark.timeout(UP + STATUS)
 def test_second_up_reports_the_running_cluster_and_status_is_healthy(playground):
-    before = playground.pids()
+    from generator.playground.cluster import load_state
+
+    def recorded() -> dict[str, int]:  # state.json's processes: a supervised component's supervisor
+        return {n: int(r["pid"]) for n, r in load_state(playground.state_dir)["components"].items()}
+
+    before, children = recorded(), playground.pids()
     out = _cli("up", "--state-dir", str(playground.state_dir))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "already running" in out.stdout
     assert f"export KUBECONFIG={playground.kubeconfig}" in out.stdout
-    from generator.playground.cluster import load_state
-
-    after = {n: int(r["pid"]) for n, r in load_state(playground.state_dir)["components"].items()}
-    assert after == before
+    assert recorded() == before and playground.pids() == children
     kueue = "kueue" in before  # the session's runs Kueue (conftest.session_kueue): kept, and said so
     assert ("it runs Kueue" in out.stdout) == kueue, out.stdout
     if kueue:
         again = _cli("up", "--kueue", "--state-dir", str(playground.state_dir))
         assert again.returncode == 0 and "already running" in again.stdout, again.stdout + again.stderr
-        assert {n: int(r["pid"]) for n, r in load_state(playground.state_dir)["components"].items()} == before
+        assert recorded() == before
 
     st = _cli("status", "--state-dir", str(playground.state_dir), timeout=STATUS)
     assert st.returncode == 0, st.stdout + st.stderr
     names = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kuberay-operator"]
     for name in names + (["kueue"] if kueue else []):
-        assert any(line.split()[:2] == [name, "ok"] for line in st.stdout.splitlines()), st.stdout
+        line = next((ln for ln in st.stdout.splitlines() if ln.split()[:1] == [name]), "")
+        assert line.split()[:2] == [name, "ok"], st.stdout
+        assert ("; restarts " in line) == (name in SUPERVISED), line  # a supervised one's restarts are counted
     total_gpus = len(playground.gpu_node_names) * playground.gpus_per_node
     assert f"{total_gpus} nvidia.com/gpu" in st.stdout, st.stdout
 
@@ -405,22 +411,31 @@ def test_down_leaves_no_process_behind(playground, tmp_path):
     from dataclasses import asdict
 
     from generator.playground.processes import is_running
+    from generator.playground.restarts import current_processes
     from generator.playground.state import PlaygroundState
 
     state_dir = tmp_path / "second"
     t0 = time.monotonic()
-    out = _cli("up", "--gpu-nodes", "1", "--gpus-per-node", "2", "--cpu-nodes", "1", "--state-dir", str(state_dir))
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert time.monotonic() - t0 < bounds.PLAYGROUND_UP + bounds.SLACK  # it was healthy within its --timeout
-    assert f"export KUBECONFIG={state_dir / 'kubeconfig'}" in out.stdout
-    state = PlaygroundState.load(state_dir)
-    assert state
-    recs = list(state.components.values())
-    assert len(recs) == 6 and all(is_running(r) for r in recs)
-    # its ports differ from the session playground's: the two do not collide
-    assert not set(asdict(state.ports).values()) & set(playground.state["ports"].values())
-
-    down = _cli("down", "--state-dir", str(state_dir), timeout=DOWN)
+    try:
+        out = _cli("up", "--gpu-nodes", "1", "--gpus-per-node", "2", "--cpu-nodes", "1", "--state-dir",
+                   str(state_dir))
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert time.monotonic() - t0 < bounds.PLAYGROUND_UP + bounds.SLACK  # it was healthy within its --timeout
+        assert f"export KUBECONFIG={state_dir / 'kubeconfig'}" in out.stdout
+        state = PlaygroundState.load(state_dir)
+        assert state and len(state.components) == 6  # no Kueue here
+        # the recorded processes, a supervised component's being its supervisor, and the processes doing the
+        # work: a supervisor's child, or the recorded process itself
+        now = current_processes(state)
+        children = [now[n] for n in state.components if n in SUPERVISED]
+        assert len(children) == len(SUPERVISED) - 1
+        assert all(now[n] == r for n, r in state.components.items() if n not in SUPERVISED)
+        recs = [*state.components.values(), *children]
+        assert all(is_running(r) for r in recs) and len({r.pid for r in recs}) == len(recs)
+        # its ports differ from the session playground's: the two do not collide
+        assert not set(asdict(state.ports).values()) & set(playground.state["ports"].values())
+    finally:
+        down = _cli("down", "--state-dir", str(state_dir), timeout=DOWN)  # no process left, even on a failure
     assert down.returncode == 0, down.stdout + down.stderr
     left = [r for r in recs if is_running(r)]
     assert not left, left

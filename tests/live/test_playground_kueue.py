@@ -26,7 +26,7 @@ def test_kueue_runs_on_loopback_only_with_its_webhooks_by_url(playground, k8s):
 
     state = _state(playground)
     assert state.get("kueue") is True
-    pid = state["components"]["kueue"]["pid"]
+    pid = playground.pids()["kueue"]  # the process now (state.json records its supervisor)
     assert Path(f"/proc/{pid}/exe").resolve().name == "kueue"
     ports = state["ports"]
     listening = listening_sockets(pid)
@@ -48,7 +48,7 @@ def test_the_metrics_certificates_live_in_kueues_own_mount_namespace(playground)
     """The host's /etc has no kueue folder, while the process sees the playground's certificate at the fixed path;
     negative control: the same binary and configuration outside that namespace exits on the missing path."""
     state = _state(playground)
-    pid = state["components"]["kueue"]["pid"]
+    pid = playground.pids()["kueue"]
     assert not Path("/etc/kueue").exists()
     inside = Path(f"/proc/{pid}/root/etc/kueue/metrics/certs/tls.crt")
     assert inside.read_bytes() == Path(state["pki"]["serving_crt"]).read_bytes()
