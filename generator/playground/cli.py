@@ -5,8 +5,9 @@ Wire-up (generator/cli.py):
     from generator.playground.cli import add_parser as add_playground_parser
     add_playground_parser(subparsers)        # then: args.func(args) -> exit code
 
-Only argparse is imported here; the work is imported when a handler runs. Handlers return 0 or
-raise generator.playground.errors' errors (exit 1, or 2 for bad usage), which generator/cli.py prints.
+Only argparse (and the dataclass of the playground's shape, for the flags' defaults) is imported here;
+the work is imported when a handler runs. Handlers return 0 or raise generator.playground.errors' errors
+(exit 1, or 2 for bad usage), which generator/cli.py prints.
 """
 
 from __future__ import annotations
@@ -97,11 +98,19 @@ def add_parser(subparsers: Any) -> None:
                        "$DOCKYARD_PLAYGROUND_DIR or ~/.local/state/dockyard-k8s/playground)")
 
     up = actions.add_parser("up", help="start the playground (idempotent) and print `export KUBECONFIG=...`")
-    up.add_argument("--gpu-nodes", type=int, default=2, metavar="N", help="simulated GPU nodes (default 2)")
-    up.add_argument("--gpus-per-node", type=int, default=8, metavar="G", help="nvidia.com/gpu per GPU node (default 8)")
-    up.add_argument("--cpu-nodes", type=int, default=1, metavar="M", help="simulated CPU-only nodes (default 1)")
-    up.add_argument("--node-cpu", default="64", metavar="C", help="cpu capacity of every node (default 64)")
-    up.add_argument("--node-memory", default="512Gi", metavar="X", help="memory capacity of every node (default 512Gi)")
+    from generator.playground.nodes import Shape  # its defaults are the flags' (a light module: no client)
+
+    d = Shape()
+    up.add_argument("--gpu-nodes", type=int, default=d.gpu_nodes, metavar="N",
+                    help=f"simulated GPU nodes (default {d.gpu_nodes}: the README's example job fills them)")
+    up.add_argument("--gpus-per-node", type=int, default=d.gpus_per_node, metavar="G",
+                    help=f"nvidia.com/gpu per GPU node (default {d.gpus_per_node})")
+    up.add_argument("--cpu-nodes", type=int, default=d.cpu_nodes, metavar="M",
+                    help=f"simulated CPU-only nodes (default {d.cpu_nodes})")
+    up.add_argument("--node-cpu", default=d.node_cpu, metavar="C",
+                    help=f"cpu capacity of every node (default {d.node_cpu})")
+    up.add_argument("--node-memory", default=d.node_memory, metavar="X",
+                    help=f"memory capacity of every node (default {d.node_memory})")
     up.add_argument("--timeout", type=float, default=120.0, metavar="S", help="give up after S seconds (default 120)")
     up.add_argument("--real-node", action="store_true",
                     help="add one real CPU node (kubelet, containerd, CNI, kube-proxy, CoreDNS, kube-router) in "

@@ -26,7 +26,10 @@ SIMULATED_TAINT = {"key": "playground.dockyard.dev/simulated", "value": "true", 
 
 @dataclass(frozen=True)
 class Shape:
-    gpu_nodes: int = 2
+    """The simulated nodes; the defaults are `playground up`'s. Three 8-GPU nodes hold the README's example
+    (values-examples/grpo_swe.yaml: trainer 2 × 8 GPUs, inference 1 × 8), so the plain `up` runs it."""
+
+    gpu_nodes: int = 3
     gpus_per_node: int = 8
     cpu_nodes: int = 1
     node_cpu: str = "64"

@@ -29,7 +29,8 @@ def room_of(manifests: list[dict]) -> capacity.Room:
     return room
 
 
-PLAYGROUND = room_of(nodes.manifests(nodes.Shape(), "v1.36.3"))
+PLAYGROUND = room_of(nodes.manifests(nodes.Shape(), "v1.36.3"))  # `playground up`'s default shape
+N = nodes.Shape().gpu_nodes  # its GPU nodes
 
 
 def rows(render, **over) -> dict[str, tuple[str, str, str]]:
@@ -41,7 +42,7 @@ def rows(render, **over) -> dict[str, tuple[str, str, str]]:
 
 def test_the_chart_defaults_fit_the_playground_tainted_gpu_pool(render):
     got = rows(render)
-    assert got["trainer"] == got["inference"] == (OK, "can use 2 of 2 GPU node(s)", "")
+    assert got["trainer"] == got["inference"] == (OK, f"can use {N} of {N} GPU node(s)", "")
     assert got["head"] == got["submitter"] == (OK, "1 node(s) take it, 1 without GPUs", "")
 
 
@@ -49,7 +50,7 @@ def test_a_fleet_without_the_gpu_toleration_is_refused_naming_the_taint_and_the_
     got = rows(render, kuberay={"placement": {"trainer": {"tolerations": []}}})
     mark, detail, remedy = got["trainer"]
     assert mark == FAIL
-    assert detail.startswith(f"tolerates no taint of the 2 GPU node(s) it could use: {GPU_TAINT} (2 node(s))")
+    assert detail.startswith(f"tolerates no taint of the {N} GPU node(s) it could use: {GPU_TAINT} ({N} node(s))")
     assert "ExtendedResourceToleration" in detail
     assert remedy == ("add {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule} to "
                       "kuberay.placement.gpu.tolerations (or kuberay.placement.trainer.tolerations)")
@@ -64,7 +65,7 @@ def test_a_toleration_in_the_overlay_counts(render):
 
 def test_a_selector_no_gpu_node_matches(render):
     mark, detail, remedy = rows(render, kuberay={"placement": {"gpu": {"nodeSelector": {"pool": "a100"}}}})["trainer"]
-    assert mark == FAIL and "none of the 2 GPU node(s) matches the fleet's nodeSelector {'pool': 'a100'}" in detail
+    assert mark == FAIL and f"none of the {N} GPU node(s) matches the fleet's nodeSelector {{'pool': 'a100'}}" in detail
     assert "kuberay.placement.trainer.nodeSelector" in remedy
     affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "nvidia.com/gpu.count", "operator": "Gt", "values": ["7"]}]}]}}}
@@ -73,7 +74,7 @@ def test_a_selector_no_gpu_node_matches(render):
 
 def test_head_sent_to_the_gpu_pool_without_its_toleration_lands_nowhere(render):
     got = rows(render, kuberay={"placement": {"head": {"nodeSelector": {"nvidia.com/gpu.present": "true"}}}})
-    assert got["head"][0] == WARN and got["head"][1] == f"no node takes it: taints {GPU_TAINT} (2 node(s))"
+    assert got["head"][0] == WARN and got["head"][1] == f"no node takes it: taints {GPU_TAINT} ({N} node(s))"
     got = rows(render, kuberay={"placement": {"submitter": {"nodeSelector": {"pool": "none"}}}})
     assert got["submitter"][0] == WARN and "no node matches its nodeSelector {'pool': 'none'}" in got["submitter"][1]
 

@@ -237,16 +237,16 @@ def test_beside_a_real_node_pods_that_ask_for_nothing_run_on_it(tmp_path, render
 
     real = C.node_object(S.NodeSpec(tmp_path / "pg"))
     kwok = nodes.manifests(nodes.Shape(), "v1.36.3", real_node=True)
+    gpu_nodes = nodes.Shape().names()[0]
     where = _where(render(), [*kwok, real])
     assert where == {"sandbox": ["real-node-0"], "test": ["real-node-0"], "submitter": ["real-node-0"],
-                     "head": ["real-node-0"], "trainer": ["gpu-node-0", "gpu-node-1"],
-                     "inference": ["gpu-node-0", "gpu-node-1"]}, where
+                     "head": ["real-node-0"], "trainer": gpu_nodes, "inference": gpu_nodes}, where
     asked = [{"key": nodes.SIMULATED_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}]
     where = _where(render(sandbox={"tolerations": asked, "nodeSelector": {"type": "kwok"}}), [*kwok, real])
     assert where["sandbox"] == where["test"] == ["cpu-node-0"], where
     # without a real node only the GPU nodes are tainted, as a cloud GPU pool is; the CPU nodes take anything
     alone = {n["metadata"]["name"]: n["spec"].get("taints") for n in nodes.manifests(nodes.Shape(), "v1.36.3")}
-    assert alone == {"gpu-node-0": [nodes.GPU_TAINT], "gpu-node-1": [nodes.GPU_TAINT], "cpu-node-0": None}
+    assert alone == {**{g: [nodes.GPU_TAINT] for g in gpu_nodes}, "cpu-node-0": None}
 
 
 def test_mount_namespace_keeps_hardcoded_paths_and_kernel_settings_private(tmp_path):
