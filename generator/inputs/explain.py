@@ -24,9 +24,24 @@ if TYPE_CHECKING:
 
 @cache
 def pattern_names() -> dict[str, str]:
+    from generator.inputs.models import env, namespace, sandbox
     from generator.inputs.models import types as t
 
     return {
+        t.ANNOTATION_KEY_RE: "an annotation key: a name of letters, digits, '-', '_', '.' (at most 63), after an "
+                             "optional DNS prefix and '/', e.g. example.com/owner",
+        namespace.QUOTA_NAME_RE: "a quota resource: cpu, memory, ephemeral-storage, requests.<one of those or "
+                                 "storage>, limits.<one of those>, pods, services, secrets, configmaps, "
+                                 "persistentvolumeclaims, …, or a prefixed name such as requests.nvidia.com/gpu or "
+                                 "count/deployments.apps",
+        env.CONFIG_KEY_RE: "a key of a Secret or ConfigMap: letters, digits, '-', '_', '.' (not '.' or '..', nor "
+                           "beginning with '..')",
+        env.FIELD_PATH_RE: "a pod field: metadata.name, metadata.namespace, metadata.uid, metadata.labels['<key>'], "
+                           "metadata.annotations['<key>'], spec.nodeName, spec.serviceAccountName, status.hostIP(s) "
+                           "or status.podIP(s)",
+        env.RESOURCE_FIELD_RE: "limits.cpu, limits.memory, limits.ephemeral-storage or requests.cpu, requests.memory, "
+                               "requests.ephemeral-storage (or a hugepages-<size> of either)",
+        sandbox.PERCENT_RE: "a percentage such as 25%",
         t.QUANTITY_RE: "a Kubernetes quantity such as 1, 500m, 2Gi or 20Gi",
         t.DNS1035_LABEL_RE: "a DNS-1035 label: lower-case letters, digits and '-', starting with a letter",
         t.DNS1123_LABEL_RE: "a DNS-1123 label: lower-case letters, digits and '-'",

@@ -22,7 +22,7 @@ import math
 import re
 from functools import cache
 
-from generator.inputs import rules
+from generator.inputs import api_rules, rules
 from generator.tools import CHART_DIR, REPO
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
@@ -255,12 +255,30 @@ def _overlay(spec: dict[str, Any]) -> None:
 
 
 def _sandbox(sandbox: dict[str, Any]) -> None:
-    """Sandbox's _pool_rules (`generator.inputs.rules.sandbox_pool_problem`)."""
-    if rules.sandbox_pool_problem(_plain(sandbox)):
+    """Sandbox's _pool_rules (`generator.inputs.rules.sandbox_pool_problem`), its annotations' size and its
+    spread constraints' pairs (`generator.inputs.api_rules`)."""
+    plain = _plain(sandbox)
+    if (rules.sandbox_pool_problem(plain) or api_rules.annotations_problem(plain.get("podAnnotations"))
+            or api_rules.spread_problem(plain.get("topologySpreadConstraints"))):
         raise Refused
 
 
-HOOKS: dict[str, Callable[[Any], None]] = {"RayClusterSpecOverlay": _overlay, "Sandbox": _sandbox}
+def _api_rule(rule: Callable[[Any], Any], key: str | None = None) -> Callable[[Any], None]:
+    """A hook applying one of `generator.inputs.api_rules` to a model (or to its field `key`)."""
+    def hook(value: Any) -> None:
+        plain = _plain(value)
+        if rule(plain.get(key) if key else plain):
+            raise Refused
+
+    return hook
+
+
+HOOKS: dict[str, Callable[[Any], None]] = {
+    "RayClusterSpecOverlay": _overlay, "Sandbox": _sandbox,
+    "SandboxResources": _api_rule(api_rules.resources_problem),
+    "LimitRangeSettings": _api_rule(api_rules.limit_range_problem),
+    "ResourceQuotaSettings": _api_rule(api_rules.quota_problem, "hard"),
+}
 
 
 @cache

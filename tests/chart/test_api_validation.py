@@ -128,22 +128,34 @@ def test_conflicting_toleration(tmp_path, capsys):
              "value must be empty when `operator` is 'Exists'")
 
 
-def test_min_domains_with_schedule_anyway(tmp_path, capsys):
-    over = {"sandbox": {"topologySpreadConstraints": [
-        {"topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "minDomains": 2}]}}
-    code, out = _check(tmp_path, capsys, over)
-    assert code == 1, out
-    _refusal(out, "Deployment", "grpo-swe-sandbox",
-             re.escape("spec.template.spec.topologySpreadConstraints[0].minDomains"),
-             "can only use minDomains if whenUnsatisfiable=DoNotSchedule")
+def _found_after_the_models(values: dict[str, Any], kind: str, edit: Any) -> list[apivalidate.Finding]:
+    """kube-validate's findings on the chart's render of `values` with the `kind` object edited after the
+    models (which refuse the edit at input, exit 2): as a values file given to Helm by hand would carry it."""
+    docs = render_values(chart_values(**values)).docs
+    edit(next(d for d in docs if d["kind"] == kind))
+    return apivalidate.validate(yaml.safe_dump_all(docs)).findings
 
 
-def test_limitrange_default_above_max(tmp_path, capsys):
-    over = {"infra": {"limitRange": {"enabled": True, "default": {"cpu": "4"}, "max": {"cpu": "2"}}}}
-    code, out = _check(tmp_path, capsys, over)
-    assert code == 1, out
-    _refusal(out, "LimitRange", "grpo-swe", re.escape("spec.limits[0].default[cpu]"),
-             "default value 4 is greater than max value 2")
+def test_min_domains_with_schedule_anyway():
+    spread = {"topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule", "minDomains": 2}
+
+    def edit(deployment: dict[str, Any]) -> None:
+        deployment["spec"]["template"]["spec"]["topologySpreadConstraints"][0]["whenUnsatisfiable"] = "ScheduleAnyway"
+
+    found = _found_after_the_models({"sandbox": {"topologySpreadConstraints": [spread]}}, "Deployment", edit)
+    assert [f.field for f in found] == ["spec.template.spec.topologySpreadConstraints[0].minDomains"], found
+    assert "can only use minDomains if whenUnsatisfiable=DoNotSchedule" in found[0].message
+
+
+def test_limitrange_default_above_max():
+    def edit(limit_range: dict[str, Any]) -> None:
+        limit_range["spec"]["limits"][0].update(default={"cpu": "4"}, max={"cpu": "2"})
+
+    found = _found_after_the_models({"infra": {"limitRange": {"enabled": True, "max": {"cpu": "4"}}}}, "LimitRange",
+                                    edit)
+    # the apiserver defaults defaultRequest to the default, which is then above the max too
+    assert {f.field for f in found} == {"spec.limits[0].default[cpu]", "spec.limits[0].defaultRequest[cpu]"}
+    assert any("default value 4 is greater than max value 2" in f.message for f in found), found
 
 
 def test_duplicate_mount_path_in_the_overlay(tmp_path, capsys):
@@ -287,14 +299,13 @@ def test_every_object_rendered_with_every_switch_on_is_validated():
      "must be less than or equal to 3600"),
 ], ids=["period-0", "period-1801", "select-bogus", "window-3601"])
 def test_an_hpa_behavior_the_apiserver_refuses_is_found(rules, field, message):
-    """The models refuse these at input (exit 2); here the rendered HPA is edited after the models, as a values
-    file given to Helm by hand would carry it, and kube-validate finds what the apiserver refuses."""
-    docs = render_values(chart_values(**ALL_ON)).docs
-    hpa = next(d for d in docs if d["kind"] == "HorizontalPodAutoscaler")
-    hpa["spec"]["behavior"] = {"scaleDown": rules}
-    report = apivalidate.validate(yaml.safe_dump_all(docs))
-    assert [(f.kind, f.field) for f in report.findings] == [("HorizontalPodAutoscaler", field)], report
-    assert message in report.findings[0].message
+    """The models refuse these at input (exit 2); kube-validate finds them in a rendered HPA edited after them."""
+    def edit(hpa: dict[str, Any]) -> None:
+        hpa["spec"]["behavior"] = {"scaleDown": rules}
+
+    found = _found_after_the_models(ALL_ON, "HorizontalPodAutoscaler", edit)
+    assert [(f.kind, f.field) for f in found] == [("HorizontalPodAutoscaler", field)], found
+    assert message in found[0].message
 
 
 def test_an_object_left_out_is_named_and_fails_the_row(tmp_path, capsys, monkeypatch):

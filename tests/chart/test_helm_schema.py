@@ -38,6 +38,48 @@ BAD = [
      {"launch": {"queue": "training"}, "kuberay": {"spec": {"enableInTreeAutoscaling": True}}},
      "enableInTreeAutoscaling"),
     ("suspend in the overlay", {"kuberay": {"spec": {"suspend": False}}}, "/kuberay/spec"),
+    # The API's bounds (what only `check` caught before): the schema twin refuses them too, so `helm install`
+    # of a values file written by hand stops before the apiserver.
+    ("maxUnavailable over 100%", {"sandbox": {"rollingUpdate": {"maxUnavailable": "101%"}}}, "maxUnavailable"),
+    ("maxSurge over int32", {"sandbox": {"rollingUpdate": {"maxSurge": 2**31}}}, "maxSurge"),
+    ("minReadySeconds at the progress deadline", {"sandbox": {"minReadySeconds": 600}}, "minReadySeconds"),
+    ("annotation key not a qualified name", {"sandbox": {"podAnnotations": {"owner team": "x"}}}, "'owner team'"),
+    # Helm names a bad mapping key by itself, not by its path
+    ("label key prefix over 253", {"sandbox": {"podLabels": {"a" * 254 + "/b": "x"}}}, "a/b' does not match"),
+    ("label value not a label value", {"sandbox": {"podLabels": {"team": "rl team"}}}, "podLabels"),
+    ("nodeSelector key prefix over 253", {"kuberay": {"placement": {"gpu": {"nodeSelector": {"a" * 254 + "/b": "x"}}}}},
+     "a/b' does not match"),
+    ("toleration key prefix over 253",
+     {"sandbox": {"tolerations": [{"key": "a" * 254 + "/b", "operator": "Exists"}]}}, "tolerations"),
+    ("hpa policy period 0", {"sandbox": {"autoscaling": {"behavior": {"scaleDown": {
+        "policies": [{"type": "Pods", "value": 1, "periodSeconds": 0}]}}}}}, "periodSeconds"),
+    ("hpa policy period over 1800", {"sandbox": {"autoscaling": {"behavior": {"scaleUp": {
+        "policies": [{"type": "Percent", "value": 1, "periodSeconds": 1801}]}}}}}, "periodSeconds"),
+    ("hpa policy value 0", {"sandbox": {"autoscaling": {"behavior": {"scaleUp": {
+        "policies": [{"type": "Pods", "value": 0, "periodSeconds": 15}]}}}}}, "value"),
+    ("hpa no policies", {"sandbox": {"autoscaling": {"behavior": {"scaleUp": {"policies": []}}}}}, "policies"),
+    ("hpa selectPolicy bogus", {"sandbox": {"autoscaling": {"behavior": {"scaleDown": {"selectPolicy": "Bogus"}}}}},
+     "selectPolicy"),
+    ("hpa window over 3600", {"sandbox": {"autoscaling": {"behavior": {"scaleDown": {
+        "stabilizationWindowSeconds": 3601}}}}}, "stabilizationWindowSeconds"),
+    ("minDomains with ScheduleAnyway", {"sandbox": {"topologySpreadConstraints": [
+        {"topologyKey": "zone", "minDomains": 2}]}}, "whenUnsatisfiable"),
+    ("spread key empty", {"sandbox": {"topologySpreadConstraints": [{"topologyKey": ""}]}}, "topologyKey"),
+    ("spread selector In without values", {"sandbox": {"topologySpreadConstraints": [
+        {"topologyKey": "zone", "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In"}]}}]}},
+     "matchExpressions"),
+    ("valueFrom without a source", {"sandbox": {"extraEnv": [{"name": "T", "valueFrom": {}}]}}, "valueFrom"),
+    ("valueFrom with two sources", {"sandbox": {"extraEnv": [{"name": "T", "valueFrom": {
+        "secretKeyRef": {"name": "s", "key": "k"}, "fieldRef": {"fieldPath": "metadata.name"}}}]}}, "valueFrom"),
+    ("valueFrom a pod field env cannot read", {"sandbox": {"extraEnv": [{"name": "T", "valueFrom": {
+        "fieldRef": {"fieldPath": "spec.restartPolicy"}}}]}}, "fieldPath"),
+    ("uid over int32", {"sandbox": {"security": {"runAsUser": 2**31}}}, "runAsUser"),
+    ("workDir on the chart's /tmp", {"sandbox": {"security": {"workDir": "/tmp"}}}, "workDir"),
+    ("quota resource not a quota resource", {"infra": {"resourceQuota": {"enabled": True, "hard": {"gpus": 8}}}},
+     "'gpus'"),
+    ("ttl over int32", {"launch": {"ttlSecondsAfterFinished": 2**31}}, "ttlSecondsAfterFinished"),
+    ("sandbox node affinity weight", {"sandbox": {"affinity": {"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 101, "preference": {}}]}}}}, "weight"),
 ]
 
 
@@ -60,3 +102,27 @@ def test_helm_accepts_the_composed_defaults():
 def test_sglang_image_with_sglang_backend_is_fine():
     values = chart_values(infra={"backend": "sglang", "image": {"tag": "2026-sglang"}})
     assert render_values(values).all("RayJob")
+
+
+# What no JSON Schema keyword can say (a sum, a comparison of quantities, a pair in a list): the models refuse
+# it, and so does the happy path's validator (generator.inputs.schema_check, through generator.inputs.api_rules);
+# Helm's schema cannot, and the apiserver refuses it at install (`check` names it, exit 1).
+BEYOND_THE_SCHEMA = [
+    ("annotations over 256 KiB", {"sandbox": {"podAnnotations": {"a": "x" * (256 * 1024)}}}),
+    ("cpu limit below the request", {"sandbox": {"resources": {"cpu": "2", "cpuLimit": "1"}}}),
+    ("spread constraint twice", {"sandbox": {"topologySpreadConstraints": [{"topologyKey": "zone"},
+                                                                           {"topologyKey": "zone"}]}}),
+    ("quota count not whole", {"infra": {"resourceQuota": {"enabled": True, "hard": {"pods": "1.5"}}}}),
+    ("limitRange default above max", {"infra": {"limitRange": {"default": {"cpu": "4"}, "max": {"cpu": "2"}}}}),
+]
+
+
+@pytest.mark.parametrize("case, over", BEYOND_THE_SCHEMA, ids=[b[0] for b in BEYOND_THE_SCHEMA])
+def test_rules_beyond_the_schema_are_refused_by_the_models_and_the_happy_path(case, over):
+    from generator.inputs import schema_check
+
+    values = deep_merge(chart_values(), over)
+    with pytest.raises(ValidationError):
+        ChartValues.model_validate(values)
+    with pytest.raises(schema_check.Refused):
+        schema_check.check("values", values)

@@ -254,6 +254,31 @@ CASES = [
     ("sandbox.preStopSleepSeconds", 300), ("sandbox.preStopSleepSeconds", 299), ("sandbox.preStopSleepSeconds", None),
     ("sandbox.preStopSleepSeconds", 0), ("sandbox.terminationGracePeriodSeconds", 5),
     ("sandbox.autoscaling", {"enabled": True, "targetCPUUtilizationPercentage": 1}),
+    # the API's rules beyond a keyword (generator.inputs.api_rules): each side of each
+    ("sandbox.podAnnotations", {"a": "x" * (256 * 1024 - 1)}), ("sandbox.podAnnotations", {"a": "x" * (256 * 1024)}),
+    ("sandbox.podAnnotations", {"Example.COM/a": "x"}), ("sandbox.podAnnotations", {"a b": "x"}),
+    ("sandbox.podLabels", {"a" * 253 + "/b": "x"}), ("sandbox.podLabels", {"a" * 254 + "/b": "x"}),
+    ("sandbox.resources", {"cpu": "2", "cpuLimit": "1999m"}), ("sandbox.resources", {"cpu": "2", "cpuLimit": "2000m"}),
+    ("sandbox.resources", {"memory": "1Gi", "memoryLimit": 1073741823}),
+    ("sandbox.resources", {"ephemeralStorage": "1e3", "ephemeralStorageLimit": "1k"}),
+    ("sandbox.topologySpreadConstraints", [{"topologyKey": "a"}, {"topologyKey": "a"}]),
+    ("sandbox.topologySpreadConstraints", [{"topologyKey": "a"}, {"topologyKey": "a",
+                                                                  "whenUnsatisfiable": "DoNotSchedule"}]),
+    ("sandbox.topologySpreadConstraints", [{"topologyKey": "a", "minDomains": 1}]),
+    ("sandbox.topologySpreadConstraints",
+     [{"topologyKey": "a", "minDomains": 1, "whenUnsatisfiable": "DoNotSchedule"}]),
+    ("infra.resourceQuota", {"enabled": True, "hard": {"pods": "1.5"}}),
+    ("infra.resourceQuota", {"enabled": True, "hard": {"pods": "1.5k", "nvidia.com/gpu": 2}}),
+    ("infra.resourceQuota", {"enabled": True, "hard": {"requests.nvidia.com/gpu": 0.5}}),
+    ("infra.resourceQuota", {"enabled": True, "hard": {"example.com/x": 0.5}}),
+    ("infra.resourceQuota", {"enabled": True, "hard": {"gpus": 1}}),
+    ("infra.limitRange", {"min": {"cpu": "2"}, "max": {"cpu": "1"}}),
+    ("infra.limitRange", {"default": {"ephemeral-storage": "2Gi"}, "defaultRequest": {"ephemeral-storage": "3Gi"}}),
+    ("infra.limitRange", {"default": {"memory": "2Gi"}, "defaultRequest": {"memory": "2Gi"}, "max": {"memory": "2Gi"}}),
+    ("sandbox.rollingUpdate", {"maxUnavailable": "100%"}), ("sandbox.rollingUpdate", {"maxUnavailable": "0101%"}),
+    ("sandbox.rollingUpdate", {"maxSurge": "250%"}),
+    ("sandbox.extraEnv", [{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['a/b']"}}}]),
+    ("sandbox.extraEnv", [{"name": "A", "valueFrom": {"fieldRef": None, "secretKeyRef": {"name": "s", "key": "k"}}}]),
 ]
 
 
@@ -312,17 +337,18 @@ def test_free_form_dates_go_to_the_models(tmp_path):
     infra = tmp_path / "i.yaml"
     infra.write_text(INFRA_EXAMPLES[0].read_text() + "\n")
     data = yaml.safe_load(infra.read_text())
-    data["sandbox"]["affinity"] = {"since": datetime.date(2026, 1, 1)}
+    data["sandbox"]["affinity"] = {"podAffinity": {"since": datetime.date(2026, 1, 1)}}
     infra.write_text(yaml.safe_dump(data))
     forget_inputs()
     assert _compose_fast(RECIPE, infra, []) is None  # the models write the date as a string
-    assert values_dict(compose(load_inputs(RECIPE, infra)))["sandbox"]["affinity"] == {"since": "2026-01-01"}
+    assert values_dict(compose(load_inputs(RECIPE, infra)))["sandbox"]["affinity"] == {
+        "podAffinity": {"since": "2026-01-01"}}
 
 
 def test_non_finite_is_a_number_only_in_the_recipe():
     assert not math.isfinite(schema_check.check("recipe", {"name": "a", "entrypoint": "x", "o": float("inf")})["o"])
     with pytest.raises(schema_check.Refused):
-        schema_check.check("infra", _infra("sandbox.affinity", {"a": float("inf")}))
+        schema_check.check("infra", _infra("sandbox.affinity", {"podAffinity": {"a": float("inf")}}))
 
 
 NO_PYDANTIC = """

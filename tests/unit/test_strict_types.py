@@ -16,9 +16,9 @@ from pydantic import BaseModel
 
 from generator.cli import main
 from generator.inputs.models import InfraSpec, Recipe
-from generator.inputs.models.scheduling import Toleration, TopologySpreadConstraint
 from generator.inputs.models.infra import WorkerGroupOverlay
 from generator.inputs.models.placement import NodeSelectorRequirement, PreferredSchedulingTerm
+from generator.inputs.models.scheduling import Toleration, TopologySpreadConstraint
 from generator.inputs.models.types import model_in
 from tests.conftest import EXAMPLES, RECIPE, write
 
@@ -197,7 +197,7 @@ def test_messages_say_what_went_wrong(tmp_path, capsys):
     ("kuberay.spec", {"workerGroupSpecs": [{"groupName": "trainer", "template": {"x": [1, float("nan")]}}]},
      "kuberay.spec.workerGroupSpecs[0].template.x[1]"),
     ("kuberay.spec", {"enableInTreeAutoscaling": float("-inf")}, "kuberay.spec.enableInTreeAutoscaling"),
-    ("sandbox.affinity", {"nodeAffinity": {"weight": float("inf")}}, "sandbox.affinity.nodeAffinity.weight"),
+    ("sandbox.affinity", {"podAntiAffinity": {"weight": float("inf")}}, "sandbox.affinity.podAntiAffinity.weight"),
     ("sandbox.topologySpreadConstraints",
      [{"topologyKey": "zone", "labelSelector": {"matchLabels": {"a": float("nan")}}}],
      "sandbox.topologySpreadConstraints[0].labelSelector.matchLabels.a"),

@@ -1,10 +1,85 @@
-"""`sandbox.extraEnv`: env of the executor container, as Kubernetes EnvVar objects."""
+"""`sandbox.extraEnv`: env of the executor container, as Kubernetes EnvVar objects, their valueFrom checked as
+the API checks it (one source: a Secret's or ConfigMap's key, a pod field, a resource of the container)."""
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from generator.inputs.models.types import EnvName, FreeForm, Strict
+from generator.inputs.models.common import present
+from generator.inputs.models.types import (
+    ANNOTATION_KEY_RE,
+    LABEL_KEY_RE,
+    Dns1123Subdomain,
+    EnvName,
+    Quantity,
+    Strict,
+)
+
+# A key of a Secret or ConfigMap (the API's IsConfigMapKey): letters, digits, '-', '_', '.', not '.' or '..'
+# nor beginning with '..'.
+CONFIG_KEY_RE = r"^\.?[-_a-zA-Z0-9][-._a-zA-Z0-9]*$"
+# The pod fields an env var may read (the API's validEnvDownwardAPIFieldPathExpressions, and one label or
+# annotation by key).
+FIELD_PATH_RE = (r"^(metadata\.(name|namespace|uid)|spec\.(nodeName|serviceAccountName)|status\.(hostIPs?|podIPs?)"
+                 rf"|metadata\.labels\['{LABEL_KEY_RE[1:-1]}'\]|metadata\.annotations\['{ANNOTATION_KEY_RE[1:-1]}'\])$")
+RESOURCE_FIELD_RE = r"^(limits|requests)\.(cpu|memory|ephemeral-storage|hugepages-[-._a-zA-Z0-9]+)$"
+SOURCES = ("secretKeyRef", "configMapKeyRef", "fieldRef", "resourceFieldRef")
+
+
+class KeyRef(Strict):
+    """One key of a Secret or ConfigMap in the namespace."""
+
+    name: Dns1123Subdomain = Field(description="The Secret's or ConfigMap's name.")
+    key: str = Field(pattern=CONFIG_KEY_RE, max_length=253, description="The key in it.")
+    optional: bool | None = Field(None, description="Start the pod even when the key is missing.")
+
+
+class FieldRef(Strict):
+    """A field of the executor pod (Kubernetes ObjectFieldSelector)."""
+
+    apiVersion: Literal["v1"] | None = Field(None, description="v1 (the default).")
+    fieldPath: str = Field(pattern=FIELD_PATH_RE,
+                           description="metadata.name, metadata.namespace, metadata.uid, metadata.labels['k'], "
+                                       "metadata.annotations['k'], spec.nodeName, spec.serviceAccountName, "
+                                       "status.hostIP(s), status.podIP(s).")
+
+
+class ResourceFieldRef(Strict):
+    """A resource request or limit of the container (Kubernetes ResourceFieldSelector)."""
+
+    resource: str = Field(pattern=RESOURCE_FIELD_RE,
+                          description="limits.cpu, limits.memory, limits.ephemeral-storage, requests.… the same.")
+    containerName: str | None = Field(None, description="The container (the executor when unset).")
+    divisor: Quantity | None = Field(None, description="The unit the value is written in (1 when unset).")
+
+
+# JSON Schema twin of EnvVarSource._one_source, so Helm refuses the same values.
+ONE_SOURCE: dict[str, Any] = {
+    "anyOf": [present(s, type="object") for s in SOURCES],
+    "not": {"anyOf": [{"allOf": [present(a, type="object"), present(b, type="object")]}
+                      for i, a in enumerate(SOURCES) for b in SOURCES[i + 1:]]},
+}
+
+
+class EnvVarSource(Strict):
+    """Where an env var's value comes from: exactly one source."""
+
+    model_config = ConfigDict(json_schema_extra=ONE_SOURCE)
+
+    secretKeyRef: KeyRef | None = Field(None, description="A key of a Secret.")
+    configMapKeyRef: KeyRef | None = Field(None, description="A key of a ConfigMap.")
+    fieldRef: FieldRef | None = Field(None, description="A field of the pod.")
+    resourceFieldRef: ResourceFieldRef | None = Field(None, description="A resource of the container.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EnvVarSource:
+        given = [s for s in SOURCES if getattr(self, s) is not None]
+        if len(given) != 1:
+            raise ValueError(f"valueFrom takes exactly one source, got {len(given)}"
+                             f"{': ' + ', '.join(given) if given else ''}; one of {', '.join(SOURCES)}")
+        return self
 
 # What the chart sets itself in the executor's env (charts/dockyard/templates/sandbox/_helpers.tpl):
 # sandbox.extraEnv may not set these (a chart test keeps them equal to its renders).
@@ -31,8 +106,9 @@ class SandboxEnvVar(Strict):
         json_schema_extra={"not": {"enum": list(SANDBOX_CHART_ENV)}},
     )
     value: str | None = Field(None, description="The value.")
-    valueFrom: FreeForm | None = Field(
-        None, description="Instead of value: a Kubernetes EnvVarSource (secretKeyRef, configMapKeyRef, fieldRef, …)."
+    valueFrom: EnvVarSource | None = Field(
+        None, description="Instead of value: a Kubernetes EnvVarSource (secretKeyRef, configMapKeyRef, fieldRef or "
+                          "resourceFieldRef)."
     )
 
     @field_validator("name")

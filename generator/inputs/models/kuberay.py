@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from generator.inputs.models.common import PodResources
 from generator.inputs.models.launch import KUEUE_AUTOSCALING, QUEUED, LaunchSettings
 from generator.inputs.models.placement import KubeRayPlacement
-from generator.inputs.models.types import STRICT_TYPES, FreeForm, Strict, refuse_non_finite, refused
+from generator.inputs.models.types import INT32_MAX, STRICT_TYPES, FreeForm, Strict, refuse_non_finite, refused
 from generator.inputs.rules import duplicate_group, kuberay_overlay_problem, overlay_shape_problem
 
 SUSPEND_OWNED = ("the chart never renders suspend: Kueue suspends a queued RayJob or RayCluster and admits it "
@@ -78,7 +78,7 @@ class GpuPdbSettings(Strict):
 
     enabled: bool = Field(False, description="Render a PDB for the RayCluster (bringup mode only).")
     minAvailable: int | None = Field(
-        None, ge=0,
+        None, ge=0, le=INT32_MAX,
         description="Integer minAvailable (RayCluster has no scale subresource); defaults to all head and worker pods.",
     )
 

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from generator.inputs.models.types import DNS1035_LABEL_RE, KueueName, Strict, refused
+from generator.inputs.models.types import DNS1035_LABEL_RE, INT32_MAX, KueueName, Strict, refused
 
 # Kueue's admission rules (its RayJob and RayCluster webhooks, v0.17.0), in the words the chart uses too
 # (charts/dockyard/templates/_validate.tpl, dockyard.validate.kueue).
@@ -50,8 +50,11 @@ class LaunchSettings(Strict):
                                     description="attach mode: name of the existing RayCluster.")
     submissionMode: Literal["K8sJobMode", "HTTPMode"] = Field("K8sJobMode", description="How KubeRay submits the job.")
     shutdownAfterJobFinishes: bool = Field(True, description="Delete the RayJob's cluster when the job ends.")
-    ttlSecondsAfterFinished: int = Field(3600, ge=0, description="Seconds to keep the cluster after the job ends.")
-    activeDeadlineSeconds: int | None = Field(None, ge=1, description="Fail the RayJob after this many seconds.")
+    # int32 in the RayJob CRD.
+    ttlSecondsAfterFinished: int = Field(3600, ge=0, le=INT32_MAX,
+                                         description="Seconds to keep the cluster after the job ends.")
+    activeDeadlineSeconds: int | None = Field(None, ge=1, le=INT32_MAX,
+                                              description="Fail the RayJob after this many seconds.")
     backoffLimit: int = Field(0, ge=0, le=10, description="Retries of a failed RayJob.")
     configMountPath: str = Field("/etc/dockyard", pattern=r"^/",
                                  description="Where the recipe ConfigMap is mounted on the head.")

@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from generator.inputs.models.common import present
 from generator.inputs.models.scheduling import Toleration
-from generator.inputs.models.types import LABEL_KEY_MAX, LABEL_KEY_RE, FreeForm, NodeSelector, Strict
+from generator.inputs.models.types import FreeForm, LabelKey, NodeSelector, Strict
 
 # The taint GPU node pools carry on GKE, AKS and EKS (and the GPU operator's docs): key nvidia.com/gpu.
 GPU_TOLERATION = Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")
@@ -33,7 +33,7 @@ class NodeSelectorRequirement(Strict):
 
     model_config = ConfigDict(json_schema_extra=REQUIREMENT_RULES)
 
-    key: str = Field(pattern=LABEL_KEY_RE, max_length=LABEL_KEY_MAX, description="Node label key.")
+    key: LabelKey = Field(description="Node label key.")
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"] = Field(
         description="In, NotIn, Exists, DoesNotExist, Gt or Lt.")
     values: list[str] | None = Field(

@@ -3,16 +3,30 @@ NetworkPolicy, PDB and, opt-in, an HPA)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import re
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator, model_validator
 
+from generator.inputs.api_rules import resources_problem, spread_problem
 from generator.inputs.models.autoscaling import SandboxAutoscaling
 from generator.inputs.models.common import OptionalImage
 from generator.inputs.models.env import SANDBOX_CHART_ENV, SandboxEnvVar
+from generator.inputs.models.placement import Affinity
 from generator.inputs.models.scheduling import Toleration, TopologySpreadConstraint
 from generator.inputs.models.security import SecuritySettings
-from generator.inputs.models.types import Cidr, Dns1123Subdomain, FreeForm, NodeSelector, Quantity, Strict, refused
+from generator.inputs.models.types import (
+    INT32_MAX,
+    Annotations,
+    Cidr,
+    Dns1123Subdomain,
+    Labels,
+    NodeSelector,
+    Quantity,
+    Strict,
+    refused,
+)
 from generator.inputs.rules import sandbox_pool_problem
 
 
@@ -27,6 +41,13 @@ class SandboxResources(Strict):
     memoryLimit: Quantity | None = Field(None, description="Memory limit; defaults to the request.")
     ephemeralStorageLimit: Quantity | None = Field(None,
                                                    description="ephemeral-storage limit; defaults to the request.")
+
+    @model_validator(mode="after")
+    def _limits_not_below_requests(self) -> SandboxResources:
+        found = resources_problem(self.model_dump())
+        if found:
+            raise refused(*found)
+        return self
 
 
 class NetworkPolicySettings(Strict):
@@ -63,10 +84,39 @@ class SandboxPdbSettings(Strict):
     """Sandbox PodDisruptionBudget."""
 
     enabled: bool = Field(True, description="Render the sandbox PDB.")
-    maxUnavailable: int = Field(1, ge=0, description="maxUnavailable replicas during voluntary disruption.")
+    maxUnavailable: int = Field(1, ge=0, le=INT32_MAX, description="maxUnavailable replicas during voluntary "
+                                                                  "disruption.")
 
 
-IntOrPercent = Annotated[int, Field(ge=0)] | Annotated[str, Field(pattern=r"^[0-9]+%$")]
+# A rolling update's IntOrString as the API checks it (apps validation): a count, or a percentage of the
+# replicas; maxSurge may be over 100%, maxUnavailable not (IsNotMoreThan100Percent).
+PERCENT_RE = r"^[0-9]+%$"
+PERCENT_100_RE = r"^0*(100|[0-9]?[0-9])%$"
+
+
+def _int_or_percent(key: str, most: int | None) -> Callable[[int | str], int | str]:
+    """The validator of a count or percentage; `most`: the largest percentage, if any."""
+    def check(value: int | str) -> int | str:
+        if isinstance(value, int):
+            if not 0 <= value <= INT32_MAX:
+                raise ValueError(f"{value} is out of range: a count from 0 to {INT32_MAX}")
+        elif not re.fullmatch(r"[0-9]+%", value):
+            raise ValueError(f"{value!r} is neither a count nor a percentage such as 25%")
+        elif most is not None and int(value[:-1]) > most:
+            raise ValueError(f"{value} is over {most}%: the API refuses a {key} of more than {most}% of the replicas")
+        return value
+
+    return check
+
+
+def _int_or_percent_schema(pattern: str) -> dict[str, Any]:
+    return {"anyOf": [{"type": "integer", "minimum": 0, "maximum": INT32_MAX}, {"type": "string", "pattern": pattern}]}
+
+
+MaxSurge = Annotated[int | str, AfterValidator(_int_or_percent("maxSurge", None)),
+                     WithJsonSchema(_int_or_percent_schema(PERCENT_RE))]
+MaxUnavailable = Annotated[int | str, AfterValidator(_int_or_percent("maxUnavailable", 100)),
+                           WithJsonSchema(_int_or_percent_schema(PERCENT_100_RE))]
 
 
 class SandboxRollingUpdate(Strict):
@@ -79,9 +129,10 @@ class SandboxRollingUpdate(Strict):
                        for key in ("maxSurge", "maxUnavailable")},
     }})
 
-    maxSurge: IntOrPercent = Field("25%", description="Extra pods during a rollout (a count or a percentage).")
-    maxUnavailable: IntOrPercent = Field(
-        0, description="Pods a rollout may take out of service (0: an old pod goes only once a new one is ready).")
+    maxSurge: MaxSurge = Field("25%", description="Extra pods during a rollout (a count or a percentage).")
+    maxUnavailable: MaxUnavailable = Field(
+        0, description="Pods a rollout may take out of service, a count or at most 100% (0: an old pod goes only "
+                       "once a new one is ready).")
 
 
 class SandboxReadinessProbe(Strict):
@@ -126,9 +177,11 @@ class Sandbox(Strict):
     autoscaling: SandboxAutoscaling = Field(SandboxAutoscaling(), description="Opt-in HorizontalPodAutoscaler.")
     rollingUpdate: SandboxRollingUpdate = Field(SandboxRollingUpdate(),
                                                 description="The Deployment's rolling update (zero-downtime defaults).")
+    # The chart leaves progressDeadlineSeconds to its default (600), which the API wants above minReadySeconds.
     minReadySeconds: int = Field(
-        5, ge=0, le=3600,
-        description="Seconds a new executor stays ready before it counts as available (and an old one may go).")
+        5, ge=0, le=599,
+        description="Seconds a new executor stays ready before it counts as available (and an old one may go); "
+                    "below the Deployment's progress deadline (600).")
     terminationGracePeriodSeconds: int = Field(
         300, ge=1, le=86400,
         description="Seconds an executor has, after the preStop pause, to finish its in-flight tasks before "
@@ -143,10 +196,10 @@ class Sandbox(Strict):
     )
     nodeSelector: NodeSelector = Field({}, description="Node labels the executors must run on.")
     tolerations: list[Toleration] = Field([], description="Tolerations of the executors.")
-    affinity: FreeForm = Field(
-        {},
-        description="Pod affinity / anti-affinity (Kubernetes Affinity); empty prefers nodes without "
-                    "`nvidia.com/gpu.present`."
+    affinity: Affinity | None = Field(
+        None,
+        description="Kubernetes Affinity (node affinity checked, pod (anti-)affinity as given); unset or empty "
+                    "prefers nodes without `nvidia.com/gpu.present`."
     )
     runtimeClassName: Dns1123Subdomain | None = Field(
         None, description="RuntimeClass, e.g. gvisor or kata, where the cluster has one."
@@ -155,14 +208,14 @@ class Sandbox(Strict):
         [], description="More env of the executor container (Kubernetes EnvVar objects), after the chart's own; "
                         f"the names the chart sets ({', '.join(SANDBOX_CHART_ENV)}) are refused."
     )
-    podLabels: dict[str, str] = Field(
+    podLabels: Labels = Field(
         {},
         description="More labels of the executor pods; the chart's own keys are refused (its selector, Service "
                     "and tools match on them).",
         # JSON Schema twin of _not_the_charts_labels, so Helm refuses the same values.
         json_schema_extra={"not": {"anyOf": [{"required": [key]} for key in SANDBOX_CHART_LABELS]}},
     )
-    podAnnotations: dict[str, str] = Field({}, description="Annotations of the executor pods.")
+    podAnnotations: Annotations = Field({}, description="Annotations of the executor pods (at most 256 KiB).")
 
     @field_validator("podLabels")
     @classmethod
@@ -172,6 +225,14 @@ class Sandbox(Strict):
             if problem:
                 raise ValueError(problem)
         return labels
+
+    @field_validator("topologySpreadConstraints")
+    @classmethod
+    def _no_repeated_spread(cls, constraints: list[TopologySpreadConstraint]) -> list[TopologySpreadConstraint]:
+        found = spread_problem([c.model_dump() for c in constraints])
+        if found:
+            raise refused(*found)
+        return constraints
 
     @model_validator(mode="after")
     def _pool_rules(self) -> Sandbox:

@@ -6,7 +6,9 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 
-from generator.inputs.models.types import Quantity, Strict
+from generator.inputs.models.types import INT32_MAX, Quantity, Strict
+
+SCRATCH_TMP = "/tmp"  # the chart's scratch emptyDir beside the work dir (dockyard.scratchMounts)
 
 
 class SecuritySettings(Strict):
@@ -33,15 +35,29 @@ class SecuritySettings(Strict):
     runAsNonRoot: bool = Field(
         False, description="Opt-in: refuse to start as root (the executor image runs as root by default)."
     )
-    runAsUser: int | None = Field(None, ge=0, description="UID to run as; `restricted` defaults it to 10001.")
-    runAsGroup: int | None = Field(None, ge=0, description="GID to run as.")
-    fsGroup: int | None = Field(None, ge=0, description="Pod fsGroup for mounted volumes.")
+    # The API takes a UID or GID from 0 to 2^31-1 (IsValidUserID, IsValidGroupID).
+    runAsUser: int | None = Field(None, ge=0, le=INT32_MAX,
+                                  description="UID to run as; `restricted` defaults it to 10001.")
+    runAsGroup: int | None = Field(None, ge=0, le=INT32_MAX, description="GID to run as.")
+    fsGroup: int | None = Field(None, ge=0, le=INT32_MAX, description="Pod fsGroup for mounted volumes.")
     readOnlyRootFilesystem: bool = Field(
         False, description="Opt-in: read-only root filesystem; a writable emptyDir is mounted at `workDir`."
     )
-    workDir: str = Field("/workspace", pattern=r"^/",
-                         description="Writable work dir (emptyDir) mounted when the root filesystem is read-only.")
+    workDir: str = Field(
+        "/workspace", pattern=r"^/",
+        description="Writable work dir (emptyDir) mounted when the root filesystem is read-only; not /tmp (the "
+                    "chart mounts an emptyDir there too, and the API refuses a mount path twice).",
+        # JSON Schema twin of _not_tmp, so Helm refuses the same values.
+        json_schema_extra={"not": {"const": SCRATCH_TMP}})
     workDirSizeLimit: Quantity | None = Field(None, description="sizeLimit of the work-dir emptyDir.")
+
+    @field_validator("workDir")
+    @classmethod
+    def _not_tmp(cls, path: str) -> str:
+        if path == SCRATCH_TMP:
+            raise ValueError(f"workDir {SCRATCH_TMP} is the chart's own scratch mount (an emptyDir at /tmp beside the "
+                             "work dir); the API refuses a mount path twice: choose another path, e.g. /workspace")
+        return path
 
     @field_validator("runAsUser")
     @classmethod

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
+from generator.inputs.api_rules import annotations_problem, label_prefix_problem
 from generator.inputs.rules import CIDR_RE, QUANTITY_RE, cidr_problem, quantity_string_ok
 
 DNS1123_LABEL_RE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -24,6 +25,14 @@ LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 LABEL_KEY_RE = rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{LABEL_NAME}$"
 LABEL_VALUE_RE = rf"^({LABEL_NAME})?$"
 LABEL_KEY_MAX = 253 + 1 + 63
+# An annotation key is a label key checked lower-cased (the API's ValidateAnnotations): its prefix may hold
+# upper-case letters.
+ANNOTATION_KEY_RE = (rf"^([A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*/)?"
+                     rf"{LABEL_NAME}$")
+# The prefix before '/' is a DNS-1123 subdomain of at most 253 characters. The patterns above cannot count
+# it (the regexes of Go, Rust and JSON Schema have no look-ahead): a second pattern bounds it.
+LABEL_PREFIX_RE = r"^([^/]{1,253}/)?[^/]*$"
+INT32_MAX = 2**31 - 1  # the API's int32 fields (replicas, seconds, ports, percentages)
 
 
 def model_in(annotation: Any) -> type[BaseModel] | None:
@@ -134,13 +143,55 @@ FreeForm = Annotated[
     WithJsonSchema({"type": "object", "additionalProperties": True}),
 ]
 
-LabelKey = Annotated[str, Field(pattern=LABEL_KEY_RE, max_length=LABEL_KEY_MAX)]
+
+def prefix_fits(key: str) -> str:
+    """A validator: the prefix of a qualified name is at most 253 characters."""
+    problem = label_prefix_problem(key)
+    if problem:
+        raise ValueError(problem)
+    return key
+
+
+def key_schema(pattern: str) -> dict[str, Any]:
+    """The JSON Schema of a qualified name matching `pattern` (the prefix bound as a second pattern)."""
+    return {"type": "string", "pattern": pattern, "maxLength": LABEL_KEY_MAX, "allOf": [{"pattern": LABEL_PREFIX_RE}]}
+
+
+# Qualified names as the API checks them: the pattern, at most 253+1+63 characters, a prefix of at most 253.
+LabelKey = Annotated[str, Field(pattern=LABEL_KEY_RE, max_length=LABEL_KEY_MAX), AfterValidator(prefix_fits),
+                     WithJsonSchema(key_schema(LABEL_KEY_RE))]
+AnnotationKey = Annotated[str, Field(pattern=ANNOTATION_KEY_RE, max_length=LABEL_KEY_MAX), AfterValidator(prefix_fits),
+                          WithJsonSchema(key_schema(ANNOTATION_KEY_RE))]
+# A taint key; empty: a toleration of every taint (operator Exists).
+TaintKey = Annotated[str, Field(pattern=f"^$|{LABEL_KEY_RE}", max_length=LABEL_KEY_MAX), AfterValidator(prefix_fits),
+                     WithJsonSchema(key_schema(f"^$|{LABEL_KEY_RE}"))]
 LabelValue = Annotated[str, Field(pattern=LABEL_VALUE_RE, max_length=63)]
-NodeSelector = Annotated[
+Labels = Annotated[
     dict[LabelKey, LabelValue],
     WithJsonSchema({
         "type": "object",
-        "propertyNames": {"pattern": LABEL_KEY_RE, "maxLength": LABEL_KEY_MAX},
+        "propertyNames": {k: v for k, v in key_schema(LABEL_KEY_RE).items() if k != "type"},
         "additionalProperties": {"type": "string", "pattern": LABEL_VALUE_RE, "maxLength": 63},
+    }),
+]
+NodeSelector = Labels
+
+
+def _annotations_fit(annotations: dict[str, str]) -> dict[str, str]:
+    found = annotations_problem(annotations)
+    if found:
+        raise refused(*found)
+    return annotations
+
+
+# Annotations: qualified-name keys (checked lower-cased), at most 256 KiB of keys and values together (that
+# sum is the models' and schema_check's: no JSON Schema keyword adds lengths up).
+Annotations = Annotated[
+    dict[AnnotationKey, str],
+    AfterValidator(_annotations_fit),
+    WithJsonSchema({
+        "type": "object",
+        "propertyNames": {k: v for k, v in key_schema(ANNOTATION_KEY_RE).items() if k != "type"},
+        "additionalProperties": {"type": "string"},
     }),
 ]
