@@ -268,3 +268,31 @@ def test_removing_a_release_already_gone_clears_a_lock_whose_holder_is_dead(play
     assert leases.list_namespaced_lease(namespace).items == []
     rc, out, err = cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", kc, "--timeout", 30)
     assert rc == 1 and f"release small not found in namespace {namespace}" in err, out + err  # nothing left to clear
+
+
+def test_a_recovery_that_times_out_names_what_held_it(playground, namespace, release, capsys, tmp_path):
+    """`run` after an interrupted upgrade rolls the release back; when that rollback cannot finish (the
+    sandbox's new pods are never scheduled: kube-scheduler is stopped), the run ends at its --timeout naming
+    the recovery, Helm's end state and what the pods waited on — not Helm's bare "context deadline exceeded".
+    The control: with the scheduler back, the same `run` recovers and installs."""
+    kc = playground.kubeconfig
+    core = client.CoreV1Api(playground.api_client())
+    assert cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--kubeconfig", kc, "--timeout", 60)[0] == 0
+    proc, helm = _pending_run(playground, namespace, tmp_path, "--timeout", 120)
+    os.kill(helm, signal.SIGKILL)  # helm dies in its wait: no --atomic rollback, the release stays pending-upgrade
+    proc.communicate(timeout=60)
+    scheduler = playground.pids()["kube-scheduler"]
+    os.kill(scheduler, signal.SIGSTOP)
+    try:
+        core.delete_collection_namespaced_pod(namespace, label_selector="app.kubernetes.io/component=sandbox",
+                                              grace_period_seconds=0)
+        rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--kubeconfig", kc, "--timeout", 25)
+    finally:
+        os.kill(scheduler, signal.SIGCONT)
+    assert rc == 1, out + err
+    assert "was left pending-upgrade by an interrupted run: rolling back to revision 1" in out, out
+    assert "recovering release small failed: helm rollback small" in err, err
+    assert "helm's end state: revision" in err and "while it ran:" in err, err
+    assert "sandbox" in err.split("while it ran:")[1], err
+    rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--kubeconfig", kc, "--timeout", 90)
+    assert rc == 0, out + err

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,7 @@ from generator.live.helm.records import (
 )
 from generator.live.helm.run_lock import RunLock
 from generator.live.helm.runner import Helm
+from generator.live.state.controllers import LeaderWatch
 from generator.live.state.follow import reasons
 from generator.live.state.progress import Progress
 from generator.live.state.snapshot import Snapshot, take
@@ -109,15 +111,31 @@ def _recover(helm: Helm, kube: Kube, p: Plan, records: list[Any], out: Progress,
         enforce(kube, p.namespace, live, decode_release(deployed[-1]).get("manifest", ""), replace=replace,
                 verb="run", say=out.say, deadline=deadline, why=why + " changes what runs")
         out.say(f"release {p.release} was left {status} by an interrupted run: rolling back to revision {rev}")
-        helm.rollback(p.release, p.namespace, rev, timeout=left())
+        since = int(labels(records[-1])["version"])
+        _recovering(kube, p, out, f"helm rollback to revision {rev}", since,
+                    lambda: helm.rollback(p.release, p.namespace, rev, timeout=left()))
     elif status in PENDING or status == "uninstalling":
         what = "an interrupted first install" if status in PENDING else "an interrupted uninstall"
         enforce(kube, p.namespace, live, "", replace=replace, verb="run", say=out.say, deadline=deadline,
                 why=f"release {p.release} was left {status} by {what}, and recovering it means removing it")
         out.say(f"release {p.release} was left {status} by {what}: removing it")
-        helm.uninstall(p.release, p.namespace, timeout=left())
+        since = int(labels(records[-1])["version"])
+        _recovering(kube, p, out, "helm uninstall", since, lambda: helm.uninstall(p.release, p.namespace,
+                                                                                   timeout=left()))
     elif not deployed and status == "failed":
         out.say(f"release {p.release} has no deployed revision (last: failed): upgrading over it")
+
+
+def _recovering(kube: Kube, p: Plan, out: Progress, what: str, since: int, step: Callable[[], Any]) -> None:
+    """A recovery step (helm rollback or uninstall) watched like an upgrade: its failure says Helm's end
+    state and what held it, not only Helm's own words ("context deadline exceeded")."""
+    with Watching(kube, p, out, what) as watching:
+        try:
+            step()
+        except CheckFailed as exc:
+            watching.stop()
+            raise CheckFailed(f"recovering release {p.release} failed: {exc}\n  helm's end state: "
+                              f"{end_state(kube, p.release, p.namespace, since)}" + watching.held()) from None
 
 
 def _guard(kube: Kube, p: Plan, records: list[Any], replace: bool, progress: Progress, deadline: float) -> None:
@@ -137,38 +155,58 @@ def _rollback_reserve(left: float) -> float:
 
 
 def _upgrade(kube: Kube, helm: Helm, p: Plan, progress: Progress, deadline: float, since: int) -> dict[str, Any]:
-    """helm upgrade --install while a thread re-reads the release; a failure says Helm's end state
-    and what the pods were waiting on."""
-    stop = threading.Event()
-    seen: list[Snapshot] = []
-    watcher = threading.Thread(target=_watch_during, args=(kube, p, progress, stop, seen), daemon=True)
-    watcher.start()
+    """helm upgrade --install while the release is re-read; a failure says Helm's end state and what held it."""
     left = deadline - time.monotonic()
-    try:
-        return helm.upgrade(p.release, p.namespace, p.values, timeout=max(5.0, left - _rollback_reserve(left)),
-                            description=f"dockyard-k8s run ({p.mode})")
-    except CheckFailed as exc:
-        stop.set()
-        watcher.join(timeout=2)
-        why = reasons(seen[0]) if seen else ""
-        raise CheckFailed(f"{exc}\n  helm's end state: {end_state(kube, p.release, p.namespace, since)}"
-                          + (f"\n  while it ran:{why}" if why else "")) from None
-    except KeyboardInterrupt:
-        stop.set()
-        print("\ninterrupted: helm was stopped; `dockyard-k8s run` again converges from here", file=sys.stderr)
-        raise
-    finally:
-        stop.set()
-        watcher.join(timeout=2)
-
-
-def _watch_during(kube: Kube, p: Plan, progress: Progress, stop: threading.Event, seen: list[Snapshot]) -> None:
-    while not stop.is_set():
+    with Watching(kube, p, progress, "helm upgrade --install") as watching:
         try:
-            snap = take(kube, p.release, p.namespace)
-            if snap.not_ready_reasons() or not seen:  # keep the last reasons: a rollback's cleanup has none
-                seen[:] = [snap]
-            progress.update(snap, "helm upgrade --install")
-        except Exception:
-            pass
-        stop.wait(WATCH_INTERVAL)
+            return helm.upgrade(p.release, p.namespace, p.values, timeout=max(5.0, left - _rollback_reserve(left)),
+                                description=f"dockyard-k8s run ({p.mode})")
+        except CheckFailed as exc:
+            watching.stop()
+            raise CheckFailed(f"{exc}\n  helm's end state: {end_state(kube, p.release, p.namespace, since)}"
+                              + watching.held()) from None
+        except KeyboardInterrupt:
+            print("\ninterrupted: helm was stopped; `dockyard-k8s run` again converges from here", file=sys.stderr)
+            raise
+
+
+class Watching:
+    """While a helm verb works, a thread re-reads the release: the progress is drawn, the last not-ready
+    reasons are kept (a rollback's cleanup leaves none), and a controller whose leader Lease lapses is said as
+    soon as that is seen. held() is what a failure adds: what the pods were waiting on, and which controller
+    no instance of leads."""
+
+    def __init__(self, kube: Kube, p: Plan, progress: Progress, phase: str) -> None:
+        self.kube, self.p, self.progress, self.phase = kube, p, progress, phase
+        self.leaders = LeaderWatch(kube)
+        self.seen: list[Snapshot] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="dockyard-watch", daemon=True)
+
+    def __enter__(self) -> Watching:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                snap = take(self.kube, self.p.release, self.p.namespace)
+                if snap.not_ready_reasons() or not self.seen:
+                    self.seen[:] = [snap]
+                self.progress.update(snap, self.phase)
+                for line in self.leaders.poll():
+                    self.progress.say(f"{self.p.release}: {line}")
+            except Exception:
+                pass  # a read that fails leaves the last reasons; helm's own error is the verdict
+            self._stop.wait(WATCH_INTERVAL)
+
+    def held(self) -> str:
+        why = reasons(self.seen[0]) if self.seen else ""
+        return (f"\n  while it ran:{why}" if why else "") + self.leaders.held()

@@ -18,6 +18,7 @@ from generator.live.helm.resolve import resolve
 from generator.live.helm.run_lock import RunLock, clear_left_behind
 from generator.live.helm.runner import Helm
 from generator.live.state import queueing
+from generator.live.state.controllers import LeaderWatch
 
 
 def queued_objects(kube: Kube, ns: str, manifest: str | None) -> dict[str, tuple[str, str]]:
@@ -103,8 +104,11 @@ def remove(kube: Kube, name: str, ns: str, manifest: str | None, deadline: float
     except CheckFailed as exc:
         raise CheckFailed(f"{exc}{_why_held(kube, name, ns)}") from None
     unchecked: list[str] = []
+    leaders = LeaderWatch(kube)
 
     def clear() -> bool:
+        for line in leaders.poll():  # a controller gone is said when seen, not at the timeout
+            print(f"{name}: {line}", file=sys.stderr, flush=True)
         if leftovers(kube, name, ns):
             return False
         names, why = workloads_left(kube, ns, uids) if uids else ([], None)
@@ -114,7 +118,7 @@ def remove(kube: Kube, name: str, ns: str, manifest: str | None, deadline: float
     if not wait_until(clear, max(1.0, deadline - time.monotonic())):
         remain = leftovers(kube, name, ns, uids)
         raise CheckFailed(f"release {name} uninstalled, but objects remain: {', '.join(remain)}"
-                          + _why_held(kube, name, ns) + _why_workloads(kube, ns, uids))
+                          + _why_held(kube, name, ns) + _why_workloads(kube, ns, uids) + leaders.held())
     return f"Workloads not checked ({unchecked[0]})" if unchecked else ""
 
 

@@ -29,7 +29,16 @@ def _helm_message(exc: Any) -> str:
         m = re.search(r'Get "(https?://[^/"]+)', text)
         at = f" at {m.group(1)}" if m else ""
         return f"cannot reach the Kubernetes API{at}: connection refused (check --kubeconfig / --context)"
+    hook = _WEBHOOK.search(text)
+    if hook:
+        return (f"{text[:2000]}\n  the admission webhook {hook.group(1)} did not answer: the server it names (a "
+                "Service's pods or a URL, in its Validating/MutatingWebhookConfiguration) is down or unreachable, "
+                "so nothing its rules match can be created or changed until it answers (is the controller that "
+                "serves it running?)")
     return text[:2000]
+
+
+_WEBHOOK = re.compile(r'failed calling webhook "([^"]+)"')
 
 
 def seconds(timeout: float) -> str:

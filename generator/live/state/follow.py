@@ -9,6 +9,7 @@ import time
 from generator.errors import CheckFailed
 from generator.live.cluster.kube import INSTANCE, RAY_GROUP, RAY_VERSION, Kube
 from generator.live.state import queueing
+from generator.live.state.controllers import LeaderWatch
 from generator.live.state.progress import Progress
 from generator.live.state.snapshot import Snapshot, take
 
@@ -30,9 +31,12 @@ def follow(kube: Kube, release: str, namespace: str, deadline: float, progress: 
 
     Watches on the release's pods, RayJobs and RayClusters wake the wait as soon as something
     changes (a burst of events is read once, at most every MIN_INTERVAL); without an event the
-    state is re-read every FLOOR_INTERVAL (Warning events, which explain a wait, are not watched)."""
+    state is re-read every FLOOR_INTERVAL (Warning events, which explain a wait, are not watched). A
+    controller whose leader Lease lapses meanwhile (controllers.LeaderWatch) is said when seen, and a
+    timeout names it as what held the wait."""
     changed, stop = threading.Event(), threading.Event()
     watching = False
+    leaders = LeaderWatch(kube)
     try:
         while True:
             changed.clear()
@@ -41,14 +45,16 @@ def follow(kube: Kube, release: str, namespace: str, deadline: float, progress: 
             progress.update(snap, "queued" if snap.queued() else phase)
             if snap.ready():
                 return snap
+            for line in leaders.poll():  # a controller gone is said when seen, not at the timeout
+                progress.say(f"{release}: {line}")
             failure = snap.failure() or (_vanished(kube, snap) if snap.revision is None or not snap.fleets else None)
             if failure:
                 raise CheckFailed(failure + reasons(snap))
             if time.monotonic() >= deadline and snap.queued() and snap.queue:
                 raise CheckFailed(f"{release} still queued after the timeout (the release stays installed and starts "
-                                  f"when Kueue admits it): {queueing.line(snap.queue)}")
+                                  f"when Kueue admits it): {queueing.line(snap.queue)}" + leaders.held())
             if time.monotonic() >= deadline:
-                raise CheckFailed(f"{release} not ready after the timeout" + reasons(snap))
+                raise CheckFailed(f"{release} not ready after the timeout" + reasons(snap) + leaders.held())
             if not watching:
                 watching = True
                 _watch(kube, release, namespace, changed, stop)
