@@ -142,3 +142,47 @@ def test_a_namespace_whose_service_account_never_appears_is_not_reported_created
         assert k.ensure_namespace(other) is True
     finally:
         client.CoreV1Api(playground.api_client()).delete_namespace(other)
+
+
+def test_a_wait_says_when_no_kuberay_operator_leads(playground, namespace, release, capsys):
+    """`run --wait` with the KubeRay operator stopped: its leader Lease stops changing, and the wait says no
+    operator leads as soon as the Lease's duration has passed on this host's clock — well before the timeout —
+    and the timeout names it as what held the wait. The control: once the playground's supervisor has the
+    operator back, the same `run --wait` ends ready and says nothing of the kind."""
+    import subprocess
+
+    from live_helpers import spawn
+
+    from generator.live.cluster.kube import Kube
+    from generator.live.doctor.kuberay import kuberay_reconciling_row
+
+    kc, timeout = playground.kubeconfig, 50
+    operator = playground.pids()["kuberay-operator"]
+    os.kill(operator, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        proc = spawn("run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", timeout)
+        assert proc.stdout is not None
+        said_at = None
+        for line in proc.stdout:
+            if "no instance of the KubeRay operator leads" in line and said_at is None:
+                said_at = time.monotonic() - t0
+        err = proc.stderr.read() if proc.stderr else ""
+        proc.wait(timeout=30)
+        ended_at = time.monotonic() - t0
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    finally:
+        os.kill(operator, signal.SIGCONT)  # past its renew deadline it exits "leader election lost": restarted
+    assert proc.returncode == 1, err
+    assert said_at is not None and said_at < ended_at - 15, (said_at, ended_at, err)
+    assert "not ready after the timeout" in err and "waiting for KubeRay to create the RayCluster" in err, err
+    assert "held by: no instance of the KubeRay operator leads: its leader Lease kube-system/ray-operator-leader" in err
+    deadline = time.monotonic() + 90
+    while kuberay_reconciling_row(Kube(kc)).mark != "✓":
+        assert time.monotonic() < deadline, "the supervisor did not bring the KubeRay operator back"
+        time.sleep(2)
+    rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 90)
+    assert rc == 0, out + err
+    assert "no instance of" not in out + err
