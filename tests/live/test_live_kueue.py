@@ -266,3 +266,30 @@ def test_helm_upgrade_keeps_a_queued_job_queued_and_guards_a_running_one(playgro
     job = _rayjob(k8s, namespace, "a")
     assert job["metadata"]["uid"] == running["metadata"]["uid"] and not job["spec"].get("suspend")
     assert _status(capsys, playground, namespace, "a")["queue"]["state"] == "admitted"
+
+
+@pytest.mark.timeout(bounds.verb(VERB) + bounds.verb(WAIT) + 60)
+def test_a_webhook_that_does_not_answer_is_named(playground, k8s, namespace, queue, capsys, tmp_path):
+    """Kueue's controller stopped: its admission webhooks do not answer, the apiserver refuses the queued
+    RayJob after the webhook's own timeout, and `run` names the webhook and what serves it — at once, not at
+    the --timeout. The control: with Kueue resumed, the same `run` installs."""
+    import os
+    import signal
+    import time
+
+    queue.make()
+    infra = _infra(tmp_path, namespace)
+    kueue = playground.pids()["kueue"]
+    os.kill(kueue, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        rc, out, err = _run(capsys, playground, infra, "hooked", "--timeout", VERB)
+        took = time.monotonic() - t0
+    finally:
+        os.kill(kueue, signal.SIGCONT)
+    assert rc == 1, out + err
+    assert 'failed calling webhook "' in err and "did not answer: the server it names" in err, err
+    assert took < VERB - 15, (took, err)
+    rc, out, err = _run(capsys, playground, infra, "hooked", "--timeout", VERB)
+    assert rc == 0, out + err
+    cli(capsys, "uninstall", "hooked", "-n", namespace, "--kubeconfig", playground.kubeconfig, "--timeout", VERB)
