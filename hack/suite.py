@@ -82,7 +82,9 @@ REAL_NODE_MODULES = [REAL_NODE, REAL_RAY]
 def lint_commands(py: str) -> dict[str, list[str]]:
     """The lint gate before any test part starts, by name (the timeline's row lists them); helm lint follows."""
     return {"ruff": [py, "-m", "ruff", "check", "--no-fix", "generator", "tests", "bench", "hack"],
-            "mypy": [py, "-m", "mypy"]}
+            "mypy": [py, "-m", "mypy"],
+            # the import rules of .importlinter (layers, independent verbs, no cycles); no cache in the clone
+            "lint-imports": [str(Path(py).parent / "lint-imports"), "--no-cache"]}
 
 
 @dataclass

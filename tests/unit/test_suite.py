@@ -157,3 +157,15 @@ def test_the_last_line_counts_the_skipped_real_node_tests(monkeypatch, capsys):
                            "(REAL_NODE=0)")
     table = run.timeline.table()
     assert "tests: real node" in table and "skipped: REAL_NODE=0" in table and "FAILED" not in table
+
+
+def test_the_lint_gate_is_make_lints():
+    """make test's lint gate runs what `make lint` runs (ruff, mypy, the import contracts), with the venv's tools."""
+    import re
+
+    gate = _suite().lint_commands(".venv/bin/python")
+    make_lint = (REPO / "Makefile").read_text().split("\nlint:", 1)[1].split("\n\n", 1)[0]
+    assert list(gate) == ["ruff", "mypy", "lint-imports"]
+    assert gate["lint-imports"] == [".venv/bin/lint-imports", "--no-cache"]
+    for name in gate:
+        assert re.search(rf"\b{name}\b", make_lint), (name, make_lint)
