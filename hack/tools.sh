@@ -272,6 +272,13 @@ build_metrics_server() {
     -ldflags "-s -w -X k8s.io/client-go/pkg/version.gitVersion=$2" "sigs.k8s.io/metrics-server/cmd/metrics-server@$2"
 }
 
+# rancher's local-path-provisioner: the real node's dynamic provisioner (StorageClass local-path, kind's default),
+# version-stamped as its scripts/build does (main.VERSION). Its deploy/ manifests are not taken: the playground
+# writes its own config (generator/playground/node/storage.py).
+build_local_path_provisioner() {
+  GOBIN=$1 go install -trimpath -ldflags "-s -w -X main.VERSION=$2" "github.com/rancher/local-path-provisioner@$2"
+}
+
 # hack/tools.sh --key TARGET: print TARGET's recipe key and build nothing (tests: a bumped pin rebuilds).
 if [ "${1:-}" = --key ]; then key_only=1; shift; fi
 targets=("$@")

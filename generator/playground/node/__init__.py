@@ -44,6 +44,7 @@ TOOLS = {  # cache entry -> its pin in the table of tools, generator/tools.toml 
     "node-images": "NODE_IMAGES_VERSION",
     "gvisor": "GVISOR_VERSION",  # runsc + its shim: the `runsc` handler of RuntimeClass gvisor (issue 22)
     "metrics-server": "METRICS_SERVER_VERSION",  # the resource metrics API an HPA reads (issue 21, metrics.py)
+    "local-path-provisioner": "LOCAL_PATH_PROVISIONER_VERSION",  # the default StorageClass (storage.py)
 }
 ADMISSION = "--enable-admission-plugins="
 __all__ = ["NodeError", "adjust_control_plane", "health", "preflight", "prepare", "start", "teardown"]
@@ -70,7 +71,7 @@ def ensure_binaries(say: Say) -> C.Binaries:
         containerd=dirs["containerd"], runc=dirs["runc"], cni=dirs["cni-plugins"],
         kubernetes_node=dirs["kubernetes-node"], kube_router=dirs["kube-router"],
         coredns=dirs["coredns"], images=dirs["node-images"], gvisor=dirs["gvisor"],
-        metrics_server=dirs["metrics-server"],
+        metrics_server=dirs["metrics-server"], local_path=dirs["local-path-provisioner"],
     )
 
 
@@ -258,6 +259,8 @@ def start(state: PlaygroundState, state_dir: Path, say: Say, deadline: float) ->
                 raise
     if bins.metrics_server:  # the resource metrics API (metrics.py): its objects, then the server
         _start_metrics_server(state, state_dir, spec, bins.metrics_server, api, env)
+    if bins.local_path:  # the default StorageClass local-path: its objects, then the provisioner (storage.py)
+        _start_local_path(state, state_dir, spec, bins.local_path, api)
     if node.gpus:  # fake GPUs through the kubelet's device-plugin API (gpus.py)
         from generator.playground.node import gpus
 
@@ -267,7 +270,8 @@ def start(state: PlaygroundState, state_dir: Path, say: Say, deadline: float) ->
 
     def ready() -> tuple[bool, str]:
         for n in ("kubelet", "kube-proxy", "kube-router", "coredns", *(["metrics-server"] if bins.metrics_server
-                                                                        else [])):
+                                                                        else []),
+                  *(["local-path-provisioner"] if bins.local_path else [])):
             _alive(state, n)
         for n, ok, detail in health(state):
             if not ok:
@@ -291,6 +295,20 @@ def _start_metrics_server(state: PlaygroundState, state_dir: Path, spec: S.NodeS
         api.apply(f"{path}/{obj['metadata']['name']}", obj)
     _spawn(state, state_dir, spec, metrics.NAME, metrics.argv(binary_dir, spec, state.ca_file, serving, client),
            env=env)
+
+
+def _start_local_path(state: PlaygroundState, state_dir: Path, spec: S.NodeSpec, binary_dir: Path,
+                      api: Any) -> None:
+    """On the host like the KubeRay operator, supervised; recorded with the node's components (`down` stops it
+    before the node's folder, which holds every volume, is removed)."""
+    from generator.playground.node import storage
+
+    for path, obj in storage.objects():
+        api.apply(f"{path}/{obj['metadata']['name']}", obj)
+    image = _node(state).images["executor"]
+    cfg, pod = storage.write_files(spec, image)
+    launch.start(state, state_dir, _node(state).components, storage.NAME, f"node/{storage.NAME}",
+                 storage.argv(binary_dir, spec, cfg, pod, image), supervised=True)
 
 
 def _import_ray_image(spec: S.NodeSpec, bins: C.Binaries, state: PlaygroundState, say: Say) -> str:
@@ -378,7 +396,7 @@ def health(state: PlaygroundState) -> list[tuple[str, bool, str]]:
         return []
     spec = S.NodeSpec(Path(state.state_dir))
     out = []
-    extra = ["metrics-server"] if "metrics-server" in node.components else []
+    extra = [n for n in ("metrics-server", "local-path-provisioner") if n in node.components]
     for name in C.ORDER + extra + (["device-plugin"] if node.gpus else []):
         rec = node.components.get(name)
         if not rec:
@@ -394,6 +412,11 @@ def health(state: PlaygroundState) -> list[tuple[str, bool, str]]:
             detail += f", node {node.name} {ready}"
         if ok and name == "metrics-server":  # Available is shown, not judged: a busy moment must not fail `up`
             detail += f", {_metrics_available(state)[1]}"
+        if ok and name == "local-path-provisioner":  # the supervisor runs: is the provisioner it supervises up?
+            from generator.playground.node import storage
+
+            ok, child = storage.child_health(Path(state.state_dir), rec)
+            detail += f", {child}"
         if ok and name == "device-plugin":
             ok, gpus_detail = _gpus_advertised(state, node)
             detail += f", {gpus_detail}"
@@ -407,7 +430,7 @@ def teardown(state_dir: Path, state: PlaygroundState | None, say: Say = print) -
 
     spec = S.NodeSpec(state_dir)
     comps = state.real_node.components if state and state.real_node else {}
-    recs = [comps.get(n) for n in ["device-plugin", "metrics-server", *reversed(C.ORDER)]]
+    recs = [comps.get(n) for n in ["device-plugin", "local-path-provisioner", "metrics-server", *reversed(C.ORDER)]]
     procs.stop([r for r in recs if r and r.name != "node/containerd"], timeout=5)
     if not spec.root.exists() and not host.our_cgroup_dirs(spec) and \
             host.run(["ip", "link", "show", spec.host_veth], check=False).returncode != 0:

@@ -25,6 +25,8 @@ IDENTITIES = {
     "kube-router": ("system:kube-router", "dockyard-kube-router", ["system:masters"]),
     "coredns": ("system:coredns", "dockyard-coredns", ["system:masters"]),
     "metrics-server": ("system:metrics-server", "dockyard-metrics-server", ["system:masters"]),
+    # makes PVs and its helper pods cluster-wide (storage.py)
+    "local-path-provisioner": ("system:local-path-provisioner", "dockyard-local-path-provisioner", ["system:masters"]),
 }
 
 
@@ -39,6 +41,7 @@ class Binaries:
     images: Path  # node-images dir
     gvisor: Path | None = None  # dir with runsc, containerd-shim-runsc-v1 (the `runsc` handler; issue 22)
     metrics_server: Path | None = None  # dir with metrics-server (the HPA's metrics API; issue 21, metrics.py)
+    local_path: Path | None = None  # dir with local-path-provisioner (StorageClass local-path, storage.py)
 
 
 def containerd_config(spec: S.NodeSpec, bins: Binaries, pause_ref: str) -> str:

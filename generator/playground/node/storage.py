@@ -1,0 +1,102 @@
+"""The real node's dynamic provisioner: rancher's local-path-provisioner, the default StorageClass `local-path`.
+
+It is what kind ships as its default StorageClass: a PVC of class `local-path` is bound, once a pod that
+mounts it is scheduled (WaitForFirstConsumer), to a new hostPath PV in a directory of its own under
+VOLUMES_DIR on the node. The provisioner runs on the host like the KubeRay operator (it only talks to the
+apiserver), supervised (supervise.py). The directory is made and removed by short helper pods on the node:
+they need a shell, and the image the node already holds with one is the playground's executor image (busybox
+`sh`, `mkdir`, `rm`; images.py), used with imagePullPolicy Never: nothing is pulled.
+
+Every volume lives under the playground's state folder (`node/local-path/`), so `playground down`, which
+removes that folder, leaves no volume behind on the host, root-owned files written by containers included.
+A PV it makes is node-local: ReadWriteMany holds only among pods on that node, which the playground's one
+real node satisfies (a real cluster needs a shared filesystem for it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from generator.playground.node import spec as S
+from generator.playground.state import Process
+
+NAME = "local-path-provisioner"
+NAMESPACE = "local-path-storage"
+STORAGE_CLASS = "local-path"
+PROVISIONER = "rancher.io/local-path"  # the provisioner's default name, as kind's StorageClass names it
+SERVICE_ACCOUNT = "local-path-provisioner-service-account"  # the helper pods' (the provisioner's default)
+CONFIG_MAP = "local-path-config"  # the helper pods mount its setup and teardown scripts
+LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/managed-by": "dockyard-playground"}
+CMD_TIMEOUT_SECONDS = 60  # a helper pod's time to succeed (upstream: 120)
+# The helper pods' scripts, as upstream's deploy/local-path-storage.yaml has them (busybox applets only)
+SETUP = '#!/bin/sh\nset -eu\nmkdir -m 0777 -p "$VOL_DIR"\n'
+TEARDOWN = '#!/bin/sh\nset -eu\nrm -rf "$VOL_DIR"\n'
+
+
+def volumes_dir(spec: S.NodeSpec) -> Path:
+    """Where the PVs' directories are: under the node's folder, which `down` removes."""
+    return spec.root / "local-path"
+
+
+def config(spec: S.NodeSpec) -> dict[str, Any]:
+    """config.json: the real node's one path; no default for other nodes, so a claim whose pod landed on a
+    simulated node fails to provision with the provisioner's own message instead of a volume nowhere."""
+    return {"nodePathMap": [{"node": S.NODE_NAME, "paths": [str(volumes_dir(spec))]}],
+            "cmdTimeoutSeconds": CMD_TIMEOUT_SECONDS}
+
+
+def helper_pod(image: str) -> dict[str, Any]:
+    """The helper pod template (the provisioner adds the command, the volumes, the node and the env)."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "helper-pod", "labels": LABELS},
+            "spec": {"containers": [{"name": "helper-pod", "image": image, "imagePullPolicy": "Never"}]}}
+
+
+def write_files(spec: S.NodeSpec, image: str) -> tuple[Path, Path]:
+    """(config.json, helperPod.yaml) written into the node's config folder."""
+    volumes_dir(spec).mkdir(parents=True, exist_ok=True)
+    spec.config_dir.mkdir(parents=True, exist_ok=True)
+    cfg, pod = spec.config_dir / "local-path-config.json", spec.config_dir / "local-path-helper-pod.json"
+    cfg.write_text(json.dumps(config(spec), indent=2))
+    pod.write_text(json.dumps(helper_pod(image), indent=2))  # JSON is YAML: the provisioner reads either
+    return cfg, pod
+
+
+def argv(binary_dir: Path, spec: S.NodeSpec, cfg: Path, pod: Path, image: str) -> list[str]:
+    return [str(binary_dir / NAME), "start", f"--kubeconfig={spec.kubeconfig(NAME)}", f"--config={cfg}",
+            f"--helper-pod-file={pod}", f"--helper-image={image}", f"--namespace={NAMESPACE}",
+            f"--configmap-name={CONFIG_MAP}", f"--service-account-name={SERVICE_ACCOUNT}",
+            f"--provisioner-name={PROVISIONER}"]
+
+
+def objects() -> list[tuple[str, dict[str, Any]]]:
+    """(collection path, object) to apply before the provisioner starts, in order."""
+    meta = {"namespace": NAMESPACE, "labels": LABELS}
+    return [
+        ("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                "metadata": {"name": NAMESPACE, "labels": LABELS}}),
+        (f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts", {
+            "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SERVICE_ACCOUNT, **meta}}),
+        (f"/api/v1/namespaces/{NAMESPACE}/configmaps", {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CONFIG_MAP, **meta},
+            "data": {"setup": SETUP, "teardown": TEARDOWN}}),
+        ("/apis/storage.k8s.io/v1/storageclasses", {
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": STORAGE_CLASS, "labels": LABELS,
+                         "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+            "provisioner": PROVISIONER, "reclaimPolicy": "Delete",
+            "volumeBindingMode": "WaitForFirstConsumer"}),
+    ]
+
+
+def child_health(state_dir: Path, supervisor: Process) -> tuple[bool, str]:
+    """(ok, detail) of the provisioner itself, its supervisor's record read: it runs, and how often it exited."""
+    from generator.playground import processes as procs
+    from generator.playground import restarts
+
+    record = restarts.of(state_dir, supervisor)
+    if record is None or record.child is None or not procs.is_running(record.child):
+        last = f"; last exit: {record.exits[-1].what()}" if record and record.exits else ""
+        return False, f"provisioner not running (supervisor pid {supervisor.pid}{last})"
+    return True, f"provisioner pid {record.child.pid}, {record.restarts} restarts, StorageClass {STORAGE_CLASS}"

@@ -1,0 +1,55 @@
+"""The real node's dynamic provisioner (generator/playground/node/storage.py), offline: where its volumes live,
+its helper pods' image, its command line and the objects applied before it starts."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from generator.playground.node import components as C
+from generator.playground.node import images, storage
+from generator.playground.node import spec as S
+
+
+def test_volumes_live_under_the_state_folder_that_down_removes(tmp_path):
+    spec = S.NodeSpec(tmp_path / "pg")
+    cfg = storage.config(spec)
+    assert cfg["nodePathMap"] == [{"node": S.NODE_NAME, "paths": [str(tmp_path / "pg" / "node" / "local-path")]}]
+    # no DEFAULT_PATH_FOR_NON_LISTED_NODES: a claim whose pod landed on a simulated node gets no volume
+    assert all(m["node"] == S.NODE_NAME for m in cfg["nodePathMap"])
+
+
+def test_helper_pods_use_an_image_the_node_holds_with_the_shell_tools_the_scripts_run(tmp_path):
+    spec = S.NodeSpec(tmp_path / "pg")
+    executor = images.refs("1")["executor"]
+    cfg, pod = storage.write_files(spec, executor)
+    assert json.loads(cfg.read_text()) == storage.config(spec)
+    (container,) = yaml.safe_load(pod.read_text())["spec"]["containers"]
+    assert (container["image"], container["imagePullPolicy"]) == (executor, "Never")  # nothing is pulled
+    assert (tmp_path / "pg" / "node" / "local-path").is_dir()
+    # every command the setup and teardown scripts run is a busybox applet of that image
+    for script in (storage.SETUP, storage.TEARDOWN):
+        assert script.startswith("#!/bin/sh\n")
+        for line in script.splitlines()[1:]:
+            assert line.split()[0] in {"set", *images.APPLETS}, line
+
+
+def test_it_runs_as_the_default_storage_class_named_as_kind_names_it(tmp_path):
+    spec = S.NodeSpec(tmp_path / "pg")
+    args = storage.argv(tmp_path / "bin", spec, tmp_path / "c.json", tmp_path / "p.json", "img:1")
+    assert args[:2] == [str(tmp_path / "bin" / "local-path-provisioner"), "start"]
+    flags = dict(a.removeprefix("--").split("=", 1) for a in args[2:])
+    assert flags["kubeconfig"] == str(spec.kubeconfig(storage.NAME)) and storage.NAME in C.IDENTITIES
+    assert (flags["namespace"], flags["service-account-name"]) == (storage.NAMESPACE, storage.SERVICE_ACCOUNT)
+    assert flags["provisioner-name"] == "rancher.io/local-path" and flags["helper-image"] == "img:1"
+    objs = {o["kind"]: o for _path, o in storage.objects()}
+    sc = objs["StorageClass"]
+    assert sc["metadata"]["name"] == "local-path" and sc["provisioner"] == flags["provisioner-name"]
+    assert sc["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"] == "true"
+    assert sc["volumeBindingMode"] == "WaitForFirstConsumer"  # the node is known before the directory is made
+    # the helper pods mount the scripts from this ConfigMap, as the provisioner's namespace's ServiceAccount
+    assert set(objs["ConfigMap"]["data"]) == {"setup", "teardown"}
+    assert objs["ConfigMap"]["metadata"]["name"] == flags["configmap-name"]
+    namespace = objs["Namespace"]["metadata"]["name"]
+    assert objs["ServiceAccount"]["metadata"]["namespace"] == namespace == "local-path-storage"
