@@ -250,6 +250,10 @@ def _read_ray(snap: Snapshot, jobs: Objects, clusters: Objects) -> dict[str, Any
             "cluster": cluster_name,
             "reason": st.get("reason"),
             "message": st.get("message"),
+            # KubeRay counts the ends of the job's attempts; each retry (backoffLimit) runs on a new RayCluster
+            "failed": st.get("failed") or 0,
+            "succeeded": st.get("succeeded") or 0,
+            "backoffLimit": (job.get("spec") or {}).get("backoffLimit") or 0,
         }
         ray_spec = (job.get("spec") or {}).get("rayClusterSpec")
     wanted = {release, cluster_name} - {None}
@@ -267,6 +271,18 @@ def _read_ray(snap: Snapshot, jobs: Objects, clusters: Objects) -> dict[str, Any
         }
         ray_spec = cluster.get("spec") or ray_spec
     return ray_spec
+
+
+def attempts_line(job: dict[str, Any]) -> str | None:
+    """`attempt 2 of 2 (1 failed, retried on a new RayCluster)` for a RayJob that may retry or has failed once;
+    None for a single-attempt job that has not failed (nothing to say)."""
+    failed, succeeded, limit = job.get("failed") or 0, job.get("succeeded") or 0, job.get("backoffLimit") or 0
+    if not limit and not failed:
+        return None
+    ended = job.get("deploymentStatus") in ("Complete", "Failed")
+    now = min(failed + succeeded + (0 if ended else 1), limit + 1) or 1
+    what = f"{failed} failed" + (", retried on a new RayCluster" if failed and (not ended or succeeded) else "")
+    return f"attempt {now} of {limit + 1} ({what})"
 
 
 def _queued(snap: Snapshot, jobs: Objects, clusters: Objects) -> tuple[str, dict[str, Any]] | None:

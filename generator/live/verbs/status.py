@@ -11,7 +11,7 @@ from generator.live.cluster.kube import Kube
 from generator.live.helm.resolve import resolve
 from generator.live.output.show import columns, emit
 from generator.live.state import driver_log, pool, queueing
-from generator.live.state.snapshot import FLEETS, Snapshot, take
+from generator.live.state.snapshot import FLEETS, Snapshot, attempts_line, take
 
 
 def status_table(snap: Snapshot) -> str:
@@ -25,6 +25,9 @@ def status_table(snap: Snapshot) -> str:
         lines.append(f"rayjob     {j['name']}  {j.get('deploymentStatus') or 'New'}"
                      + (f"  job {j['jobStatus']}" if j.get("jobStatus") else "")
                      + (f"  cluster {j['cluster']}" if j.get("cluster") else "") + extra)
+        tries = attempts_line(j)
+        if tries:
+            lines.append(f"attempts   {tries}")
     if snap.raycluster:
         c = snap.raycluster
         lines.append(f"raycluster {c['name']}  {c.get('state') or 'pending'}"
