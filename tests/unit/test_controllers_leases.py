@@ -135,3 +135,35 @@ def test_reads_are_spaced(cluster):
         clock.now += 0.1
         watch.poll()
     assert cluster.reads == first  # a wait that polls every 0.1 s reads the Leases at most every 2 s
+
+
+def test_an_apiserver_that_does_not_answer_says_nothing(cluster):
+    """A wait during an apiserver pause: the Lease reads fail to connect; the watch adds nothing and never raises
+    (the wait's own reads say what happened)."""
+    from urllib3.exceptions import MaxRetryError
+
+    def unreachable(*_a, **_kw):
+        raise MaxRetryError(None, "https://127.0.0.1:1/apis", "connection refused")
+
+    cluster.list = unreachable
+    cluster.request = unreachable
+    assert LeaderWatch(cluster, Clock()).poll() == []
+
+
+def test_the_held_lease_is_the_leaders_when_an_old_released_one_lingers():
+    c = Leases()
+    c.put("old-ray", KUBERAY_LEASE, None, 1)  # an earlier install's operator released its Lease and was removed
+    c.put("ray-system", KUBERAY_LEASE, "op-1", 2)
+    assert LeaderWatch(c, Clock()).poll() == []  # the live leader's Lease is watched, not the leftover
+
+
+def test_a_forbidden_list_is_asked_once():
+    c = Leases()
+    c.forbid = True
+    clock = Clock()
+    watch = LeaderWatch(c, clock)
+    watch.poll()
+    first = c.reads
+    clock.now += 10
+    watch.poll()
+    assert c.reads - first == len(LEADERS) - 2  # the two found by name are not listed again; the others are read

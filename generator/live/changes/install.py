@@ -191,8 +191,9 @@ class Watching:
         self.stop()
 
     def stop(self) -> None:
+        """No progress line is drawn after this returns (a read still in flight is dropped, not drawn)."""
         self._stop.set()
-        self._thread.join(timeout=2)
+        self._thread.join(timeout=5)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -200,8 +201,11 @@ class Watching:
                 snap = take(self.kube, self.p.release, self.p.namespace)
                 if snap.not_ready_reasons() or not self.seen:
                     self.seen[:] = [snap]
+                lines = self.leaders.poll()
+                if self._stop.is_set():
+                    return  # stopped while reading: the failure is being said, no progress after it
                 self.progress.update(snap, self.phase)
-                for line in self.leaders.poll():
+                for line in lines:
                     self.progress.say(f"{self.p.release}: {line}")
             except Exception:
                 pass  # a read that fails leaves the last reasons; helm's own error is the verdict

@@ -14,7 +14,7 @@ from generator.live.cluster.kube import INSTANCE, Kube
 from generator.live.cluster.wait import wait_until
 from generator.live.helm.ownership import require_ours, require_secret_storage
 from generator.live.helm.records import live_manifest, release_records
-from generator.live.helm.resolve import resolve
+from generator.live.helm.resolve import ReleaseNotFound, resolve
 from generator.live.helm.run_lock import RunLock, clear_left_behind
 from generator.live.helm.runner import Helm
 from generator.live.state import queueing
@@ -131,9 +131,9 @@ def uninstall(kubeconfig: str | None, context: str | None, release: str | None, 
     kube.deadline = deadline
     try:
         name, ns, _ = resolve(kube, release, namespace)
-    except CheckFailed:
+    except ReleaseNotFound as gone:
         # already gone: a removal killed after its helm finished may have left its run lock behind
-        cleared = clear_left_behind(kube, release, namespace, "uninstall") if release else []
+        cleared = clear_left_behind(kube, release, gone.namespace, "uninstall") if release else []
         if not cleared:
             raise
         for line in cleared:

@@ -11,6 +11,15 @@ from generator.live.helm.records import configmap_release_namespaces, labels, re
 OTHERS_FORBIDDEN = "listing other namespaces is forbidden for you: pass -n"
 
 
+class ReleaseNotFound(CheckFailed):
+    """No Helm record of the named release where it was looked for (`namespace`; None: in any namespace), and
+    no other Helm driver holds one: the release is gone, or never was."""
+
+    def __init__(self, message: str, namespace: str | None) -> None:
+        super().__init__(message)
+        self.namespace = namespace
+
+
 def resolve(kube: Kube, release: str | None, namespace: str | None) -> tuple[str, str, list[Any]]:
     """(release, namespace, records). Without -n a named release is looked up in every namespace;
     without a name, the only dockyard release in scope is used. When listing every namespace is
@@ -29,13 +38,14 @@ def _named(kube: Kube, release: str, namespace: str | None) -> tuple[str, str, l
         own = kube.context_namespace or "default"
         records = release_records(kube, release, own)
         if not records:
-            raise CheckFailed(f"release {release} not found in namespace {own} ({OTHERS_FORBIDDEN})"
-                              + _deleting(kube, own)) from None
+            raise ReleaseNotFound(f"release {release} not found in namespace {own} ({OTHERS_FORBIDDEN})"
+                                  + _deleting(kube, own), own) from None
         return release, own, records
     if namespace:
         if not records:
-            raise CheckFailed(f"release {release} not found in namespace {namespace}" + _deleting(kube, namespace)
-                              + _other_driver(kube, release, namespace))
+            other = _other_driver(kube, release, namespace)
+            message = f"release {release} not found in namespace {namespace}" + _deleting(kube, namespace) + other
+            raise CheckFailed(message) if other else ReleaseNotFound(message, namespace)
         return release, namespace, records
     found = sorted({r["metadata"]["namespace"] for r in records})
     if len(found) > 1:
@@ -44,7 +54,9 @@ def _named(kube: Kube, release: str, namespace: str | None) -> tuple[str, str, l
             return release, ns, [r for r in records if r["metadata"]["namespace"] == ns]
         raise CheckFailed(f"release {release} exists in namespaces {', '.join(found)}: pass -n NAMESPACE")
     if not found:
-        raise CheckFailed(f"release {release} not found in any namespace" + _other_driver(kube, release, None))
+        other = _other_driver(kube, release, None)
+        message = f"release {release} not found in any namespace" + other
+        raise CheckFailed(message) if other else ReleaseNotFound(message, None)
     return release, found[0], records
 
 

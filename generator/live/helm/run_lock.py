@@ -15,6 +15,7 @@ from typing import Any
 from generator.errors import CheckFailed
 from generator.live.cluster.kube import INSTANCE, Kube
 from generator.live.helm import holders
+from generator.live.helm.records import release_records
 from generator.live.helm.runner import GRACE
 
 LEASE_SECONDS = 15
@@ -240,10 +241,11 @@ class RunLock:
 
 def clear_left_behind(kube: Kube, release: str, namespace: str | None, verb: str) -> list[str]:
     """Remove the run locks of `release` that outlived it: a verb killed after its helm had finished leaves
-    the Lease with no release to go with it, and nothing else ever removes it. Each lock is judged as a
-    taker judges it (RunLock.acquire): a holder on this host whose process is gone, or one elsewhere whose
-    record stays unchanged for its lease duration on this host's clock, gives it up; a holder that may
-    still work is refused (CheckFailed, busy). Returns one line per lock removed (none found: [])."""
+    the Lease with no release to go with it, and nothing else ever removes it. Only a lock in a namespace with
+    no Helm record of the release is touched, and each is judged as a taker judges it (RunLock.acquire): a
+    holder on this host whose process is gone, or one elsewhere whose record stays unchanged for its lease
+    duration on this host's clock, gives it up; a holder that may still work is refused (CheckFailed, busy).
+    Returns one line per lock removed and seen gone (none: [])."""
     from kubernetes.client.exceptions import ApiException
 
     path = (f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases" if namespace
@@ -257,11 +259,15 @@ def clear_left_behind(kube: Kube, release: str, namespace: str | None, verb: str
     out = []
     for lease in found:
         ns = lease["metadata"]["namespace"]
+        if release_records(kube, release, ns):
+            continue  # the release is there: its lock is the verb's own business, not a leftover
         holder = (lease.get("spec") or {}).get("holderIdentity") or "?"
         gone = "whose process is gone" if RunLock._here(lease) is not None else "which stopped renewing it"
-        with RunLock(kube, ns, release, verb, deadline=getattr(kube, "deadline", None)):
+        lock = RunLock(kube, ns, release, verb, deadline=getattr(kube, "deadline", None))
+        with lock:
             pass  # taken from its dead holder, then released: deleted
-        out.append(f"removed its run lock {ns}/{lease_name(release)}, left behind by {holder}, {gone}")
+        if lock.took_over_stale and lock._read() is None:  # not said when it vanished by itself or stayed
+            out.append(f"removed its run lock {ns}/{lease_name(release)}, left behind by {holder}, {gone}")
     return out
 
 

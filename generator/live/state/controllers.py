@@ -9,11 +9,14 @@ renewTime is never compared with our clock), or whose holder released it, has la
 controller leads, and the wait is said to be held by it as soon as that is seen.
 
 A Lease that does not exist, or that cannot be read (RBAC, a managed control plane that hides its own), says
-nothing: only a Lease seen renewing can be seen lapsing.
+nothing: only a Lease seen renewing can be seen lapsing. (The playground runs kube-controller-manager,
+kube-scheduler and Kueue without leader election, so there only KubeRay's Lease is watched; the others are
+judged by the same code on clusters that elect their leaders, the usual setting.)
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,6 +60,7 @@ class LeaderWatch:
         self._seen: dict[str, tuple[list[Any], float]] = {}  # name -> (record, when first seen on our clock)
         self._where: dict[str, str | None] = {}  # a Lease found by name: its namespace (None: looked, absent)
         self._down: dict[str, str] = {}  # name -> the line said when it lapsed
+        self._lock = threading.Lock()  # poll() runs in a wait's thread while held() is read by the waiter
 
     def _read(self, leader: Leader) -> dict[str, Any] | None:
         from kubernetes.client.exceptions import ApiException
@@ -67,16 +71,26 @@ class LeaderWatch:
                 if leader.name not in self._where:
                     found = self.kube.list("/apis/coordination.k8s.io/v1/leases",
                                            field_selector=f"metadata.name={leader.name}")
+                    # an old install's released Lease may linger beside the live one: the held one is the leader's
+                    found.sort(key=lambda lease: not (lease.get("spec") or {}).get("holderIdentity"))
                     self._where[leader.name] = found[0]["metadata"]["namespace"] if found else None
                 ns = self._where[leader.name]
                 if ns is None:
                     return None
             return dict(self.kube.request("GET", f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{leader.name}"))
-        except ApiException:
-            return None  # absent, forbidden, or the apiserver not answering: nothing to say about this leader
+        except ApiException as exc:
+            if exc.status == 403 and leader.namespace is None:
+                self._where[leader.name] = None  # not ours to list: asked once, not on every poll
+            return None  # absent or forbidden: nothing to say about this leader
+        except Exception:
+            return None  # the apiserver not answering: the wait's own reads say so; nothing to add here
 
     def poll(self) -> list[str]:
         """Read each Lease once; the lines of those that lapsed, or lead again, since the last poll."""
+        with self._lock:
+            return self._poll()
+
+    def _poll(self) -> list[str]:
         out: list[str] = []
         now = self.clock()
         if self._last is not None and now - self._last < self.every:
@@ -115,7 +129,8 @@ class LeaderWatch:
 
     def lapsed(self) -> list[str]:
         """The lines of the controllers that lapsed and have not led again since."""
-        return list(self._down.values())
+        with self._lock:
+            return list(self._down.values())
 
     def held(self) -> str:
         """What a timed-out wait adds: one indented line per lapsed controller ('' when none)."""

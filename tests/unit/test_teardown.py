@@ -1,0 +1,51 @@
+"""changes/teardown.uninstall: a release that is not found may have left its run lock behind (cleared, exit 0),
+but a lookup that failed for any other reason (several namespaces, another Helm driver) clears nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.errors import CheckFailed
+from generator.live.changes import teardown
+from generator.live.helm.resolve import ReleaseNotFound
+
+
+class NoCluster:
+    deadline = None
+
+    def __init__(self, *_a):
+        pass
+
+    def target(self) -> str:
+        return "test"
+
+
+@pytest.fixture
+def cleared(monkeypatch):
+    calls: list = []
+    monkeypatch.setattr(teardown, "Kube", NoCluster)
+    monkeypatch.setattr(teardown, "clear_left_behind",
+                        lambda kube, release, ns, verb: calls.append((release, ns)) or [f"removed its run lock {ns}"])
+    return calls
+
+
+def test_a_release_not_found_clears_its_left_behind_lock(monkeypatch, cleared, capsys):
+    def gone(*_a):
+        raise ReleaseNotFound("release small not found in namespace ns", "ns")
+
+    monkeypatch.setattr(teardown, "resolve", gone)
+    teardown.uninstall(None, None, "small", "ns", 30)
+    assert cleared == [("small", "ns")]
+    assert capsys.readouterr().out == "release small is already uninstalled; removed its run lock ns\n"
+
+
+@pytest.mark.parametrize("why", ["release small exists in namespaces a, b: pass -n NAMESPACE",
+                                 "release small not found in namespace ns (Helm's configmap driver holds a release"])
+def test_any_other_failed_lookup_clears_nothing(monkeypatch, cleared, why):
+    def refused(*_a):
+        raise CheckFailed(why)
+
+    monkeypatch.setattr(teardown, "resolve", refused)
+    with pytest.raises(CheckFailed, match="small"):
+        teardown.uninstall(None, None, "small", None, 30)
+    assert cleared == []
