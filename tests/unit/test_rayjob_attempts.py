@@ -34,3 +34,45 @@ def test_the_first_attempt_and_the_end_of_every_attempt():
 def test_a_job_without_retries_that_has_not_failed_has_no_attempts_line():
     assert _status({"jobDeploymentStatus": "Running"}, None) == []
     assert _status({"jobDeploymentStatus": "Failed", "failed": 1}, 0) == ["attempts   attempt 1 of 1 (1 failed)"]
+
+
+class _Kube:
+    """The RayJob's states one poll after another, and each attempt's driver log (by job id)."""
+
+    def __init__(self, states: list[dict], logs: dict[str, str]):
+        self.states, self.logs = states, logs
+
+    def get_ray(self, _plural, _ns, name):
+        st = self.states.pop(0) if len(self.states) > 1 else self.states[0]
+        return {"metadata": {"name": name}, "status": st}
+
+    def request(self, _method, path):
+        return {"logs": self.logs[path.split("/api/jobs/")[1].split("/")[0]]}
+
+
+def test_run_follow_waits_through_a_retry_and_streams_the_second_attempt(monkeypatch):
+    from generator.live.state import driver_log
+
+    monkeypatch.setattr(driver_log.time, "sleep", lambda _s: None)
+    first = {"jobId": "a1", "rayClusterName": "c1", "jobStatus": "RUNNING", "jobDeploymentStatus": "Running"}
+    states = [
+        first,
+        {**first, "jobStatus": "FAILED", "jobDeploymentStatus": "Retrying", "failed": 1},  # KubeRay retries it
+        {"jobDeploymentStatus": "New", "failed": 1},
+        {"jobId": "a2", "rayClusterName": "c2", "jobStatus": "RUNNING", "jobDeploymentStatus": "Running", "failed": 1},
+        {"jobId": "a2", "rayClusterName": "c2", "jobStatus": "SUCCEEDED", "jobDeploymentStatus": "Complete",
+         "failed": 1, "succeeded": 1},
+    ]
+    out: list[str] = []
+    ok, job = driver_log.follow(_Kube(states, {"a1": "step 0\nstep 1\n", "a2": "start at 2\n"}), "r", "ns", None,
+                                write=out.append)
+    assert ok is True and job["status"]["jobDeploymentStatus"] == "Complete"
+    assert "".join(out) == "step 0\nstep 1\n--- attempt 2 (RayCluster c2) after 1 failed\nstart at 2\n"
+
+
+def test_a_failed_attempt_that_is_retried_is_no_failure_to_stop_a_wait():
+    snap = Snapshot("grpo-swe", "ns")
+    _read_ray(snap, [_job({"jobDeploymentStatus": "Retrying", "jobStatus": "FAILED", "failed": 1}, 1)], [])
+    assert snap.failure() is None
+    _read_ray(snap, [_job({"jobDeploymentStatus": "Failed", "jobStatus": "FAILED", "failed": 2}, 1)], [])
+    assert snap.failure() and "Failed" in snap.failure()

@@ -15,6 +15,8 @@ from typing import Any
 from generator.live.cluster.kube import Kube
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+# jobDeploymentStatus of a RayJob whose failed attempt is retried (launch.backoffLimit): the job has not ended
+RETRYING = ("Retrying",)
 
 
 def head_service(job: dict) -> str | None:
@@ -49,11 +51,19 @@ def _stdout(text: str) -> None:
 
 def follow(kube: Kube, release: str, namespace: str, deadline: float | None,
            write: Callable[[str], None] = _stdout) -> tuple[bool | None, dict[str, Any] | None]:
-    """Stream the driver's log until the job ends: (True succeeded / False failed / None timed out, job)."""
-    printed, job = 0, None
+    """Stream the driver's log until the job ends: (True succeeded / False failed / None timed out, job).
+
+    A failed attempt with retries left (launch.backoffLimit: KubeRay marks it `Retrying`, then runs the job again
+    on a new RayCluster) is not the end: the next attempt's log follows under a line naming it."""
+    printed, job, attempt = 0, None, None
     while True:
         job = kube.get_ray("rayjobs", namespace, release)
         st = (job or {}).get("status") or {}
+        if st.get("jobId") and attempt not in (None, st["jobId"]):  # a retry: a new submission, a new log
+            write(f"--- attempt {(st.get('failed') or 0) + 1} (RayCluster {st.get('rayClusterName') or '-'}) "
+                  f"after {st.get('failed') or 0} failed\n")
+            printed = 0
+        attempt = st.get("jobId") or attempt
         try:
             text = read(kube, namespace, job) if job else ""
         except Exception:
@@ -61,7 +71,8 @@ def follow(kube: Kube, release: str, namespace: str, deadline: float | None,
         if len(text) > printed:
             write(text[printed:])
             printed = len(text)
-        done = st.get("jobStatus") in TERMINAL or st.get("jobDeploymentStatus") == "Failed"
+        retrying = st.get("jobDeploymentStatus") in RETRYING
+        done = (st.get("jobStatus") in TERMINAL and not retrying) or st.get("jobDeploymentStatus") == "Failed"
         if done:
             return st.get("jobStatus") == "SUCCEEDED", job
         if deadline is not None and time.monotonic() >= deadline:

@@ -87,7 +87,8 @@ class Snapshot:
         if job.get("deploymentStatus") in ("Failed", "ValidationFailed"):
             why = job.get("message") or job.get("reason") or "no message"
             return f"RayJob {job.get('name')} {job.get('deploymentStatus')}: {why}"
-        if job.get("jobStatus") in ("FAILED", "STOPPED"):
+        # a failed attempt KubeRay retries (Retrying, launch.backoffLimit) is not the end of the job
+        if job.get("jobStatus") in ("FAILED", "STOPPED") and job.get("deploymentStatus") != "Retrying":
             line = f"RayJob {job.get('name')} job status {job.get('jobStatus')}: {job.get('message') or ''}"
             return line.rstrip(": ")
         return None
