@@ -16,6 +16,7 @@ from generator.errors import InputError, Problem
 from generator.inputs.explain import from_validation
 from generator.inputs.loader import Document, apply_overrides, load
 from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
+from generator.inputs.storage_rules import gang_problems
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
@@ -104,6 +105,11 @@ def compose(inputs: Inputs) -> ChartValues:
             f"a name of at most {limit} characters", recipe.name[:limit].rstrip("-"),
         )])
     infra_block = infra.infra.model_dump(exclude={"namespace"})
+    gang = gang_problems(infra_block["storage"], recipe.cluster.model_dump())
+    if gang:
+        doc = inputs.infra_doc
+        raise InputError([Problem(doc.path, doc.line_of(("infra", "storage", key)), f"infra.storage.{key}.accessModes",
+                                  message, expected) for key, message, expected in gang])
     return ChartValues.model_validate({
         "recipe": {
             "name": recipe.name,
@@ -199,7 +205,7 @@ def _compose_fast(recipe_path: str | Path, infra_path: str | Path, overrides: li
         })
     except schema_check.Refused:
         return None
-    if not _json_plain(values):
+    if not _json_plain(values) or gang_problems(values["infra"].get("storage") or {}, values["recipe"]["cluster"]):
         return None
     return Composed(values, name, namespace, mode)
 

@@ -157,6 +157,13 @@ SCHEMA_FIRST = [
      ("kuberay.spec.enableInTreeAutoscaling: Kueue refuses in-tree autoscaling on a queued RayJob or RayCluster: it "
       "admits the gang at its fixed size; set it to false or remove launch.queue"),
      "kuberay.spec.enableInTreeAutoscaling: Kueue refuses in-tree autoscaling"),
+    # storage: a claim the chart creates that several pods write
+    ("storage without ReadWriteMany", {"infra": {"storage": {"checkpoints": {"size": "1Ti",
+                                                                            "accessModes": ["ReadWriteOnce"]}}}},
+     ("infra.storage.checkpoints.accessModes: 3 pods (head, trainer, inference) mount it and write, but its access "
+      "modes [ReadWriteOnce] do not include ReadWriteMany"),
+     ("infra.storage.checkpoints.accessModes: 4 pods (head, trainer, inference) mount it and write, but its access "
+      "modes [ReadWriteOnce] do not include ReadWriteMany")),
     ("suspend in the overlay", {"kuberay": {"spec": {"suspend": True}}},
      ("kuberay.spec.suspend: the chart never renders suspend: Kueue suspends a queued RayJob or RayCluster and "
       "admits it by clearing suspend, and a helm upgrade must not flip it; remove it"),

@@ -143,9 +143,20 @@ def values_for(fill: Callable[[Slot], str], mode: str) -> dict[str, Any]:
     for n, env in enumerate(doc["sandbox"]["extraEnv"]):
         del env["valueFrom" if n == 0 else "value"]
     _placement(doc["kuberay"]["placement"])
+    storage = doc["infra"]["storage"]  # a volume is a claim or a size: one of each kind renders every field
+    for key in STORAGE_CLAIMED:
+        for field in ("size", "storageClassName"):
+            del storage[key][field]
+    del storage["modelCache"]["claimName"]
     return ChartValues.model_validate(doc).model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+STORAGE_CLAIMED = ("checkpoints", "logs")  # infra.storage volumes rendered as an existing claim; modelCache is created
+NOT_RENDERED.update({f"infra.storage.{key}.{field}": "an existing claim: the chart creates none"
+                     for key in STORAGE_CLAIMED for field in ("size", "storageClassName")})
+NOT_RENDERED.update({"infra.storage.modelCache.claimName": "a claim the chart creates (size) is rendered instead",
+                     "infra.storage.modelCache.fill.image.tag": "infra.storage.modelCache.fill.image.digest is set "
+                                                                "and wins"})
 SLOTS: list[Slot] = []
 build(lambda slot: SLOTS.append(slot) or "x")
 NOT_RENDERED.update({slot.path: "kuberay.placement.inference is dropped: inference renders gpu's"
@@ -257,8 +268,11 @@ def _hostile(slots: list[Slot]) -> st.SearchStrategy[dict[str, str]]:
 # Free strings (no pattern, or only a leading /) are where YAML can be injected; the others take words
 # YAML would read as another type. Drawn apart: all ~90 at once overrun Hypothesis' buffer (and ~25 s).
 FREE_SLOTS = [slot for slot in SLOTS if slot.schema.get("pattern") in (None, "^/")]
-CHECKED_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and not slot.path.startswith("kuberay.placement.")]
-PLACEMENT_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot not in CHECKED_SLOTS]
+GPU_POD_PREFIXES = ("infra.env", "infra.storage.")  # infra.env, infra.envFrom, infra.storage: drawn apart as well
+CHECKED_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS
+                 and not slot.path.startswith(("kuberay.placement.", *GPU_POD_PREFIXES))]
+GPU_POD_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot.path.startswith(GPU_POD_PREFIXES)]
+PLACEMENT_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot.path.startswith("kuberay.placement.")]
 
 
 # Characters Helm's YAML parser refuses raw (or reads as a line break): written as \\u escapes. Others,
@@ -365,6 +379,13 @@ def test_hostile_strings_come_back_verbatim_and_change_nothing_else(strings, mod
 @settings(EXAMPLES, max_examples=15)
 @given(strings=_hostile(CHECKED_SLOTS), mode=st.sampled_from(["rayjob", "bringup"]))
 def test_pattern_checked_strings_come_back_verbatim(strings, mode):
+    _check(strings, mode)
+
+
+@settings(EXAMPLES, max_examples=15)
+@given(strings=_hostile(GPU_POD_SLOTS), mode=st.sampled_from(["rayjob", "bringup"]))
+def test_gpu_pod_env_and_storage_strings_come_back_verbatim(strings, mode):
+    """infra.env, infra.envFrom and infra.storage's pattern-checked strings (drawn apart from the others)."""
     _check(strings, mode)
 
 

@@ -22,6 +22,20 @@ security = st.fixed_dictionaries({
     "readOnlyRootFilesystem": st.booleans(),
 })
 
+groups = st.lists(st.sampled_from(["head", "trainer", "inference"]), min_size=1, max_size=3, unique=True)
+volume = st.one_of(
+    st.none(),
+    st.fixed_dictionaries({"claimName": names, "mountOn": groups}),
+    st.fixed_dictionaries({"size": st.sampled_from(["10Gi", "1Ti", 500]), "mountOn": groups},
+                          optional={"storageClassName": names}),
+)
+storage = st.fixed_dictionaries({"checkpoints": volume, "modelCache": volume, "logs": volume})
+# What an overlay tries against the storage invariants: its own volume of the chart's name, a mount at the
+# chart's path, its own HF_HOME and DOCKYARD_CHECKPOINT_DIR.
+STORAGE_OVERLAY = {"volumes": [{"name": "dockyard-checkpoints", "emptyDir": {}}],
+                   "env": [{"name": "HF_HOME", "value": "/tmp/hf"}, {"name": "DOCKYARD_CHECKPOINT_DIR", "value": "/x"}],
+                   "volumeMounts": [{"name": "scratch", "mountPath": "/dockyard/model-cache"}]}
+
 infra_over = st.fixed_dictionaries({
     "recipe": st.fixed_dictionaries({
         "cluster": st.fixed_dictionaries({
@@ -33,6 +47,7 @@ infra_over = st.fixed_dictionaries({
         "priorityClassName": st.one_of(st.none(), names),
         "imagePullSecrets": st.lists(names, max_size=2, unique=True),
         "security": security,
+        "storage": storage,
     }),
     "launch": st.fixed_dictionaries({"mode": st.sampled_from(["rayjob", "bringup", "attach"])}),
     "kuberay": st.fixed_dictionaries({
@@ -43,7 +58,10 @@ infra_over = st.fixed_dictionaries({
                 "template": st.fixed_dictionaries({"spec": st.fixed_dictionaries({
                     "nodeSelector": st.dictionaries(names, names, max_size=2),
                     "containers": st.just([{"name": "ray-worker",
-                                            "env": [{"name": "DOCKYARD_FLEET_ROLE", "value": "x"}]}]),
+                                            "env": [{"name": "DOCKYARD_FLEET_ROLE", "value": "x"},
+                                                    *STORAGE_OVERLAY["env"]],
+                                            "volumeMounts": STORAGE_OVERLAY["volumeMounts"]}]),
+                    "volumes": st.just(STORAGE_OVERLAY["volumes"] + [{"name": "scratch", "emptyDir": {}}]),
                 })}),
             }), max_size=2, unique_by=lambda g: g["groupName"]),
         }),
@@ -87,6 +105,7 @@ def test_any_valid_values_render_validate_and_keep_invariants(over):
             assert env["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] == "0"
             assert env["DOCKYARD_FLEET_ROLE"] == role
             assert ("DOCKYARD_SANDBOX_URLS" in env) is over["sandbox"]["injectUrls"]
+        _storage_pinned(over["infra"]["storage"], role, group["template"]["spec"], out)
         params = group["rayStartParams"]["resources"]
         assert f"dockyard_fleet_{role}" in json.loads(params.strip("'\"` "))  # as KubeRay parses it
         if role != "head":
@@ -95,3 +114,30 @@ def test_any_valid_values_render_validate_and_keep_invariants(over):
             limits = group["template"]["spec"]["containers"][0]["resources"]["limits"]
             assert limits["nvidia.com/gpu"] == shape["gpusPerNode"]
     assert out.one("Deployment")["spec"]["replicas"] == over["sandbox"]["replicas"]
+
+
+LAYOUT = {"checkpoints": ("dockyard-checkpoints", "/dockyard/checkpoints", "checkpoints", ["DOCKYARD_CHECKPOINT_DIR"]),
+          "modelCache": ("dockyard-model-cache", "/dockyard/model-cache", "model-cache",
+                         ["DOCKYARD_MODEL_CACHE_DIR", "HF_HOME"]),
+          "logs": ("dockyard-logs", "/dockyard/logs", "logs", ["DOCKYARD_LOG_DIR"])}
+
+
+def _storage_pinned(storage, role, spec, out):
+    """Each volume of infra.storage is mounted at its path, from its claim, and named by its env in the Ray
+    container of the groups in its mountOn, whatever the overlay did; and nowhere else."""
+    ray = spec["containers"][0]
+    mounts = {m["mountPath"]: m["name"] for m in ray.get("volumeMounts", [])}
+    volumes = {v["name"]: v for v in spec.get("volumes", [])}
+    env = [(e["name"], e.get("value")) for e in ray["env"]]
+    claims = {c["metadata"]["name"] for c in out.all("PersistentVolumeClaim")}
+    for key, (name, path, suffix, env_names) in LAYOUT.items():
+        vol = storage[key]
+        if vol is None or role not in vol["mountOn"]:
+            assert name not in mounts.values()
+            continue
+        claim = vol.get("claimName") or f"grpo-swe-{suffix}"
+        assert mounts[path] == name
+        assert volumes[name] == {"name": name, "persistentVolumeClaim": {"claimName": claim}}
+        assert ("claimName" in vol) is (claim not in claims)
+        for env_name in env_names:
+            assert [v for n, v in env if n == env_name] == [path]

@@ -17,6 +17,7 @@ $ -> "" (valid), else fail "release name \"1abc\" must be a DNS-1035 label …\n
 {{- $messages = append $messages (include "dockyard.validate.sandboxHooks" .) -}}
 {{- $messages = append $messages (include "dockyard.validate.sandboxPool" .) -}}
 {{- $messages = append $messages (include "dockyard.validate.toYamlSafe" .) -}}
+{{- $messages = append $messages (include "dockyard.validate.storage" .) -}}
 {{- with without $messages "" -}}
 {{- fail (join "\n" .) -}}
 {{- end -}}
@@ -212,4 +213,29 @@ dict "v" {"disk": "ssd\u0085"} "path" "sandbox.nodeSelector"
 {{- $messages = append $messages (printf "%s: %q holds a character Helm's toYaml drops or mangles (U+007F to U+009F, U+2028, U+2029, U+FFFE, U+FFFF); remove it" .path .v) -}}
 {{- end -}}
 {{- join "\n" (without $messages "") -}}
+{{- end -}}
+
+{{/* A claim the chart creates that more than one pod mounts (the head once, a worker group by its nodes)
+needs ReadWriteMany; an existing claim's modes are doctor's to check. generator/inputs/storage_rules.py
+refuses the same first.
+infra.storage.checkpoints {size: 1Ti, accessModes: [ReadWriteOnce]}, trainer nodes 2
+-> infra.storage.checkpoints.accessModes: 4 pods (head, trainer, inference) mount it and write, … */}}
+{{- define "dockyard.validate.storage" -}}
+{{- $v := .Values -}}
+{{- $messages := list -}}
+{{- range $key := list "checkpoints" "modelCache" "logs" -}}
+{{- $vol := index ($v.infra.storage | default dict) $key -}}
+{{- if and $vol (not $vol.claimName) -}}
+{{- $groups := $vol.mountOn | default (list "head" "trainer" "inference") -}}
+{{- $modes := $vol.accessModes | default (list "ReadWriteMany") -}}
+{{- $count := 0 -}}
+{{- range $groups -}}
+{{- $count = add $count (ternary 1 (int64 (index $v.recipe.cluster .).nodes) (eq . "head")) -}}
+{{- end -}}
+{{- if and (gt (int64 $count) 1) (not (has "ReadWriteMany" $modes)) -}}
+{{- $messages = append $messages (printf "infra.storage.%s.accessModes: %d pods (%s) mount it and write, but its access modes %v do not include ReadWriteMany" $key (int64 $count) (join ", " $groups) $modes) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- join "\n" $messages -}}
 {{- end -}}

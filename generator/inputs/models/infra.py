@@ -20,6 +20,7 @@ from generator.inputs.models.launch import LaunchSettings
 from generator.inputs.models.namespace import LimitRangeSettings, ResourceQuotaSettings
 from generator.inputs.models.sandbox import SANDBOX_CHART_LABELS, Sandbox, chart_label_problem
 from generator.inputs.models.security import GpuSecuritySettings
+from generator.inputs.models.storage import StorageSettings
 from generator.inputs.models.types import Dns1123Label, Dns1123Subdomain, Strict, refused
 from generator.inputs.rules import toyaml_problem
 
@@ -74,6 +75,8 @@ class InfraBase(Strict):
                                           description="Opt-in securityContext for the GPU fleets.")
     resourceQuota: ResourceQuotaSettings = Field(ResourceQuotaSettings(), description="Opt-in namespace ResourceQuota.")
     limitRange: LimitRangeSettings = Field(LimitRangeSettings(), description="Opt-in namespace LimitRange.")
+    storage: StorageSettings = Field(StorageSettings(), description="Volumes the GPU pods mount: checkpoints, "
+                                     "a model cache, logs (docs/storage.md).")
 
     @field_validator("backend")
     @classmethod

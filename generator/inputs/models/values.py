@@ -14,8 +14,9 @@ from generator.inputs.models.infra import (
     kueue_overlay_problem,
 )
 from generator.inputs.models.recipe import ClusterShape
-from generator.inputs.models.types import DNS1035_LABEL_RE, Strict
+from generator.inputs.models.types import DNS1035_LABEL_RE, Strict, refused
 from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
+from generator.inputs.storage_rules import gang_problems
 
 DEFAULT_IMAGE = Image(repository="ghcr.io/dockyard-rl/ubuntu-swe", tag="vllm")
 
@@ -69,4 +70,6 @@ class ChartValues(Strict):
         problem = kueue_overlay_problem(self.launch, self.kuberay)
         if problem:
             raise problem
+        for key, message, expected in gang_problems(self.infra.storage.model_dump(), self.recipe.cluster.model_dump()):
+            raise refused(("infra", "storage", key, "accessModes"), message, expected)
         return self

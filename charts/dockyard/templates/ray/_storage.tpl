@@ -1,0 +1,124 @@
+{{/*
+infra.storage in the GPU pods (docs/storage.md): each volume set (checkpoints, modelCache, logs) is a
+claim mounted into the Ray container of the groups in its mountOn, at a fixed path named by env. Applied
+by dockyard.ray.group after the kuberay.spec overlay, so no overlay removes or moves them. The claims the
+chart creates are ray/pvc.yaml. generator/inputs/storage_rules.py holds the same table.
+*/}}
+
+{{/* The layout: per volume key, the pod volume's name, the mount path, the env naming it, the suffix of
+a created claim's name. */}}
+{{- define "dockyard.storage.layout" -}}
+{{- toJson (dict
+  "checkpoints" (dict "volume" "dockyard-checkpoints" "path" "/dockyard/checkpoints" "env" (list "DOCKYARD_CHECKPOINT_DIR") "suffix" "checkpoints")
+  "modelCache" (dict "volume" "dockyard-model-cache" "path" "/dockyard/model-cache" "env" (list "DOCKYARD_MODEL_CACHE_DIR" "HF_HOME") "suffix" "model-cache")
+  "logs" (dict "volume" "dockyard-logs" "path" "/dockyard/logs" "env" (list "DOCKYARD_LOG_DIR") "suffix" "logs")) -}}
+{{- end -}}
+
+{{/* The claim a volume mounts: its claimName, else the one the chart creates, named after the release
+(the same on every run, so a second run mounts the same claim).
+dict "ctx" $ "key" "modelCache" -> grpo-swe-model-cache */}}
+{{- define "dockyard.storage.claimName" -}}
+{{- $vol := index .ctx.Values.infra.storage .key -}}
+{{- if $vol.claimName -}}
+{{- $vol.claimName -}}
+{{- else -}}
+{{- printf "%s-%s" (include "dockyard.fullname" .ctx) (index (include "dockyard.storage.layout" . | fromJson) .key).suffix -}}
+{{- end -}}
+{{- end -}}
+
+{{/* What one group gets: its pod volumes, the Ray container's mounts and env.
+dict "ctx" $ "role" "trainer" with infra.storage.checkpoints {size: 1Ti}
+-> {"volumes": [{"name": "dockyard-checkpoints", "persistentVolumeClaim": {"claimName": "grpo-swe-checkpoints"}}],
+    "mounts": [{"name": "dockyard-checkpoints", "mountPath": "/dockyard/checkpoints"}],
+    "env": [{"name": "DOCKYARD_CHECKPOINT_DIR", "value": "/dockyard/checkpoints"}]} */}}
+{{- define "dockyard.ray.storage" -}}
+{{- $ctx := .ctx -}}
+{{- $role := .role -}}
+{{- $all := $ctx.Values.infra.storage | default dict -}}
+{{- $layout := include "dockyard.storage.layout" . | fromJson -}}
+{{- $volumes := list -}}
+{{- $mounts := list -}}
+{{- $env := list -}}
+{{- range $key := list "checkpoints" "modelCache" "logs" -}}
+{{- $vol := index $all $key -}}
+{{- if and $vol (has $role ($vol.mountOn | default (list "head" "trainer" "inference"))) -}}
+{{- $l := index $layout $key -}}
+{{- $volumes = append $volumes (dict "name" $l.volume "persistentVolumeClaim" (dict "claimName" (include "dockyard.storage.claimName" (dict "ctx" $ctx "key" $key)))) -}}
+{{- $mounts = append $mounts (dict "name" $l.volume "mountPath" $l.path) -}}
+{{- range $l.env -}}{{- $env = append $env (dict "name" . "value" $l.path) -}}{{- end -}}
+{{- if and (eq $key "modelCache") $vol.offline -}}
+{{- $env = concat $env (list (dict "name" "HF_HUB_OFFLINE" "value" "1") (dict "name" "TRANSFORMERS_OFFLINE" "value" "1")) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson (dict "volumes" $volumes "mounts" $mounts "env" $env) -}}
+{{- end -}}
+
+{{/* The head's init container that fills the model cache (infra.storage.modelCache.fill): it runs before
+the head's Ray starts, and KubeRay's workers wait for the head, so the gang starts on a filled cache. Online
+(no HF_HUB_OFFLINE), with the cache mounted and HF_HOME set, the head's resources and security.
+$ -> {"name": "model-cache-fill", "image": "…", "command": […], "env": […], "volumeMounts": […], …} */}}
+{{- define "dockyard.ray.fillContainer" -}}
+{{- $v := .Values -}}
+{{- $mc := $v.infra.storage.modelCache -}}
+{{- $sec := $v.infra.security -}}
+{{- $l := (include "dockyard.storage.layout" . | fromJson).modelCache -}}
+{{- $img := $mc.fill.image | default dict -}}
+{{- $res := dict "cpu" (include "dockyard.quantity" $v.kuberay.head.cpu) "memory" (include "dockyard.quantity" $v.kuberay.head.memory) -}}
+{{- $env := list -}}
+{{- range $l.env -}}{{- $env = append $env (dict "name" . "value" $l.path) -}}{{- end -}}
+{{- $mounts := list (dict "name" $l.volume "mountPath" $l.path) -}}
+{{- if include "dockyard.readOnlyRoot" $sec -}}
+{{- $mounts = concat $mounts (include "dockyard.scratchMounts" $sec | fromYamlArray) -}}
+{{- end -}}
+{{- $c := dict "name" "model-cache-fill"
+  "image" (include "dockyard.image" (dict "img" $img "fallback" $v.infra.image))
+  "imagePullPolicy" ($img.pullPolicy | default $v.infra.image.pullPolicy)
+  "command" $mc.fill.command "env" $env "volumeMounts" $mounts
+  "resources" (dict "requests" $res "limits" $res) -}}
+{{- if $sec.enabled -}}
+{{- $_ := set $c "securityContext" (include "dockyard.containerSecurityContext" $sec | fromYaml) -}}
+{{- end -}}
+{{- toJson $c -}}
+{{- end -}}
+
+{{/* A group's pod spec with its storage pinned: the overlay's volumes of the storage names, the Ray
+container's mounts of those names or paths and its env of the storage names are replaced by the chart's;
+the head gets the fill init container (an overlay's of the same name is replaced).
+dict "ctx" $ "role" "head" "spec" {…} -> {…, "volumes": [… storage], "containers": [ray container with mounts, env], "initContainers": [… fill]} */}}
+{{- define "dockyard.ray.pinStorage" -}}
+{{- $spec := .spec -}}
+{{- $st := include "dockyard.ray.storage" . | fromJson -}}
+{{- if $st.volumes -}}
+{{- $names := list -}}
+{{- $paths := list -}}
+{{- range $st.mounts -}}{{- $names = append $names .name -}}{{- $paths = append $paths .mountPath -}}{{- end -}}
+{{- $envNames := list -}}
+{{- range $st.env -}}{{- $envNames = append $envNames .name -}}{{- end -}}
+{{- $volumes := list -}}
+{{- range ($spec.volumes | default list) -}}
+{{- if not (has .name $names) -}}{{- $volumes = append $volumes . -}}{{- end -}}
+{{- end -}}
+{{- $_ := set $spec "volumes" (concat $volumes $st.volumes) -}}
+{{- $main := first $spec.containers -}}
+{{- $mounts := list -}}
+{{- range ($main.volumeMounts | default list) -}}
+{{- if not (or (has .name $names) (has (trimSuffix "/" .mountPath) $paths)) -}}{{- $mounts = append $mounts . -}}{{- end -}}
+{{- end -}}
+{{- $_ := set $main "volumeMounts" (concat $mounts $st.mounts) -}}
+{{- $env := list -}}
+{{- range ($main.env | default list) -}}
+{{- if not (has .name $envNames) -}}{{- $env = append $env . -}}{{- end -}}
+{{- end -}}
+{{- $_ := set $main "env" (concat $env $st.env) -}}
+{{- $mc := .ctx.Values.infra.storage.modelCache -}}
+{{- if and (eq .role "head") $mc $mc.fill -}}
+{{- $inits := list -}}
+{{- range ($spec.initContainers | default list) -}}
+{{- if ne .name "model-cache-fill" -}}{{- $inits = append $inits . -}}{{- end -}}
+{{- end -}}
+{{- $_ := set $spec "initContainers" (append $inits (include "dockyard.ray.fillContainer" .ctx | fromJson)) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $spec -}}
+{{- end -}}
