@@ -14,10 +14,13 @@ from generator.playground.node import spec as S
 
 def test_volumes_live_under_the_state_folder_that_down_removes(tmp_path):
     spec = S.NodeSpec(tmp_path / "pg")
-    cfg = storage.config(spec)
-    assert cfg["nodePathMap"] == [{"node": S.NODE_NAME, "paths": [str(tmp_path / "pg" / "node" / "local-path")]}]
+    classes = storage.config(spec)["storageClassConfigs"]
+    node_paths = classes["local-path"]["nodePathMap"]
+    assert node_paths == [{"node": S.NODE_NAME, "paths": [str(tmp_path / "pg" / "node" / "local-path")]}]
     # no DEFAULT_PATH_FOR_NON_LISTED_NODES: a claim whose pod landed on a simulated node gets no volume
-    assert all(m["node"] == S.NODE_NAME for m in cfg["nodePathMap"])
+    assert all(m["node"] == S.NODE_NAME for m in node_paths)
+    # ReadWriteMany: the shared-filesystem mode (upstream refuses it on node paths), a directory beside them
+    assert classes["local-path-rwx"] == {"sharedFileSystemPath": str(tmp_path / "pg" / "node" / "local-path-rwx")}
 
 
 def test_helper_pods_use_an_image_the_node_holds_with_the_shell_tools_the_scripts_run(tmp_path):
@@ -27,6 +30,8 @@ def test_helper_pods_use_an_image_the_node_holds_with_the_shell_tools_the_script
     assert json.loads(cfg.read_text()) == storage.config(spec)
     (container,) = yaml.safe_load(pod.read_text())["spec"]["containers"]
     assert (container["image"], container["imagePullPolicy"]) == (executor, "Never")  # nothing is pulled
+    # the shared-filesystem mode names no node: the template keeps every helper pod on the real node
+    assert yaml.safe_load(pod.read_text())["spec"]["nodeSelector"] == {S.NODE_LABEL: "true"}
     assert (tmp_path / "pg" / "node" / "local-path").is_dir()
     # every command the setup and teardown scripts run is a busybox applet of that image
     for script in (storage.SETUP, storage.TEARDOWN):
@@ -44,10 +49,14 @@ def test_it_runs_as_the_default_storage_class_named_as_kind_names_it(tmp_path):
     assert (flags["namespace"], flags["service-account-name"]) == (storage.NAMESPACE, storage.SERVICE_ACCOUNT)
     assert flags["provisioner-name"] == "rancher.io/local-path" and flags["helper-image"] == "img:1"
     objs = {o["kind"]: o for _path, o in storage.objects()}
-    sc = objs["StorageClass"]
-    assert sc["metadata"]["name"] == "local-path" and sc["provisioner"] == flags["provisioner-name"]
-    assert sc["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"] == "true"
-    assert sc["volumeBindingMode"] == "WaitForFirstConsumer"  # the node is known before the directory is made
+    classes = {o["metadata"]["name"]: o for _path, o in storage.objects() if o["kind"] == "StorageClass"}
+    assert set(classes) == set(storage.config(spec)["storageClassConfigs"]) == {"local-path", "local-path-rwx"}
+    default = {n for n, sc in classes.items()
+               if sc["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"] == "true"}
+    assert default == {"local-path"}
+    for sc in classes.values():
+        assert sc["provisioner"] == flags["provisioner-name"]
+        assert sc["volumeBindingMode"] == "WaitForFirstConsumer"  # the node is known before the directory is made
     # the helper pods mount the scripts from this ConfigMap, as the provisioner's namespace's ServiceAccount
     assert set(objs["ConfigMap"]["data"]) == {"setup", "teardown"}
     assert objs["ConfigMap"]["metadata"]["name"] == flags["configmap-name"]

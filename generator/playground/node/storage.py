@@ -9,8 +9,10 @@ they need a shell, and the image the node already holds with one is the playgrou
 
 Every volume lives under the playground's state folder (`node/local-path/`), so `playground down`, which
 removes that folder, leaves no volume behind on the host, root-owned files written by containers included.
-A PV it makes is node-local: ReadWriteMany holds only among pods on that node, which the playground's one
-real node satisfies (a real cluster needs a shared filesystem for it).
+A PV of `local-path` is node-local and ReadWriteOnce (upstream refuses other modes on node paths); class
+`local-path-rwx` serves ReadWriteMany through upstream's shared-filesystem mode from a directory of the real
+node: shared among pods of that one node, which is every pod the playground runs (a real cluster needs a
+filesystem every node mounts for it).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from generator.playground.state import Process
 NAME = "local-path-provisioner"
 NAMESPACE = "local-path-storage"
 STORAGE_CLASS = "local-path"
+# ReadWriteMany: upstream refuses it on node paths; its shared-filesystem mode serves it from one directory every
+# node mounts. The playground's pods run on one real node, so a directory of that node is such a filesystem.
+RWX_STORAGE_CLASS = "local-path-rwx"
 PROVISIONER = "rancher.io/local-path"  # the provisioner's default name, as kind's StorageClass names it
 SERVICE_ACCOUNT = "local-path-provisioner-service-account"  # the helper pods' (the provisioner's default)
 CONFIG_MAP = "local-path-config"  # the helper pods mount its setup and teardown scripts
@@ -40,22 +45,33 @@ def volumes_dir(spec: S.NodeSpec) -> Path:
     return spec.root / "local-path"
 
 
+def shared_dir(spec: S.NodeSpec) -> Path:
+    """Where the ReadWriteMany class's PVs' directories are (beside the others)."""
+    return spec.root / "local-path-rwx"
+
+
 def config(spec: S.NodeSpec) -> dict[str, Any]:
-    """config.json: the real node's one path; no default for other nodes, so a claim whose pod landed on a
-    simulated node fails to provision with the provisioner's own message instead of a volume nowhere."""
-    return {"nodePathMap": [{"node": S.NODE_NAME, "paths": [str(volumes_dir(spec))]}],
+    """config.json, per StorageClass. `local-path`: the real node's one path; no default for other nodes, so a
+    claim whose pod landed on a simulated node fails to provision with the provisioner's own message instead of a
+    volume nowhere. `local-path-rwx`: the shared-filesystem mode (any access mode, no node affinity)."""
+    return {"storageClassConfigs": {
+                STORAGE_CLASS: {"nodePathMap": [{"node": S.NODE_NAME, "paths": [str(volumes_dir(spec))]}]},
+                RWX_STORAGE_CLASS: {"sharedFileSystemPath": str(shared_dir(spec))}},
             "cmdTimeoutSeconds": CMD_TIMEOUT_SECONDS}
 
 
 def helper_pod(image: str) -> dict[str, Any]:
-    """The helper pod template (the provisioner adds the command, the volumes, the node and the env)."""
+    """The helper pod template (the provisioner adds the command, the volumes, the env and, for a node path, the
+    node). On the real node always: the shared-filesystem mode names no node, and a simulated node runs nothing."""
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "helper-pod", "labels": LABELS},
-            "spec": {"containers": [{"name": "helper-pod", "image": image, "imagePullPolicy": "Never"}]}}
+            "spec": {"nodeSelector": {S.NODE_LABEL: "true"},
+                     "containers": [{"name": "helper-pod", "image": image, "imagePullPolicy": "Never"}]}}
 
 
 def write_files(spec: S.NodeSpec, image: str) -> tuple[Path, Path]:
     """(config.json, helperPod.yaml) written into the node's config folder."""
     volumes_dir(spec).mkdir(parents=True, exist_ok=True)
+    shared_dir(spec).mkdir(parents=True, exist_ok=True)
     spec.config_dir.mkdir(parents=True, exist_ok=True)
     cfg, pod = spec.config_dir / "local-path-config.json", spec.config_dir / "local-path-helper-pod.json"
     cfg.write_text(json.dumps(config(spec), indent=2))
@@ -81,12 +97,12 @@ def objects() -> list[tuple[str, dict[str, Any]]]:
         (f"/api/v1/namespaces/{NAMESPACE}/configmaps", {
             "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CONFIG_MAP, **meta},
             "data": {"setup": SETUP, "teardown": TEARDOWN}}),
-        ("/apis/storage.k8s.io/v1/storageclasses", {
+        *[("/apis/storage.k8s.io/v1/storageclasses", {
             "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-            "metadata": {"name": STORAGE_CLASS, "labels": LABELS,
-                         "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+            "metadata": {"name": name, "labels": LABELS, "annotations": {
+                "storageclass.kubernetes.io/is-default-class": "true" if name == STORAGE_CLASS else "false"}},
             "provisioner": PROVISIONER, "reclaimPolicy": "Delete",
-            "volumeBindingMode": "WaitForFirstConsumer"}),
+            "volumeBindingMode": "WaitForFirstConsumer"}) for name in (STORAGE_CLASS, RWX_STORAGE_CLASS)],
     ]
 
 
