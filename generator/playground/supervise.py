@@ -39,6 +39,7 @@ _PR_SET_PDEATHSIG = 1  # prctl(2)
 _ERROR = re.compile(r"\b(error|fatal|panic)\b", re.IGNORECASE)
 _LOG_TAIL = 64 * 1024  # the bytes of a failed child's log read for its message
 _MESSAGE = 240  # characters of the message kept
+_POLL = 0.2  # seconds between looks at the child where no pidfd says when it exits
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,19 @@ class Backoff:
 def reason(returncode: int) -> tuple[int | None, str | None, str]:
     """(exit code, signal name, reason) of a child's returncode (negative: the signal that ended it)."""
     if returncode < 0:
-        name = signal.Signals(-returncode).name
+        name = signal_name(-returncode)
         return None, name, name
     return returncode, None, "Completed" if returncode == 0 else "Error"
+
+
+def signal_name(number: int) -> str:
+    """SIGKILL, SIGRTMIN+3 (a real-time signal has no name of its own), or `signal 99`."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        if signal.SIGRTMIN < number < signal.SIGRTMAX:
+            return f"SIGRTMIN+{number - signal.SIGRTMIN}"
+        return f"signal {number}"
 
 
 def error_line(text: str) -> str:
@@ -100,11 +111,7 @@ class Supervisor:
         delay: float | None = None
         while not self.stopping():
             started, offset = time.monotonic(), _log_size()
-            try:
-                self._start()
-                returncode, failure = self._wait_child(), ""
-            except OSError as exc:  # not started at all (a binary gone): an exit like the shell's 127
-                returncode, failure = 127, f"cannot start {self.argv[0]}: {exc}"
+            returncode, failure = self._run_child()
             if self.stopping():
                 break  # the end we asked for: no restart
             ran = time.monotonic() - started
@@ -124,9 +131,26 @@ class Supervisor:
         restarts.save(self.file, self.record)
         return 0
 
-    def _start(self) -> None:
+    def _run_child(self) -> tuple[int, str]:
+        """Start the child and wait for its end: (returncode, why, when it never ran or could not be watched).
+        Only the start itself is an exit like the shell's 127 (a binary gone): an error once the child runs
+        (its record not written) kills that child first, so no copy runs that the record does not name and
+        a stop would miss."""
         if self.record.restarts:
             self._say(f"restart {self.record.restarts}: {' '.join(self.argv)}")
+        try:
+            self.child = self._spawn()
+        except OSError as exc:
+            return 127, f"cannot start {self.argv[0]}: {exc}"
+        try:
+            self._record_child(self.child.pid)
+            return self._wait_child(), ""
+        except Exception as exc:
+            self.child.kill()
+            returncode = self.child.wait()
+            return returncode, f"cannot supervise {self.argv[0]} (pid {self.child.pid}, killed): {exc}"
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
         parent = os.getpid()
 
         def die_with_parent() -> None:  # runs in the child between fork and exec
@@ -134,39 +158,43 @@ class Supervisor:
             if os.getppid() != parent:  # the supervisor died before the line above
                 os._exit(1)
 
-        self.child = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, close_fds=True,
-                                      preexec_fn=die_with_parent)
+        return subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, close_fds=True, preexec_fn=die_with_parent)
+
+    def _record_child(self, pid: int) -> None:
         st = None
         for _ in range(100):
-            st = start_time(self.child.pid)
+            st = start_time(pid)
             if st is not None:
                 break
             time.sleep(0.01)
-        self.record.child = Process(self.record.name, self.child.pid, st or 0, self.argv[0], self.record.supervisor.log)
+        self.record.child = Process(self.record.name, pid, st or 0, self.argv[0], self.record.supervisor.log)
         self.record.state, self.record.next_start = restarts.RUNNING, None
         restarts.save(self.file, self.record)
 
     def _wait_child(self) -> int:
-        """The child's returncode once it exits; SIGKILL to it once a stop has waited `stop_seconds`."""
+        """The child's returncode once it exits; SIGKILL to it once a stop has waited `stop_seconds`. A pidfd
+        wakes us when the child exits; without one (a kernel before 5.3, a seccomp filter) we poll."""
         assert self.child is not None
-        pidfd = os.pidfd_open(self.child.pid)  # readable once the child has exited
+        pidfd = _pidfd(self.child.pid)
         told = False
         try:
             while (rc := self.child.poll()) is None:
-                timeout = None
+                timeout = None if pidfd is not None else _POLL
                 if self.stopping():
                     if not told:
                         self.child.terminate()
                         told = True
-                    timeout = (self._stop_at or 0.0) - time.monotonic()
-                    if timeout <= 0:
+                    left = (self._stop_at or 0.0) - time.monotonic()
+                    if left <= 0:
                         self.child.kill()
-                        timeout = 1.0
-                select.select([pidfd, self._wake_r], [], [], timeout)
+                        left = 1.0
+                    timeout = left if timeout is None else min(timeout, left)
+                select.select([self._wake_r] if pidfd is None else [pidfd, self._wake_r], [], [], timeout)
                 self._drain()
             return rc
         finally:
-            os.close(pidfd)
+            if pidfd is not None:
+                os.close(pidfd)
 
     def _sleep(self, seconds: float) -> None:
         """The back-off; a stop ends it early."""
@@ -186,6 +214,14 @@ class Supervisor:
     def _say(self, text: str) -> None:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         os.write(1, f"\n==> {stamp} [supervisor] {text}\n".encode())
+
+
+def _pidfd(pid: int) -> int | None:
+    """A file descriptor that becomes readable when the process exits, or None where the system has none."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def _log_path() -> str | None:

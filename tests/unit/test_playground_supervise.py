@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -38,6 +39,9 @@ def test_reason_and_error_line():
     assert supervise.reason(0) == (0, None, "Completed")
     assert supervise.reason(1) == (1, None, "Error")
     assert supervise.reason(-9) == (None, "SIGKILL", "SIGKILL")
+    rt3 = int(signal.SIGRTMIN) + 3  # a real-time signal has no name of its own (signal.Signals(rt3) raises)
+    assert supervise.reason(-rt3) == (None, "SIGRTMIN+3", "SIGRTMIN+3")
+    assert supervise.reason(-99) == (None, "signal 99", "signal 99")
     log = ("2026-12-03T19:47:08.176Z\tinfo\tFailed to renew lease\n"
            "2026-12-03T19:47:08.176Z\terror\tsetup\tproblem running manager\t{\"error\": \"leader election lost\"}\n"
            "main.exitOnError\n\t/root/go/pkg/mod/ray-operator@v1.6.1/main.go:325\nruntime.main\n")
@@ -116,6 +120,105 @@ def test_a_crashing_child_is_restarted_with_backoff_and_each_exit_recorded(tmp_p
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_child_ended_by_a_real_time_signal_is_recorded_and_restarted(tmp_path):
+    rt3 = int(signal.SIGRTMIN) + 3
+    script = f"""n=$(( $(cat "$1" 2>/dev/null || echo 0) + 1 )); echo $n > "$1"
+case $n in 1) exec {sys.executable} -c 'import os; os.kill(os.getpid(), {rt3})';; *) exec sleep 120;; esac"""
+    proc, file, _ = _supervise(tmp_path, script, *QUICK)
+    try:
+        rec = _until(lambda: (r := _record(file)).get("restarts") == 1 and r.get("state") == "running" and r,
+                     10, "the second run")
+        assert [(e["code"], e["signal"], e["reason"]) for e in rec["exits"]] == [(None, "SIGRTMIN+3", "SIGRTMIN+3")]
+        assert proc.poll() is None  # the supervisor lives on
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)
+
+
+# The supervisor with a fault forced into it (the rest of the command line is supervise.main's)
+NO_PIDFD = """import os, sys
+def pidfd_open(pid, flags=0):
+    raise OSError(38, "Function not implemented")
+os.pidfd_open = pidfd_open
+from generator.playground import supervise
+sys.exit(supervise.main(sys.argv[1:]))"""
+SAVE_FAILS_ONCE = """import sys, time
+from generator.playground import restarts, supervise
+save, failed = restarts.save, []
+def flaky(file, record):
+    if record.state == restarts.RUNNING and not failed:
+        failed.append(1)
+        time.sleep(0.5)  # the child has written its PID by then
+        raise OSError(28, "No space left on device")
+    save(file, record)
+restarts.save = flaky
+sys.exit(supervise.main(sys.argv[1:]))"""
+PIDS = 'echo $$ >> "$1"; exec sleep 120'  # each run's PID, one a line
+
+
+def _forced(tmp_path: Path, preamble: str, *flags: str) -> tuple[subprocess.Popen, Path]:
+    record = tmp_path / "supervise" / "x.json"
+    argv = [sys.executable, "-c", preamble, *_command(record, *flags, "--", "sh", "-c", PIDS, "x",
+                                                      str(tmp_path / "runs"))[3:]]
+    with open(tmp_path / "log", "ab") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    return proc, record
+
+
+def _pids(tmp_path: Path) -> list[int]:
+    runs = tmp_path / "runs"
+    return [int(p) for p in runs.read_text().split()] if runs.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+def test_without_pidfd_the_supervisor_polls_its_one_child_and_stops_it(tmp_path):
+    proc, file = _forced(tmp_path, NO_PIDFD, *QUICK, "--stop-seconds", "1")
+    try:
+        rec = _until(lambda: (r := _record(file)).get("child") and r, 10, "the child")
+        time.sleep(1.5)  # several back-offs long: a child taken for one that never started would be started again
+        assert len(_pids(tmp_path)) == 1 and _alive(_pids(tmp_path)[0])
+        rec = _record(file)
+        assert (rec["state"], rec["restarts"], rec["exits"]) == ("running", 0, [])
+        os.kill(_pids(tmp_path)[0], signal.SIGKILL)  # its exit is seen without a pidfd
+        rec = _until(lambda: (r := _record(file)).get("restarts") == 1 and r.get("state") == "running" and r,
+                     10, "the restart")
+        assert rec["exits"][0]["signal"] == "SIGKILL"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+        assert [_alive(p) for p in _pids(tmp_path)] == [False, False]
+    finally:
+        proc.kill()
+        proc.wait()
+        for pid in _pids(tmp_path):
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_child_whose_record_cannot_be_written_is_killed_before_the_next_one(tmp_path):
+    proc, file = _forced(tmp_path, SAVE_FAILS_ONCE, *QUICK)
+    try:
+        rec = _until(lambda: (r := _record(file)).get("restarts") == 1 and r.get("state") == "running" and r,
+                     10, "the restart")
+        first, second = _pids(tmp_path)
+        assert not _alive(first) and _alive(second)
+        assert rec["child"]["pid"] == second
+        assert rec["exits"][0]["signal"] == "SIGKILL"
+        assert "No space left on device" in rec["exits"][0]["message"]
+        assert "killed" in rec["exits"][0]["message"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)
+        for pid in _pids(tmp_path):
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_the_backoff_starts_afresh_after_a_child_that_ran_long_enough(tmp_path):
