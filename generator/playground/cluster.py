@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from generator import EXIT_FAILED
-from generator.playground import control_plane, launch, restarts
+from generator.playground import control_plane, launch, restarts, volumes
 from generator.playground import processes as procs
 from generator.playground.control_plane import COMPONENTS, SERVICE_CIDR, SERVICE_IP
 from generator.playground.errors import PlaygroundError, UpError, UsageError
@@ -74,10 +74,21 @@ def _stop(state: PlaygroundState) -> tuple[list[str], list[Process]]:
     return stopped, [*recs, *children]
 
 
+# How long a supervised component's new child may take to be healthy before `up` counts it as broken: a
+# restarted KubeRay operator waits out the old Lease (a full 15 s lease) before it leads (docs/playground.md).
+RESTART_GRACE = 60.0
+
+
 def _restarting(state: PlaygroundState, name: str) -> bool:
-    """The component is down and its supervisor, running, starts it again after its back-off."""
+    """The component is its supervisor's to bring back: down while the supervisor, running, waits out its
+    back-off, or its child started less than RESTART_GRACE seconds ago and not yet healthy."""
     record = supervised(state, name)
-    return record is not None and (record.child is None or not procs.is_running(record.child))
+    if record is None:
+        return False
+    if record.child is None:
+        return True
+    ran = procs.age(record.child)
+    return ran is None or ran < RESTART_GRACE
 
 
 def _exited(state: PlaygroundState, name: str) -> str | None:
@@ -125,7 +136,7 @@ def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.
                 if state.kueue and not kueue:
                     say("  note: it runs Kueue (started with --kueue); `down` first to drop it")
                 for name, detail in restarting:  # its supervisor starts it again: no reason to start afresh
-                    say(f"  note: {name} is down, its supervisor restarts it: {detail}")
+                    say(f"  note: {name} is not healthy yet, its supervisor restarts it: {detail}")
                 print_summary(state, say)
                 return 0
             problems = "; ".join(f"{n}: {d}" for n, d in unhealthy)
@@ -234,6 +245,8 @@ def _start_control_plane(state: PlaygroundState, state_dir: Path, argv: dict[str
     names = crds.install(api, tool_dir("kuberay") / "crds")
     for node in manifests(state.shape, state.kube_version, real_node=state.real_node is not None):
         api.create("/api/v1/nodes", node)
+    for path, obj in volumes.manifests(default=state.real_node is None):  # claims bind on the simulated nodes
+        api.create(path, obj)
     launch.wait("KubeRay CRDs to be Established", lambda: crds.established(api, names), deadline)
     say(f"  {len(names)} KubeRay CRDs installed server-side ({time.monotonic() - t0:.1f} s)")
     op = "kuberay-operator"

@@ -70,6 +70,18 @@ def is_running(rec: Process) -> bool:
     return int(fields[19]) == rec.start_time
 
 
+def age(rec: Process) -> float | None:
+    """Seconds the recorded process has run, or None when it is not running (start_time is in clock ticks
+    since boot, as /proc/uptime's first field is in seconds)."""
+    if not is_running(rec):
+        return None
+    try:
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0.0, uptime - rec.start_time / os.sysconf("SC_CLK_TCK"))
+
+
 def spawn(name: str, argv: list[str], log: Path, cwd: Path, env: dict[str, str] | None = None) -> Process:
     """Start a detached component (own session, stdin closed, output to `log`); return its record."""
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -325,3 +325,49 @@ def test_down_stops_the_supervisor_and_its_child_and_nothing_restarts(tmp_path):
     assert not procs.is_running(sup) and not procs.is_running(child.child)
     assert out.getvalue() == f"playground down: stopped 1 processes (kuberay-operator); removed {state_dir}\n"
     assert not state_dir.exists()
+
+
+def _up_again(state_dir: Path, state: PlaygroundState, monkeypatch) -> str:
+    """`up` on the playground whose every component but the operator is healthy; the operator's endpoint does
+    not answer. Starting afresh (which drops every release) fails the test."""
+    from generator.playground import cluster
+
+    def health(_state, name):
+        ok = name != "kuberay-operator"
+        return ok, "ok" if ok else "pid 1, http://127.0.0.1:1/readyz: [Errno 111] Connection refused"
+
+    def wipe(*_args, **_kwargs):
+        raise AssertionError("up tore the running playground down")
+
+    monkeypatch.setattr(cluster, "component_health", health)
+    monkeypatch.setattr(cluster, "print_summary", lambda *_: None)
+    monkeypatch.setattr(cluster, "_node_teardown", wipe)
+    monkeypatch.setattr(cluster, "_stop", wipe)
+    monkeypatch.setattr(cluster, "remove_tree", wipe)
+    out = io.StringIO()
+    assert cluster.up(state_dir, state.shape, out=out) == 0
+    return out.getvalue()
+
+
+def test_up_leaves_a_just_restarted_component_to_its_supervisor(tmp_path, monkeypatch):
+    state_dir, state = _supervised_playground(tmp_path, ["sleep", "120"])
+    try:
+        record = restarts.of(state_dir, state.components["kuberay-operator"])
+        assert record and record.child and procs.is_running(record.child)
+        text = _up_again(state_dir, state, monkeypatch)  # its child runs, started just now, and is not healthy yet
+        assert text.startswith(f"playground already running ({state_dir})\n")
+        assert "  note: kuberay-operator is not healthy yet, its supervisor restarts it: pid 1, " in text
+    finally:
+        procs.stop(list(state.components.values()))
+
+
+def test_up_counts_a_component_unhealthy_past_the_grace_as_broken(tmp_path, monkeypatch):
+    from generator.playground import cluster
+
+    state_dir, state = _supervised_playground(tmp_path, ["sleep", "120"])
+    try:
+        monkeypatch.setattr(cluster, "RESTART_GRACE", 0.0)
+        with pytest.raises(AssertionError, match="tore the running playground down"):
+            _up_again(state_dir, state, monkeypatch)
+    finally:
+        procs.stop(list(state.components.values()))
