@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_playground_offline import old_state
+from test_playground_state import old_state
 
 from generator.playground import processes as procs
 from generator.playground import restarts, supervise
