@@ -120,7 +120,7 @@ def register_webhooks(api: Api, configs: list[dict[str, Any]]) -> None:
 
 def quota(nodes: list[dict[str, Any]]) -> dict[str, str]:
     """The sum of every node's allocatable cpu (millicores), memory (Mi) and nvidia.com/gpu."""
-    from generator.live.cluster.quantity import qty
+    from generator.quantity import qty
 
     total = {"cpu": 0.0, "memory": 0.0, "nvidia.com/gpu": 0.0}
     for node in nodes:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from generator.live.changes.plan import plan
-from generator.live.cluster.quantity import qty
 from generator.live.doctor import capacity
 from generator.live.doctor.rows import FAIL, OK
 from generator.playground import cli, nodes
+from generator.quantity import qty
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "values-examples"
 RECIPE = EXAMPLES / "grpo_swe.yaml"

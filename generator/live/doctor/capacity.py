@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generator.live.cluster.kube import GPU, INSTANCE, Kube
-from generator.live.cluster.quantity import fmt, qty, requests
+from generator.live.cluster.quantity import requests
 from generator.live.doctor.rows import FAIL, OK, WARN, Namespace, Row, forbidden
+from generator.quantity import fmt, qty
 
 RUNNING = "status.phase!=Succeeded,status.phase!=Failed"  # pods that hold their resources
 

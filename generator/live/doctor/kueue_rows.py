@@ -19,7 +19,6 @@ import math
 from typing import Any
 
 from generator.live.cluster.kube import Kube
-from generator.live.cluster.quantity import fmt
 from generator.live.cluster.selectors import selector_matches, selector_text
 from generator.live.doctor.rows import FAIL, OK, WARN, Namespace, Row, forbidden
 from generator.live.kueue.api import API, GROUP, VERSION
@@ -36,6 +35,7 @@ from generator.live.kueue.quota import (
     reserved_quota,
     resource_groups,
 )
+from generator.quantity import fmt
 
 OLD_VERSION = "v1beta1"  # all Kueue older than v0.15 serves; asked only to say so when VERSION is not served
 

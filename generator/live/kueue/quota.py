@@ -8,9 +8,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.live.cluster.quantity import qty
 from generator.live.cluster.selectors import selects, untolerated
 from generator.live.kueue.gang import PodSet
+from generator.quantity import qty
 
 
 @dataclass
