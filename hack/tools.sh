@@ -180,7 +180,7 @@ build_checkov() {
   printf '#!/bin/sh\nexec "%s/bin/checkov" "$@"\n' "$venv" > "$1/checkov" && chmod +x "$1/checkov"
 }
 
-# --- the playground's real node (issue 13): `hack/tools.sh node` builds all of these ---
+# --- the playground's real node (kubelet, containerd, runc, CNI, ...): `hack/tools.sh node` builds all of these ---
 
 # kubelet and kube-proxy: the control plane's module and version stamp, own cache entry.
 build_kubernetes_node() {
@@ -215,7 +215,7 @@ build_kube_router() {
   GOBIN=$1 go install -trimpath -ldflags "-s -w" "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$2"
 }
 
-# gVisor (issue 22): runsc and its containerd shim from the `go` branch, version stamped (else VERSION_MISSING).
+# gVisor (RuntimeClass gvisor, the sandbox pool's user-space kernel): runsc and its containerd shim from the `go` branch, version stamped (else VERSION_MISSING).
 # One change: the shim's start lowers the shim's oom_score_adj to -999 and fails without CAP_SYS_RESOURCE
 # (absent in this VM); refused with EACCES it carries on at containerd's score, as containerd's own shims do
 # under restrict_oom_score_adj. So it builds as the main module in a copy of the served module (71 MB; go
@@ -255,7 +255,7 @@ build_ray_image() {
   python3 "$root/generator/playground/node/ray_image.py" build "$1" "$2"
 }
 
-# Kueue (issue 20; `playground up --kueue`): the controller manager, version-stamped, plus its CRDs and its
+# Kueue (the quota system that admits whole gangs; `playground up --kueue`): the controller manager, version-stamped, plus its CRDs and its
 # webhook manifest from the module (generator/playground/kueue.py registers them by URL on 127.0.0.1).
 build_kueue() {
   local mod=sigs.k8s.io/kueue src
@@ -265,7 +265,7 @@ build_kueue() {
   cp "$src/config/components/webhook/manifests.yaml" "$1/webhook.yaml" && chmod -R u+w "$1"
 }
 
-# metrics-server (issue 21): the resource metrics API the real node's HPA reads, version-stamped as its own
+# metrics-server: the resource metrics API the real node's HPA reads, version-stamped as its own
 # Makefile does (client-go's version package).
 build_metrics_server() {
   GOBIN=$1 CGO_ENABLED=0 go install -trimpath \

@@ -189,8 +189,8 @@ def overlay_shape_problem(role: str, spec: dict[str, Any]) -> tuple[Where, str, 
     return None
 
 
-# The sandbox pool's cross-field rules (issue 21): the models (Sandbox), schema_check's hook and the chart
-# (dockyard.validate.sandboxPool) refuse the same values with the same words.
+# The sandbox pool's cross-field rules (autoscaling bounds, rollout, shutdown): the models (Sandbox),
+# schema_check's hook and the chart (dockyard.validate.sandboxPool) refuse the same values with the same words.
 
 def _zero(value: Any) -> bool:
     """A rolling-update IntOrString that means none: 0, or a percentage of zero."""

@@ -95,7 +95,7 @@ CASES = [
      (f'launch.configMountPath: "/etc/\\ufffe" holds a character Helm\'s toYaml drops or mangles ({CHARS}); '
      "remove it"),
      "launch.configMountPath: '/etc/\\ufffe' holds U+FFFE"),
-    # the sandbox pool (issue 21)
+    # the sandbox pool: autoscaling bounds, rollout, shutdown
     ("hpa min over max", {"sandbox": {"autoscaling": {"minReplicas": 5, "maxReplicas": 3}}},
      ("sandbox.autoscaling.maxReplicas: minReplicas 5 is more than maxReplicas 3; expected maxReplicas of at least 5, "
       "or a lower minReplicas"),
@@ -138,7 +138,7 @@ SCHEMA_FIRST = [
     ("unknown group", {"kuberay": {"spec": {"workerGroupSpecs": [{"groupName": "bogus"}]}}},
      'kuberay.spec.workerGroupSpecs: unknown groupName "bogus" (expected trainer or inference)',
      "kuberay.spec.workerGroupSpecs[0].groupName: 'bogus' is not allowed"),
-    # Kueue's admission rules (issue 20), and suspend left to Kueue
+    # Kueue's admission rules, and suspend left to Kueue
     ("priority class without a queue", {"launch": {"priorityClass": "high"}},
      ("launch.priorityClass: a WorkloadPriorityClass without launch.queue does nothing: Kueue reads it only on a "
       "queued RayJob or RayCluster; set launch.queue or remove launch.priorityClass"),
@@ -283,7 +283,7 @@ def test_every_chart_refusal_has_a_row_and_so_a_model_twin():
         assert any(re.fullmatch(pattern, r) for r in refusals), f"no row (and no model twin) for: {fmt}"
 
 
-# fromJson's failure told from a valid object (issue 18, item 7) --------------------------------
+# fromJson's failure told from a valid object ---------------------------------------------------
 
 def test_a_resources_object_with_a_key_named_error_renders():
     """fromJson reports its failure as a map with key "Error": the chart once took {"Error": 1} for one."""

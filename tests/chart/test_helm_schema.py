@@ -27,7 +27,7 @@ BAD = [
     ("quota enabled without limits", {"infra": {"resourceQuota": {"enabled": True, "hard": {}}}}, "hard"),
     ("root under restricted", {"sandbox": {"security": {"profile": "restricted", "runAsUser": 0}}}, "runAsUser"),
     ("root under runAsNonRoot", {"infra": {"security": {"runAsNonRoot": True, "runAsUser": 0}}}, "runAsUser"),
-    # Kueue (issue 20): its names, its admission rules, suspend left to it
+    # Kueue: its names, its admission rules, suspend left to it
     ("queue not a Kueue name", {"launch": {"queue": "Training_Q"}}, "queue"),
     ("queue longer than a label value", {"launch": {"queue": "q" * 64}}, "queue"),
     ("priority class without a queue", {"launch": {"priorityClass": "high"}}, "queue"),

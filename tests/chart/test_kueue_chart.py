@@ -1,4 +1,4 @@
-"""Kueue in the chart (issue 20): launch.queue and launch.priorityClass label the queued object — the
+"""Kueue in the chart: launch.queue and launch.priorityClass label the queued object — the
 RayJob (rayjob) or the RayCluster (bringup), never a pod template — and no RayJob or RayCluster the
 chart renders holds a `suspend` key: Kueue's webhook sets it, and a helm upgrade must not flip it."""
 

@@ -245,7 +245,7 @@ def test_characters_beyond_the_bmp_reach_helm(tmp_path):
     assert cm["data"]["recipe.yaml"] == recipe.read_text(encoding="utf-8")
 
 
-# kuberay.placement (issue 19 item 4) ------------------------------------------------------------
+# kuberay.placement ------------------------------------------------------------------------------
 
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 NO_GPU_LABEL = {"matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "DoesNotExist"}]}

@@ -1,4 +1,4 @@
-"""The sandbox pool's scaling and zero-downtime knobs (issue 21): the HPA, the rolling update, the
+"""The sandbox pool's scaling and zero-downtime knobs: the HPA, the rolling update, the
 grace period, the preStop pause and the readiness probe, each with its default and set."""
 
 from __future__ import annotations

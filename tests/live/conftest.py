@@ -33,7 +33,7 @@ SESSION_SHAPE = {"gpu_nodes": 2, "gpus_per_node": 8, "cpu_nodes": 1, "node_cpu":
 
 
 def session_kueue() -> bool:
-    """The session playground runs Kueue (issue 20), except in `make test-matrix`'s legs: Kueue is claimed for
+    """The session playground runs Kueue, except in `make test-matrix`'s legs: Kueue is claimed for
     the pinned KubeRay and Kubernetes only, and those legs run no Kueue test."""
     from generator.tools import PLAYGROUND_KUBERAY_ENV, PLAYGROUND_KUBERNETES_ENV
 

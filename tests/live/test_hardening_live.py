@@ -1,4 +1,4 @@
-"""Hardening enforced by the real apiserver and controllers, not just rendered (issue 5).
+"""Hardening enforced by the real apiserver and controllers, not just rendered.
 
 Objects are installed the way the seed says governance is installed: `render | kubectl apply`.
 NetworkPolicy *enforcement* needs a CNI, which the playground has not: only acceptance is tested

@@ -1,4 +1,4 @@
-"""Least privilege (issue 9, items 5 and 6) on the playground, with a real namespace-scoped user: a
+"""Least privilege on the playground, with a real namespace-scoped user: a
 ServiceAccount bound to the built-in `admin` ClusterRole by a RoleBinding in one namespace, a token
 from the TokenRequest API and a kubeconfig of its own whose context namespace is that namespace.
 

@@ -180,7 +180,7 @@ def test_doctor_passes_on_the_playground_and_names_blocking_problems(playground,
 
 def test_doctor_with_an_hpa_checks_its_minimum_warns_on_its_maximum_and_asks_for_its_verbs(
         playground, namespace, capsys, tmp_path):
-    """sandbox.autoscaling (issue 21): the HPA's minReplicas must fit the CPU nodes (✗ otherwise), a maxReplicas
+    """sandbox.autoscaling: the HPA's minReplicas must fit the CPU nodes (✗ otherwise), a maxReplicas
     that cannot is a warning (the HPA stops at the room), and RBAC counts the HPA's five verbs."""
     kc = playground.kubeconfig
 

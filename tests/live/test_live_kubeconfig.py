@@ -1,4 +1,5 @@
-"""The kubeconfigs and environments of real desks (issue 19, items 1-3): the CLI, helm and kubectl always
+"""The kubeconfigs and environments of real desks (several kubeconfigs, exec plugins, `HELM_*`): the CLI, helm and
+kubectl always
 act on the same cluster, context, namespace and release storage; kubectl's own answer is the oracle."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""doctor's Kueue rows against the real Kueue v0.17.0 controller on the session playground (issue 20 item 4):
+"""doctor's Kueue rows against the real Kueue v0.17.0 controller on the session playground:
 a ClusterQueue too small for the gang is ✗ with the numbers, a missing LocalQueue is ✗, a fitting one passes,
 and a Kueue read RBAC refuses is a ! row naming the verb and resource. Each test has its own namespace,
 ClusterQueue (admitting that namespace only, by its kubernetes.io/metadata.name label) and LocalQueue,

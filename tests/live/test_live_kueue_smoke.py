@@ -1,4 +1,4 @@
-"""`smoke` with `launch.queue` on the session playground's real Kueue v0.17.0 (issue 20 item 5): the probe's
+"""`smoke` with `launch.queue` on the session playground's real Kueue v0.17.0: the probe's
 RayJob queues and is admitted like the job. The simulated playground runs no Ray, so here the probe gets as
 far as Kueue's admission (and the RayCluster's pods); a whole passing smoke needs the real node
 (tests/live/test_real_ray.py). Each test has its own namespace, ClusterQueue and LocalQueue.

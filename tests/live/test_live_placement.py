@@ -1,4 +1,4 @@
-"""kuberay.placement on the session playground (issue 19 item 4): its simulated GPU nodes are tainted
+"""kuberay.placement on the session playground: its simulated GPU nodes are tainted
 `nvidia.com/gpu=present:NoSchedule` as a cloud GPU pool is, and its apiserver runs no
 ExtendedResourceToleration (as EKS): the chart's own toleration is what lets the GPU fleets run. Without
 it a fleet stays Pending on the taint, and `doctor` says ✗ naming the taint and the key to set."""
@@ -93,7 +93,7 @@ def test_a_fleet_without_the_toleration_stays_pending_and_doctor_names_the_taint
 
 def test_doctor_checks_the_sandbox_runtime_class_its_handler_and_counts_its_overhead(playground, namespace, capsys,
                                                                                     tmp_path):
-    """sandbox.runtimeClassName (issue 22): a class that does not exist is ✗ (the API server refuses the pods), one
+    """sandbox.runtimeClassName: a class that does not exist is ✗ (the API server refuses the pods), one
     whose nodeSelector matches no node is ✗, and the kwok nodes report no runtime handlers, so which handler they
     run is unknown (!). The class's pod overhead is added to the pool's room row, as admission adds it to the pods.
     (The real node, which reports runsc, is test_real_node's: there the row is ✓.)"""

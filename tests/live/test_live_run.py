@@ -101,7 +101,7 @@ def test_status_reads_a_bounded_number_of_api_calls(playground, namespace, relea
     print(f"status API calls: {small.calls} with 2 sandbox pods, {big.calls} with 8")
     assert small.calls == big.calls <= 8
 
-    # with an HPA (issue 21) one more list: status shows its replicas, min/max and metric (no metrics API on
+    # with an HPA (sandbox.autoscaling) one more list: status shows its replicas, min/max and metric (no metrics API on
     # this playground, so the HPA controller reports it cannot scale, and status says why)
     scaled = infra_variant(tmp_path, "hpa.yaml", lambda d: d["sandbox"].update(autoscaling={
         "enabled": True, "minReplicas": 2, "maxReplicas": 4, "targetCPUUtilizationPercentage": 70}))

@@ -1,4 +1,4 @@
-"""The versions users run, on the session playground (issue 19 items 5-6): `doctor` reads the server's
+"""The versions users run, on the session playground: `doctor` reads the server's
 version (/version) and says whether it is in the supported range, and sends the rendered RayJob/RayCluster
 to the installed KubeRay CRDs as a dry-run create with fieldValidation=Strict: a field they lack is ✗ with
 the field named (a misspelt kuberay.spec key here; a v1.6 field on v1.4 CRDs in `make test-matrix`)."""

@@ -1,4 +1,4 @@
-"""The session playground's Kueue (issue 20, generator/playground/kueue.py): the real controller manager, its
+"""The session playground's Kueue (generator/playground/kueue.py): the real controller manager, its
 webhooks registered by URL on 127.0.0.1, loopback listeners only, its fixed metrics-certificate path provided in
 a mount namespace of its own (the host's /etc untouched), and the playground's queue Active."""
 

@@ -30,7 +30,7 @@ REAL = {S.NODE_LABEL: "true"}
 TOLERATE = [{"key": S.NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}]
 DATA = Path(__file__).resolve().parent / "data"
 RECIPE = DATA / "small.yaml"
-# The pool's proofs run under both runtimes (issue 22): runc (the host kernel) and gVisor (RuntimeClass gvisor)
+# The pool's proofs run under both runtimes: runc (the host kernel) and gVisor (RuntimeClass gvisor)
 RUNTIMES = pytest.mark.parametrize("runtime", [None, C.RUNTIME_CLASS], ids=["runc", "gvisor"])
 
 
@@ -432,7 +432,7 @@ def test_pdb_refuses_the_second_eviction_with_real_pods(node, capsys, tmp_path, 
     node.kubectl("delete", "namespace", ns, "--wait=false")
 
 
-# ---------------------------------------------------------------- the pool under load (issue 21): 0 tasks lost
+# ---------------------------------------------------------------- the pool under load: 0 tasks lost
 # `executor load` in a client pod sends tasks through the pool's Service (a connection each, counted: ok, failed,
 # refused by a draining executor, lost without an answer) while the pool changes under it.
 
@@ -561,7 +561,7 @@ def test_the_hpa_scales_the_pool_up_under_load_and_down_when_idle_losing_no_task
     node.kubectl("delete", "namespace", ns, "--wait=false")
 
 
-# ---------------------------------------------------------------- gVisor (issue 22): RuntimeClass gvisor, handler runsc
+# ---------------------------------------------------------------- gVisor: RuntimeClass gvisor, handler runsc
 # The same probes on a gVisor pod and on a runc pod beside it (the negative control); on this module's node.
 
 # Blocks: the kernel's version, its release, its boot lines, the device count, the seccomp mode (the probe pods are

@@ -1,4 +1,4 @@
-"""Trust on the live path (issue 9, items 1-4): foreign releases are never touched, running training is
+"""Trust on the live path: foreign releases are never touched, running training is
 never lost without --replace, a killed or paused run cannot corrupt the release, verbs end in time."""
 
 from __future__ import annotations

@@ -136,7 +136,7 @@ CASES = [
     ("recipe misspelt group", ("recipe", "cluster", {"trainr": {"nodes": 1}}),
      ["cluster.trainr: unknown key", "did you mean: trainer"]),
     ("recipe missing entrypoint", ("recipe", "entrypoint", None), ["entrypoint: wrong type: None"]),
-    # Strict types (issue 9, item 9): YAML 1.1 booleans are not integers, no .inf/.nan, no quoted numbers.
+    # Strict types: YAML 1.1 booleans are not integers, no .inf/.nan, no quoted numbers.
     ("recipe nodes: yes", ("recipe", "cluster", {"trainer": {"nodes": True}}),
      ["cluster.trainer.nodes: wrong type: True is a boolean", "a valid integer"]),
     ("recipe nodes .inf", ("recipe", "cluster", {"inference": {"gpusPerNode": float("inf")}}),
@@ -168,7 +168,7 @@ CASES = [
      ["sandbox.topologySpreadConstraints[0].maxSkew: wrong type: True is a boolean"]),
     ("key read as a boolean", ("infra", "sandbox.nodeSelector", {True: "gpu"}),
      ["sandbox.nodeSelector: key True is not a string", "quote it"]),
-    # What only the chart refused (issue 18, item 4): exit 2 here, with the key path, before Helm runs.
+    # What once only the chart refused: exit 2 here, with the key path, before Helm runs.
     ("ray resources not JSON", ("infra", "kuberay.spec", {"headGroupSpec": {"rayStartParams": {"resources": "cpu=2"}}}),
      ["kuberay.spec.headGroupSpec.rayStartParams.resources: 'cpu=2' is not a JSON object",
       "a JSON object of Ray resource name: number in a string"]),
@@ -208,7 +208,7 @@ CASES = [
     ("toleration seconds .inf",
      ("infra", "sandbox.tolerations", [{"key": "a", "operator": "Exists", "tolerationSeconds": float("inf")}]),
      ["sandbox.tolerations[0].tolerationSeconds: .inf is not a finite number"]),
-    # the sandbox pool's autoscaling, rollout and shutdown rules (issue 21)
+    # the sandbox pool's autoscaling, rollout and shutdown rules
     ("hpa min over max", ("infra", "sandbox.autoscaling", {"minReplicas": 5, "maxReplicas": 3}),
      ["sandbox.autoscaling.maxReplicas: minReplicas 5 is more than maxReplicas 3",
       "expected: maxReplicas of at least 5, or a lower minReplicas"]),
@@ -232,7 +232,7 @@ CASES = [
      ["sandbox.readinessProbe.type: 'grpc' is not allowed", "one of: http, tcp"]),
     ("probe path not absolute", ("infra", "sandbox.readinessProbe", {"path": "health"}),
      ["sandbox.readinessProbe.path: 'health' is not valid"]),
-    # kuberay.placement and every toleration: the Kubernetes API's rules, at input (issue 19 item 4)
+    # kuberay.placement and every toleration: the Kubernetes API's rules, at input
     ("toleration Exists with a value", ("infra", "kuberay.placement.gpu.tolerations",
                                         [{"key": "nvidia.com/gpu", "operator": "Exists", "value": "present"}]),
      ["kuberay.placement.gpu.tolerations[0]: operator Exists takes no value (got 'present')", "operator: Equal"]),
@@ -271,7 +271,7 @@ CASES = [
     ("overlay tolerations not a list", ("infra", "kuberay.spec", {"workerGroupSpecs": [
         {"groupName": "trainer", "template": {"spec": {"tolerations": {"key": "a"}}}}]}),
      ["kuberay.spec.workerGroupSpecs[0].template.spec.tolerations: tolerations must be a list"]),
-    # Kueue (issue 20): the names it reads from the labels, and its webhooks' admission rules (v0.17.0)
+    # Kueue: the names it reads from the labels, and its webhooks' admission rules (v0.17.0)
     ("queue not a Kueue name", ("infra", "launch.queue", "Training_Q"),
      ["launch.queue: 'Training_Q' is not valid", "a DNS-1123 name"]),
     ("queue longer than a label value", ("infra", "launch.queue", "q" * 64),
@@ -470,7 +470,7 @@ def test_line_numbers_point_at_the_key(tmp_path, capsys):
     ("infra: [unclosed\n", ":2: malformed YAML: expected ',' or ']'"),
     ("infra:\n  image: {repository: a}\n  image: {repository: b}\n", ":3: infra.image: duplicate key 'image'"),
     ("- a list\n", ":1: the file holds a list, not a mapping"),
-    # Bounded parsing (issue 9, item 8)
+    # Bounded parsing: alias expansion, nesting depth, size
     ("a: &a [x, x, x, x, x, x, x, x, x, x]\n"
      + "".join(f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n" for p, n in zip("abcde", "bcdef", strict=True)),
      ":5: aliases expand to more than 20000 nodes"),

@@ -1,4 +1,4 @@
-"""doctor's version rows (issue 19 items 5-6) offline: the server's version against the supported range
+"""doctor's version rows (Kubernetes and KubeRay) offline: the server's version against the supported range
 (on the recorded answers of the playground, and the verdict for the versions the playground cannot report),
 and the CRD-fields row where the recorded cluster can answer: nothing of ray.io rendered, or the CRDs not
 served (no request is made then). The dry run itself is tested live (tests/live/test_live_versions.py)."""

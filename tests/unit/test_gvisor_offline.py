@@ -1,4 +1,5 @@
-"""gVisor on the real node (issue 22), the parts that need no root: containerd's runsc handler,
+"""gVisor on the real node (RuntimeClass gvisor for the sandbox pool), the parts that need no root: containerd's
+runsc handler,
 the runsc shim's options, the RuntimeClass, and the build recipe."""
 
 from __future__ import annotations

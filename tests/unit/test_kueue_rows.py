@@ -1,7 +1,6 @@
-"""doctor's Kueue rows (generator/live/doctor/kueue_rows.py; the gang and quota in generator/live/kueue/, issue 20
-item 4) without a cluster: the gang Kueue
-counts (pod sets of the rendered RayJob/RayCluster), a ClusterQueue's namespaceSelector, the quota
-arithmetic with flavors and cohorts. The Kueue objects are the API server's own answers on
+"""doctor's Kueue rows (generator/live/doctor/kueue_rows.py; the gang and quota in generator/live/kueue/)
+without a cluster: the gang Kueue counts (pod sets of the rendered RayJob/RayCluster), a ClusterQueue's
+namespaceSelector, the quota arithmetic with flavors and cohorts. The Kueue objects are the API server's own answers on
 `playground up --kueue` (Kueue v0.17.0), the playground's queues and tests/unit/data/kueue_applied.yaml
 applied on top, read back into tests/unit/data/kueue_objects.json."""
 

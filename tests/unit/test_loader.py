@@ -1,5 +1,5 @@
 """Parsing is bounded and never a traceback: size cap, nesting cap, alias-expansion cap, non-UTF-8
-and unprintable bytes, recursive aliases, odd keys and tags; `<<` merge keys work (issue 9, item 8)."""
+and unprintable bytes, recursive aliases, odd keys and tags; `<<` merge keys work."""
 
 from __future__ import annotations
 

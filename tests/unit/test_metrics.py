@@ -1,4 +1,4 @@
-"""metrics-server on the real node (issue 21, generator/playground/node/metrics.py), offline: its command
+"""metrics-server on the real node (generator/playground/node/metrics.py), offline: its command
 line, the objects that register it with the aggregation layer, and its certificates."""
 
 from __future__ import annotations

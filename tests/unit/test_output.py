@@ -1,4 +1,4 @@
-"""`-o FILE` is written safely, for every verb that writes one (issue 9, item 10): atomically (a
+"""`-o FILE` is written safely, for every verb that writes one: atomically (a
 temporary file beside the target, renamed over it), never over an input, and every I/O error is one
 line and exit 2 with the old file kept."""
 

@@ -1,4 +1,4 @@
-"""`$DOCKYARD_PLAYGROUND_KUBERNETES` picks the playground's control-plane minor (issue 19 item 6, `make
+"""`$DOCKYARD_PLAYGROUND_KUBERNETES` picks the playground's control-plane minor (`make
 test-matrix`): its own cache entry and hack/tools.sh target, the version kwok's nodes report, a minor without
 a control-plane pin refused in one line naming the variable, and the real node (kubelet v1.36) refused
 under an older control plane."""

@@ -1,5 +1,5 @@
 """Every input is read exactly once and its bytes kept: a recipe from `-`, /dev/stdin, a FIFO or a
-process substitution `<(…)` ships whole, for every verb that reads inputs (issue 9, item 7)."""
+process substitution `<(…)` ships whole, for every verb that reads inputs."""
 
 from __future__ import annotations
 

@@ -114,7 +114,7 @@ def test_real_node_gpus_flag_needs_the_real_node_and_a_count(capsys, argv, tmp_p
 
 
 def test_the_ray_image_installs_exactly_a_locked_set(tmp_path):
-    """Issue 19: the Ray image pins its whole Python set (version and sha256 of every wheel), not only ray."""
+    """The Ray image pins its whole Python set (version and sha256 of every wheel), not only ray."""
     import re
 
     from generator.playground.node import ray_image

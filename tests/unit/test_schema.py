@@ -83,7 +83,7 @@ def test_infra_schema_validates_the_examples():
         InfraSpec.model_validate(yaml.safe_load(path.read_text()))
 
 
-# Kueue's rules (issue 20): the JSON Schema twins refuse what the models refuse, in an infra spec as
+# Kueue's rules: the JSON Schema twins refuse what the models refuse, in an infra spec as
 # written (no defaults filled: what an editor checks), in the fast path and in the chart values.
 _IMAGE = {"repository": "ghcr.io/dockyard-rl/ubuntu-swe", "tag": "vllm"}
 KUEUE_INFRA = [

@@ -229,7 +229,7 @@ CASES = [
     ("kuberay.spec", {"workerGroupSpecs": [{"groupName": "trainer", "x": None, "y": {"z": None}}]}),
     ("sandbox.affinity", {"a": None, 1: 2}), ("sandbox.affinity", {"a": [None, {"b": None}]}),
     ("sandbox.nodeSelector", {"a": None}), ("sandbox.topologySpreadConstraints", [{"topologyKey": "k"}]),
-    # the chart's refusals, refused by both first (issue 18, item 4)
+    # what the chart refuses, refused by both first
     ("kuberay.spec", {"headGroupSpec": {"rayStartParams": {"resources": "x"}}}),
     ("kuberay.spec", {"headGroupSpec": {"rayStartParams": {"resources": '{"a": 1}'}}}),
     ("kuberay.spec", {"headGroupSpec": {"rayStartParams": {"resources": '{"a": -1}'}}}),
@@ -240,7 +240,7 @@ CASES = [
     ("kuberay.spec", {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "x", "resources": 1}]}}}}),
     ("sandbox.nodeSelector", {"<<": "a"}), ("sandbox.nodeSelector", {"a": "b\x85"}),
     ("sandbox.podAnnotations", {"a\u2028": "b"}), ("launch.configMountPath", "/x\x7f"),
-    # the sandbox pool's cross-field rules (issue 21): each side of each
+    # the sandbox pool's cross-field rules: each side of each
     ("sandbox.autoscaling", {"minReplicas": 5, "maxReplicas": 3}), ("sandbox.autoscaling", {"minReplicas": 3}),
     ("sandbox.autoscaling", {"enabled": True, "targetCPUUtilizationPercentage": None}),
     ("sandbox.autoscaling", {"enabled": True, "targetCPUUtilizationPercentage": None,

@@ -1,4 +1,4 @@
-"""`smoke` with `launch.queue` without a cluster (issue 20 item 5): the probe's RayJob is the job's, queued
+"""`smoke` with `launch.queue` without a cluster: the probe's RayJob is the job's, queued
 alike — the Kueue labels come through the chart values (not a patch of the YAML), the chart renders no
 `suspend`, and Kueue would count the same gang for it as for the job."""
 

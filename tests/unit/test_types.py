@@ -1,4 +1,4 @@
-"""Strict types in every model field (issue 9, item 9): a YAML 1.1 boolean (`yes`, `on`) is not an
+"""Strict types in every model field: a YAML 1.1 boolean (`yes`, `on`) is not an
 integer, an integer is not a boolean, a quoted number is not a number, and `.inf`/`.nan` are
 refused anywhere in the infra spec (free-form overlays included) — exit 2 naming the key.
 

@@ -42,8 +42,8 @@ TOOLS = {  # cache entry -> its pin in the table of tools, generator/tools.toml 
     "coredns": "COREDNS_VERSION",
     "kube-router": "KUBE_ROUTER_VERSION",
     "node-images": "NODE_IMAGES_VERSION",
-    "gvisor": "GVISOR_VERSION",  # runsc + its shim: the `runsc` handler of RuntimeClass gvisor (issue 22)
-    "metrics-server": "METRICS_SERVER_VERSION",  # the resource metrics API an HPA reads (issue 21, metrics.py)
+    "gvisor": "GVISOR_VERSION",  # runsc + its shim: the `runsc` handler of RuntimeClass gvisor (components.py)
+    "metrics-server": "METRICS_SERVER_VERSION",  # the resource metrics API an HPA reads (metrics.py)
     "local-path-provisioner": "LOCAL_PATH_PROVISIONER_VERSION",  # the default StorageClass (storage.py)
 }
 ADMISSION = "--enable-admission-plugins="

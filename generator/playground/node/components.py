@@ -39,8 +39,8 @@ class Binaries:
     kube_router: Path
     coredns: Path
     images: Path  # node-images dir
-    gvisor: Path | None = None  # dir with runsc, containerd-shim-runsc-v1 (the `runsc` handler; issue 22)
-    metrics_server: Path | None = None  # dir with metrics-server (the HPA's metrics API; issue 21, metrics.py)
+    gvisor: Path | None = None  # dir with runsc, containerd-shim-runsc-v1 (the `runsc` handler of RuntimeClass gvisor)
+    metrics_server: Path | None = None  # dir with metrics-server (the HPA's metrics API, metrics.py)
     local_path: Path | None = None  # dir with local-path-provisioner (StorageClass local-path, storage.py)
 
 
@@ -94,7 +94,8 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 """
 
 
-# gVisor (issue 22): the handler RuntimeClass `gvisor` names, and runsc's platform on this machine kind
+# gVisor, the sandbox pool's user-space kernel: the handler RuntimeClass `gvisor` names, and runsc's platform on
+# this machine kind
 # (/dev/kvm here is not hardware virtualization: systrap, gVisor's default, needs only CAP_SYS_PTRACE)
 RUNSC_HANDLER = "runsc"
 RUNTIME_CLASS = "gvisor"

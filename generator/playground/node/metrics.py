@@ -1,4 +1,4 @@
-"""metrics-server on the real node (issue 21): the resource metrics API (`metrics.k8s.io`) an HPA reads.
+"""metrics-server on the real node: the resource metrics API (`metrics.k8s.io`) an HPA reads.
 
 It runs as a node component, inside the node's namespaces like CoreDNS: it scrapes the kubelet's
 /metrics/resource on the node's address (a client certificate from the playground CA; the kubelet takes
