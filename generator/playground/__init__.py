@@ -1,7 +1,10 @@
 """The local playground cluster: a real control plane with simulated (kwok) GPU and CPU nodes.
 
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and the KubeRay operator run
-as local processes bound to 127.0.0.1; no container runs. See docs/playground.md.
+as local processes bound to 127.0.0.1, and the simulated nodes run no container (kwok only marks their
+pods running). With `--real-node` the playground also grows a real node (kubelet, containerd, runc, CNI,
+generator/playground/node/) where CPU pods run as real containers from images the project builds. See
+docs/playground.md.
 
 Nothing heavy is imported here: `generator.playground.cli` is loaded at CLI start-up.
 """

@@ -84,8 +84,10 @@ class Kube:
 
     # plain JSON requests -------------------------------------------------------------------------
     # The hot paths (status, run --wait) go through the client's ApiClient (its configuration, auth,
-    # TLS and urllib3 pool) but read the answer as plain JSON: the typed API modules and their
-    # pydantic models cost ~0.5-1 s of import and validation per process and are not needed there.
+    # TLS and urllib3 pool) but read the answer as plain JSON: the typed API modules and their model
+    # classes (V1Pod, ...: pydantic models and validators in kubernetes 37, the client this was measured
+    # with; older clients generate plain classes) cost ~0.5-1 s of import and validation per process and
+    # are not needed there.
     def request(self, method: str, path: str, query: dict[str, Any] | None = None, body: Any = None,
                 content_type: str | None = None) -> Any:
         """One API request; the decoded JSON answer. ApiException (as the typed APIs raise) on non-2xx."""
