@@ -16,9 +16,28 @@ import os
 import re
 import shlex
 import sys
-import tomllib
-from pathlib import Path
-from typing import NamedTuple
+
+MIN_PYTHON = (3, 11)  # tomllib; pyproject.toml's requires-python
+
+
+def python_problem(version: tuple[int, ...], executable: str) -> str | None:
+    """One line saying this Python is too old for the table, or None. hack/suite.py and hack/tools.sh run this
+    file with the machine's python3 before any virtualenv: a 3.10 would otherwise end in a traceback."""
+    if tuple(version[:2]) >= MIN_PYTHON:
+        return None
+    found = ".".join(str(v) for v in version[:3])
+    need = ".".join(str(v) for v in MIN_PYTHON)
+    return (f"dockyard-k8s needs Python >= {need} (tomllib); found Python {found} ({executable}): "
+            "put a newer python3 first on PATH")
+
+
+if (_problem := python_problem(sys.version_info[:3], sys.executable)) is not None:
+    print(_problem, file=sys.stderr)
+    raise SystemExit(2)
+
+import tomllib  # noqa: E402  (after the check above: Python 3.11's)
+from pathlib import Path  # noqa: E402
+from typing import NamedTuple  # noqa: E402
 
 TABLE = Path(__file__).with_name("tools.toml")
 TABLE_ENV = "DOCKYARD_TOOLS_TABLE"

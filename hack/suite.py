@@ -61,6 +61,7 @@ def _load(relative: str) -> ModuleType:
     return sys.modules[name]
 
 
+_TOOL_TABLE = _load("generator/tool_table.py")  # first: on a Python older than it needs it says so in one line, exit 2
 _run = _load("hack/suite_run.py")
 LOGS, Builds, Children, Stopping, Timeline = _run.LOGS, _run.Builds, _run.Children, _run.Stopping, _run.Timeline
 
@@ -69,7 +70,7 @@ LOGS, Builds, Children, Stopping, Timeline = _run.LOGS, _run.Builds, _run.Childr
 # first what the real node's part needs (the longest tests), then what the session playground's part adds, then
 # the Ray image and what only the offline part needs; every Kubernetes tool after the control plane in its stream
 # (they reuse its compiled packages from Go's build cache instead of compiling them a second time beside it).
-TABLE = _load("generator/tool_table.py").load()
+TABLE = _TOOL_TABLE.load()
 STREAMS = TABLE.streams()
 ALL_TOOLS = [t for stream in STREAMS for t in stream]
 MACHINE = _load("generator/playground/node/machine.py")  # whether this machine can host the real node

@@ -137,3 +137,34 @@ def test_the_table_ships_inside_the_package():
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert TOOLS_TABLE.parent == REPO / "generator"
     assert TOOLS_TABLE.name in pyproject["tool"]["setuptools"]["package-data"]["generator"]
+
+
+# What a Python 3.10 sees: its version, and no tomllib. Runs the script named first with the arguments after it.
+AS_PYTHON_3_10 = ("import runpy, sys; sys.version_info = (3, 10, 12, 'final', 0); sys.modules['tomllib'] = None; "
+                  "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
+
+
+def test_python_problem_names_the_version_needed_and_the_one_found():
+    assert tool_table.python_problem((3, 11, 0), "/usr/bin/python3") is None
+    assert tool_table.python_problem((3, 13, 1), "/usr/bin/python3") is None
+    assert tool_table.python_problem((3, 10, 12), "/usr/bin/python3") == (
+        "dockyard-k8s needs Python >= 3.11 (tomllib); found Python 3.10.12 (/usr/bin/python3): "
+        "put a newer python3 first on PATH")
+
+
+@pytest.mark.parametrize("how", ["make test", "make tools", "hack/tools.sh"])
+def test_an_old_python_ends_make_test_and_tools_with_one_line_and_exit_2(tmp_path, how):
+    """`make test` and `make tools` run `python3 hack/suite.py`, and hack/tools.sh runs `python3
+    generator/tool_table.py`, with the machine's python3: on a 3.10 one line says what is needed, no traceback."""
+    if how == "hack/tools.sh":
+        shim = tmp_path / "python3"  # the machine's python3, a 3.10
+        shim.write_text(f'#!/bin/sh\nexec {sys.executable} -c "{AS_PYTHON_3_10}" "$@"\n')
+        shim.chmod(0o755)
+        env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+        argv = ["bash", str(SCRIPT), "--key", "helm"]
+    else:
+        env, argv = dict(os.environ), [sys.executable, "-c", AS_PYTHON_3_10, str(REPO / "hack" / "suite.py"),
+                                       how.split()[1]]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.splitlines() == [tool_table.python_problem((3, 10, 12), sys.executable)]
