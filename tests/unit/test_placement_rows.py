@@ -1,4 +1,4 @@
-"""doctor's placement rows (generator/live/doctor/placement.py, issue 19 item 4): a GPU fleet that tolerates no
+"""doctor's placement rows (generator/live/doctor/placement.py): a GPU fleet that tolerates no
 taint of the GPU nodes it could use is ✗ with the taint and the key to set; the head and the submitter
 are ! when no node takes them. Against the playground's own Node objects (generator/playground/nodes.py:
 GPU nodes tainted as a cloud GPU pool is), the chart's rendered pod templates, and the recorded cluster."""
