@@ -4,6 +4,7 @@ offline check (generator/render/check.py) finds and returns; `add_dry_run` adds 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,11 @@ import yaml
 if TYPE_CHECKING:
     from generator.live.cluster.kube import Kube
     from generator.render.check import Checked
+
+
+# one warning of a Warning header (RFC 9111 warn-code, warn-agent, quoted warn-text; the apiserver sends 299 and
+# "-"), several joined by ", ": the text of each, escaped quotes and commas inside it included
+_WARNING = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
 
 
 @dataclass
@@ -59,8 +65,7 @@ def dry_run(kube: Kube, manifests: str, namespace: str) -> list[DryRun]:
                 message = f"{resp.status} {resp.reason}"
             out.append(DryRun(kind, name, False, message))
             continue
-        raw = resp.getheader("Warning") or ""
-        warnings = [w.split(" ", 2)[-1].strip('"').replace('\\"', '"') for w in raw.split(", 299 ") if w]
+        warnings = [text.replace('\\"', '"') for text in _WARNING.findall(resp.getheader("Warning") or "")]
         out.append(DryRun(kind, name, True, warnings=warnings))
     return out
 
