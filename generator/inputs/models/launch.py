@@ -21,6 +21,11 @@ KUEUE_PRIORITY_ALONE = ("a WorkloadPriorityClass without launch.queue does nothi
 SUSPEND_OWNED = ("the chart never renders suspend: Kueue suspends a queued RayJob or RayCluster and admits it "
                  "by clearing suspend, and a helm upgrade must not flip it")
 
+# The default deadline for a RayJob to reach Running: an hour is longer than a healthy cold start on a GPU cluster
+# (a node scale-up of ~10 min plus the pull of a 10-20 GB training image), and short enough that a start that
+# cannot succeed frees the gang's GPUs, with KubeRay's reason, within the hour.
+PRE_RUNNING_DEADLINE = 3600
+
 # JSON Schema conditions: a queue (or priority class) is set when it is a string (values.yaml holds null).
 QUEUED: dict[str, Any] = {"required": ["queue"], "properties": {"queue": {"type": "string"}}}
 PRIORITY_SET: dict[str, Any] = {"required": ["priorityClass"], "properties": {"priorityClass": {"type": "string"}}}
@@ -56,6 +61,16 @@ class LaunchSettings(Strict):
     activeDeadlineSeconds: int | None = Field(None, ge=1, le=INT32_MAX,
                                               description="Fail the RayJob after this many seconds.")
     backoffLimit: int = Field(0, ge=0, le=10, description="Retries of a failed RayJob.")
+    # int32, at least 1, in the RayJob CRD (KubeRay v1.6 and later; v1.4 and v1.5 lack the field). 0 renders none
+    # (not null: the generator's values leave out a null, and Helm would then take this default).
+    preRunningDeadlineSeconds: int = Field(
+        PRE_RUNNING_DEADLINE, ge=0, le=INT32_MAX,
+        description="Fail the RayJob when it has not reached Running this many seconds after its attempt started "
+                    "(KubeRay starts the clock when it initializes an attempt: time queued in Kueue does not count, "
+                    "each retry gets its own), so a start that cannot succeed (an image that cannot be pulled, pods "
+                    "that never schedule) ends with a reason and frees its GPUs. 0: no deadline (KubeRay v1.4 and "
+                    "v1.5, whose RayJob lacks the field).",
+    )
     configMountPath: str = Field("/etc/dockyard", pattern=r"^/",
                                  description="Where the recipe ConfigMap is mounted on the head.")
     queue: KueueName | None = Field(

@@ -11,6 +11,7 @@ from generator.live.cluster.kube import INSTANCE, RAY_GROUP, RAY_VERSION, Kube
 from generator.live.state import queueing
 from generator.live.state.controllers import LeaderWatch
 from generator.live.state.progress import Progress
+from generator.live.state.pulls import PullWatch
 from generator.live.state.snapshot import Snapshot, take
 
 MIN_INTERVAL = 0.2  # seconds between two reads of the release while events stream in
@@ -33,10 +34,12 @@ def follow(kube: Kube, release: str, namespace: str, deadline: float, progress: 
     changes (a burst of events is read once, at most every MIN_INTERVAL); without an event the
     state is re-read every FLOOR_INTERVAL (Warning events, which explain a wait, are not watched). A
     controller whose leader Lease lapses meanwhile (controllers.LeaderWatch) is said when seen, and a
-    timeout names it as what held the wait."""
+    timeout names it as what held the wait. A failed image pull is said when seen (the image, the pod, the
+    node) and ends the wait as pulls.PullWatch judges: at once when no retry fixes it, else after a bound."""
     changed, stop = threading.Event(), threading.Event()
     watching = False
     leaders = LeaderWatch(kube)
+    pulls = PullWatch()
     try:
         while True:
             changed.clear()
@@ -47,7 +50,10 @@ def follow(kube: Kube, release: str, namespace: str, deadline: float, progress: 
                 return snap
             for line in leaders.poll():  # a controller gone is said when seen, not at the timeout
                 progress.say(f"{release}: {line}")
-            failure = snap.failure() or (_vanished(kube, snap) if snap.revision is None or not snap.fleets else None)
+            for pull in pulls.new(snap.pulls):
+                progress.say(f"{release}: {pull.line()}")
+            failure = (snap.failure() or pulls.verdict(snap.pulls)
+                       or (_vanished(kube, snap) if snap.revision is None or not snap.fleets else None))
             if failure:
                 raise CheckFailed(failure + reasons(snap))
             if time.monotonic() >= deadline and snap.queued() and snap.queue:

@@ -20,6 +20,7 @@ from typing import Any
 from generator.live.cluster.kube import GPU, INSTANCE, Kube, Objects
 from generator.live.helm.records import labels, release_records
 from generator.live.state import pool, queueing
+from generator.live.state.pulls import FailedPull, failed_pulls
 
 FLEETS = ("head", "trainer", "inference", "sandbox", "submitter")
 
@@ -58,6 +59,7 @@ class Snapshot:
     namespace_deleting: str | None = None  # set by `status`: why the namespace is Terminating
     pool: dict[str, int] | None = None  # the sandbox Deployment's replica counts (pool.py)
     hpa: dict[str, Any] | None = None  # its HorizontalPodAutoscaler, read only when the release renders one
+    pulls: list[FailedPull] = field(default_factory=list)  # containers whose image pull failed (pulls.py)
 
     # end states --------------------------------------------------------------------------------
     def ray_fleets(self) -> list[Fleet]:
@@ -170,7 +172,7 @@ def pod_reason(pod: dict[str, Any]) -> str:
     return f"{st.get('phase') or 'Unknown'}"
 
 
-def _fleet_of(pod: dict[str, Any]) -> str | None:
+def fleet_of(pod: dict[str, Any]) -> str | None:
     lab = labels(pod)
     if lab.get("dockyard.dev/fleet") in FLEETS:
         return lab["dockyard.dev/fleet"]
@@ -214,6 +216,7 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
     for f in snap.fleets.values():
         f.gpus_requested = f.desired * per_pod_gpu.get(f.fleet, 0)
     reasons, nodes = _observe(snap, pods)
+    snap.pulls = failed_pulls(pods, fleet_of)
     _explain(snap, reasons, nodes, _owner_warnings(snap, replicasets, events))
     snap.calls = kube.calls - start
     return snap
@@ -326,7 +329,7 @@ def _observe(snap: Snapshot, pods: Objects) -> tuple[dict[str, Counter[str]], di
     reasons: dict[str, Counter[str]] = {name: Counter() for name in snap.fleets}
     nodes: dict[str, set[str]] = {name: set() for name in snap.fleets}
     for pod in pods:
-        name = _fleet_of(pod)
+        name = fleet_of(pod)
         if name is None or name not in snap.fleets:
             continue
         f = snap.fleets[name]

@@ -36,7 +36,8 @@ from generator.live.probes import smoke_probe
 from generator.live.probes.smoke_probe import MARK
 from generator.live.state import driver_log
 from generator.live.state.driver_log import TERMINAL
-from generator.live.state.snapshot import pod_reason
+from generator.live.state.pulls import PullWatch, failed_pulls
+from generator.live.state.snapshot import fleet_of, pod_reason
 
 PROBE = Path(smoke_probe.__file__)  # shipped in the recipe ConfigMap as probe.py
 SUFFIX = "-smoke"  # the default release: <recipe name>-smoke, never the user's own release
@@ -176,7 +177,19 @@ def _wait_for_probe(kube: Kube, release: str, namespace: str, steps: Steps, say:
     (the Ray job) to end: the ended RayJob."""
     from generator.live.state import queueing
 
+    pulls = PullWatch()
+
     def get() -> dict[str, Any] | None:
+        """The RayJob; first, a failed image pull of the release's pods is said when seen, and ends the wait
+        as pulls.PullWatch judges (a pod that cannot get its image never starts: waiting out --timeout helps no
+        one)."""
+        pods = kube.list(f"/api/v1/namespaces/{namespace}/pods", label_selector=f"{INSTANCE}={release}")
+        found = failed_pulls(pods, fleet_of)
+        for pull in pulls.new(found):
+            say(f"smoke: {pull.line()}")
+        verdict = pulls.verdict(found)
+        if verdict:
+            raise CheckFailed(f"smoke: {verdict}")
         return kube.get_ray("rayjobs", namespace, release)
 
     def seen() -> str:

@@ -35,6 +35,9 @@ def status_table(snap: Snapshot) -> str:
     if snap.queue:
         lines.append(f"queue      {queueing.line(snap.queue)}")
     lines.append(f"mode       {snap.mode or '-'}  ready: {'yes' if snap.ready() else 'no'}")
+    for pull in snap.pulls:  # named as soon as seen: no pod of the release starts without its image
+        judged = "no retry fixes this" if pull.final else "the kubelet retries"
+        lines.append(f"pull       {pull.line()}  ({judged})")
     lines.extend(pool.lines(snap.pool, snap.hpa))
     rows = [["FLEET", "READY", "GPUS REQ/ALLOC", "NODES", "REASON"]]
     for name in FLEETS:
