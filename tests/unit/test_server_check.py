@@ -76,13 +76,14 @@ def test_refusals_and_warnings_are_lines_and_the_row_counts_them():
     found = Checked("check", [], [], False, yaml.safe_dump_all([DEPLOYMENT, CLUSTER]), "rec")
     add_dry_run(found, kube)
     assert found.lines == [
-        '  ! server warns on Deployment small-sandbox: would violate PodSecurity "restricted:latest": '
-        "allowPrivilegeEscalation != false",
+        ('  ! server warns on Deployment small-sandbox: would violate PodSecurity "restricted:latest": '
+         "allowPrivilegeEscalation != false"),
         "  ! server warns on Deployment small-sandbox: spec.template: deprecated field",
-        '  ✗ server refused RayCluster small: RayCluster.ray.io "small" is invalid: spec.headGroupSpec: Required value',
+        ('  ✗ server refused RayCluster small: RayCluster.ray.io "small" is invalid: spec.headGroupSpec: '
+         "Required value"),
     ]
-    assert found.rows == [("✗", "server dry-run", "1 accepted, 1 refused (dryRun=All, namespace rec, "
-                                                   "https://127.0.0.1:6443)")]
+    detail = "1 accepted, 1 refused (dryRun=All, namespace rec, https://127.0.0.1:6443)"
+    assert found.rows == [("✗", "server dry-run", detail)]
     assert found.failed
 
 
