@@ -1,4 +1,5 @@
-"""The real node's Ray pieces without a node: the Ray image's OCI layout, the GPU count, the flag."""
+"""playground/node/ray_image.py: the real node's Ray image without a node: its OCI layout (layers sorted, times
+clamped, scratch folders left out), the Debian source it is built from, the locked Python set it installs."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import tarfile
 
 import pytest
 
-from generator.playground.node import gpus, ray_image
+from generator.playground.node import ray_image
 
 
 def _rootfs(tmp_path):
@@ -80,37 +81,6 @@ def test_layout_of_an_entry_needs_the_complete_marker(tmp_path):
 def test_the_debian_source_is_the_machines_own():
     suite, path = ray_image.debian_sources()
     assert suite and path.is_file() and path.parts[:3] == ("/", "etc", "apt")
-
-
-@pytest.mark.parametrize("raw,want", [("", 0), ("0", 0), ("2", 2), ("64", 64)])
-def test_gpu_count_from_the_environment(monkeypatch, raw, want):
-    monkeypatch.setenv(gpus.ENV, raw)
-    assert gpus.requested() == want
-
-
-@pytest.mark.parametrize("raw", ["-1", "65", "two", "1.5"])
-def test_a_bad_gpu_count_is_one_line(monkeypatch, raw):
-    from generator.playground.node.host import NodeError
-
-    monkeypatch.setenv(gpus.ENV, raw)
-    with pytest.raises(NodeError, match=r"expected a whole number of GPUs 0\.\.64"):
-        gpus.requested()
-
-
-def test_advertised_reads_the_nodes_allocatable():
-    node = {"status": {"allocatable": {"nvidia.com/gpu": "2"}}}
-    assert gpus.advertised(node, 2) == (True, "nvidia.com/gpu allocatable 2 of 2")
-    assert gpus.advertised({"status": {}}, 2)[0] is False
-
-
-@pytest.mark.parametrize("argv", [["--real-node-gpus", "2"], ["--real-node", "--real-node-gpus", "65"],
-                                  ["--real-node", "--real-node-gpus", "-1"]])
-def test_real_node_gpus_flag_needs_the_real_node_and_a_count(capsys, argv, tmp_path):
-    from generator.cli import main
-
-    assert main(["playground", "up", "--state-dir", str(tmp_path / "pg"), *argv]) == 2
-    assert "--real-node-gpus needs --real-node and a count 0..64" in capsys.readouterr().err
-    assert not (tmp_path / "pg").exists()
 
 
 def test_the_ray_image_installs_exactly_a_locked_set(tmp_path):
