@@ -1,13 +1,16 @@
 """One read of a release's state: Helm record, RayJob, RayCluster, and a row per fleet.
 
-A snapshot costs a fixed number of API calls (seven list/get calls by label selector or field
-selector), whatever the number of pods: `status`, `run --wait` and `dev` all read through it. A job
+A snapshot costs a fixed number of API calls, whatever the number of pods: seven lists (the Helm
+records, RayJobs, pods, Deployments and ReplicaSets by the release's labels, Warning events by a field
+selector, and every RayCluster of the namespace: KubeRay names a RayJob's RayCluster and may not label it
+with the release, so it is picked by name or label from the list). `status`, `run --wait` and `dev` all
+read through it. A job
 queued with Kueue (the `kueue.x-k8s.io/queue-name` label on the RayJob, or the RayCluster in bringup
 mode) costs one more list (its Workload by UID), plus one read while it is not admitted (the LocalQueue)
 or after it was preempted (the preemptor): generator/live/state/queueing.py. A release that renders a sandbox
 HorizontalPodAutoscaler costs one more list (pool.py).
-Objects are read as plain JSON dicts (Kube.list), not the client's pydantic models: that keeps
-`status` free of the typed API modules' import cost.
+Objects are read as plain JSON dicts (Kube.list), not the client's typed model classes (pydantic models in
+kubernetes 37): that keeps `status` free of the typed API modules' import cost.
 """
 
 from __future__ import annotations
