@@ -11,7 +11,7 @@ at the apiserver, and `check` names them (kube-validate).
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from generator.inputs.rules import QUANTITY_RE
 
@@ -58,7 +58,7 @@ def quantity(value: Any) -> Decimal | None:
         if len(suffix) > 1 and suffix[0] in "eE" and suffix[1] != "i":  # an exponent (E alone is exa, Ei exbi)
             return number.scaleb(int(suffix[1:]))
         return number * _FACTOR[suffix]
-    except (InvalidOperation, ValueError, KeyError):
+    except (ArithmeticError, ValueError, KeyError):  # decimal's errors are ArithmeticErrors
         return None
 
 
@@ -107,16 +107,18 @@ def limit_range_problem(limit_range: dict[str, Any]) -> Found | None:
     return None
 
 
-def _extended(name: str) -> bool:
-    """The API's IsExtendedResourceName: a prefixed name outside kubernetes.io, not a requests. quota name."""
-    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+def quota_counts(name: str) -> bool:
+    """Whether a quota resource counts whole units (the API's IsIntegerResourceName): objects, or an
+    extended resource (a prefixed name outside kubernetes.io that is not a requests. quota name)."""
+    extended = "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+    return name in QUOTA_INTEGER or extended
 
 
 def quota_problem(hard: dict[str, Any] | None) -> Found | None:
     """A ResourceQuota limit on a resource that counts (objects, extended resources such as nvidia.com/gpu)
     that is not a whole number."""
     for name, value in (hard or {}).items():
-        if name not in QUOTA_INTEGER and not _extended(name):
+        if not quota_counts(name):
             continue
         number = quantity(value)
         if number is not None and number != number.to_integral_value():

@@ -27,6 +27,8 @@ import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from generator.inputs.api_rules import quantity, quota_counts
+from generator.inputs.credentials import reads_as_credential
 from generator.inputs.models import ChartValues
 from generator.inputs.models.types import CIDR_RE
 from generator.tools import CHART_DIR, binary, versions
@@ -53,9 +55,14 @@ NOT_RENDERED = {
     "sandbox.image.tag": "sandbox.image.digest is set and wins",
     # an EnvVar has value or valueFrom: entry 0 keeps value, entry 1 valueFrom (values_for drops the other)
     "sandbox.extraEnv[1].value": "entry 1 reads its value from valueFrom",
-    **{f"sandbox.extraEnv[0].valueFrom.<{part}{n}>": "entry 0 has a literal value"
-       for part in ("key", "value") for n in range(ENTRIES)},
 }
+# A valueFrom takes one source: entry 1 reads a Secret's key (values_for drops the other sources).
+ENV_SOURCE = "secretKeyRef"
+# Quantities the API wants in order (generator.inputs.api_rules): each group's slots are drawn together, sorted.
+ORDERED = [tuple(f"infra.limitRange.{side}.{name}" for side in ("min", "defaultRequest", "default", "max"))
+           for name in ("cpu", "memory", "ephemeral-storage")]
+ORDERED += [(f"sandbox.resources.{name}", f"sandbox.resources.{name}Limit")
+            for name in ("cpu", "memory", "ephemeralStorage")]
 
 
 @dataclass(frozen=True)
@@ -116,21 +123,26 @@ def build(fill: Callable[[Slot], str], node: dict[str, Any] = SCHEMA, path: str 
     return None  # booleans, integers, enums: the chart's defaults
 
 
+def _affinity(affinity: dict[str, Any]) -> None:
+    """An Affinity made valid: node affinity requirements get an operator (In: any values), field
+    requirements the one key and value the API allows, weights 1."""
+    node = affinity["nodeAffinity"]
+    preferred = node["preferredDuringSchedulingIgnoredDuringExecution"]
+    for term in preferred:
+        term["weight"] = 1
+    for term in node["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] + [
+            t["preference"] for t in preferred]:
+        for req in term["matchExpressions"]:
+            req["operator"] = "In"
+        for req in term["matchFields"]:
+            req.update(key="metadata.name", operator="In", values=req["values"][:1])
+
+
 def _placement(place: dict[str, Any]) -> None:
-    """kuberay.placement made valid: inference takes gpu's (so both render), node affinity requirements
-    get an operator (In: any values), field requirements the one key and value the API allows, weights 1."""
+    """kuberay.placement made valid: inference takes gpu's (so both render), each affinity made valid."""
     del place["inference"]
     for own in place.values():
-        node = own["affinity"]["nodeAffinity"]
-        preferred = node["preferredDuringSchedulingIgnoredDuringExecution"]
-        for term in preferred:
-            term["weight"] = 1
-        for term in node["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] + [
-                t["preference"] for t in preferred]:
-            for req in term["matchExpressions"]:
-                req["operator"] = "In"
-            for req in term["matchFields"]:
-                req.update(key="metadata.name", operator="In", values=req["values"][:1])
+        _affinity(own["affinity"])
 
 
 def values_for(fill: Callable[[Slot], str], mode: str) -> dict[str, Any]:
@@ -140,9 +152,19 @@ def values_for(fill: Callable[[Slot], str], mode: str) -> dict[str, Any]:
     del doc["infra"]["image"]["digest"]
     for group, name in zip(doc["kuberay"]["spec"]["workerGroupSpecs"], ("trainer", "inference"), strict=True):
         group["groupName"] = name
-    for n, env in enumerate(doc["sandbox"]["extraEnv"]):
-        del env["valueFrom" if n == 0 else "value"]
+    for envs in (doc["sandbox"]["extraEnv"], doc["infra"]["env"]):
+        for n, env in enumerate(envs):
+            del env["valueFrom" if n == 0 else "value"]
+            if n:
+                env["valueFrom"] = {ENV_SOURCE: env["valueFrom"][ENV_SOURCE]}
+    for n, source in enumerate(doc["infra"]["envFrom"]):  # one source each: entry 0 a Secret, entry 1 a ConfigMap
+        del source["configMapRef" if n == 0 else "secretRef"]
     _placement(doc["kuberay"]["placement"])
+    _affinity(doc["sandbox"]["affinity"])
+    for n, spread in enumerate(doc["sandbox"]["topologySpreadConstraints"]):
+        spread["whenUnsatisfiable"] = ("ScheduleAnyway", "DoNotSchedule")[n % 2]  # two with one key: not the same pair
+        for req in spread["labelSelector"]["matchExpressions"]:
+            req["operator"] = "In"
     storage = doc["infra"]["storage"]  # a volume is a claim or a size: one of each kind renders every field
     for key in STORAGE_CLAIMED:
         for field in ("size", "storageClassName"):
@@ -163,13 +185,32 @@ NOT_RENDERED.update({slot.path: "kuberay.placement.inference is dropped: inferen
                      for slot in SLOTS if slot.path.startswith("kuberay.placement.inference.")})
 NOT_RENDERED.update({slot.path: "a node field requirement takes one value (the API's rule)"
                      for slot in SLOTS if re.search(r"\.matchFields\[\d\]\.values\[[1-9]\]$", slot.path)})
+NOT_RENDERED.update({slot.path: "entry 0 has a literal value" for slot in SLOTS
+                     if slot.path.startswith("sandbox.extraEnv[0].valueFrom.")})
+NOT_RENDERED.update({slot.path: f"a valueFrom takes one source: entry 1 reads its {ENV_SOURCE}" for slot in SLOTS
+                     if slot.path.startswith("sandbox.extraEnv[1].valueFrom.")
+                     and not slot.path.startswith(f"sandbox.extraEnv[1].valueFrom.{ENV_SOURCE}.")})
+NOT_RENDERED["infra.env[1].value"] = "entry 1 reads its value from valueFrom"
+for _envs in ("sandbox.extraEnv", "infra.env"):
+    NOT_RENDERED.update({slot.path: "entry 0 has a literal value" for slot in SLOTS
+                         if slot.path.startswith(f"{_envs}[0].valueFrom.")})
+    NOT_RENDERED.update({slot.path: f"a valueFrom takes one source: entry 1 reads its {ENV_SOURCE}" for slot in SLOTS
+                         if slot.path.startswith(f"{_envs}[1].valueFrom.")
+                         and not slot.path.startswith(f"{_envs}[1].valueFrom.{ENV_SOURCE}.")})
+NOT_RENDERED.update({slot.path: "an envFrom entry takes one source: entry 0 a Secret, entry 1 a ConfigMap"
+                     for slot in SLOTS if slot.path.startswith(("infra.envFrom[0].configMapRef.",
+                                                                "infra.envFrom[1].secretRef."))})
 
 
 # Sentinels: distinct, of equal length (none inside another), each valid for its field.
 def _sentinel(n: int, slot: Slot) -> str:
     token = f"zq{n:03d}x"
-    candidates = [token, "/" + token, "sha256:" + f"e{n:03d}" * 16, f"10.{100 + n // 100}.{100 + n % 100}.0/24",
-                  f"9.{100 + n}.7", f"{1000 + n}7m", f"{1000 + n}%"]
+    # the quantities of an ORDERED group rank by their place in it (min < defaultRequest < default < max)
+    rank = next((1 + group.index(slot.path) for group in ORDERED if slot.path in group), 1)
+    # (a quota resource before the CIDR, which is a prefixed name the quota would count in whole units)
+    candidates = [token, "/" + token, f"requests.{token}/q", "sha256:" + f"e{n:03d}" * 16,
+                  f"10.{100 + n // 100}.{100 + n % 100}.0/24", f"9.{100 + n}.7", f"{rank}{n:03d}7m", f"{1000 + n}%",
+                  f"0{n % 100:02d}%", f"metadata.labels['{token}']", f"limits.hugepages-{token}"]
     return next(c for c in candidates if _valid(c, slot.schema))
 
 
@@ -226,6 +267,8 @@ def _strategy(slot: Slot) -> st.SearchStrategy[str]:
     words = [w for w in TYPED_WORDS if _valid(w, valid)]
     # not empty: an empty toleration key needs operator Exists, which values_for leaves at its default
     anything = st.from_regex(pattern).filter(lambda s: s and _valid(s, valid) and "sglang" not in s)
+    if re.search(r"(extraEnv|\.env)\[\d+\]\.name$", slot.path):  # a credential's name takes no literal value
+        anything = anything.filter(lambda s: not reads_as_credential(s))
     if slot.path == "sandbox.rollingUpdate.maxSurge":  # a zero maxSurge with a zero maxUnavailable is refused
         anything = anything.filter(lambda s: s.strip("0") != "%")
     return st.one_of(st.sampled_from(words), st.sampled_from(words), anything) if words else anything
@@ -245,21 +288,34 @@ MEANINGFUL_KEYS = {"<<", "template", "spec", "metadata", "containers", "volumes"
 
 
 def _hostile(slots: list[Slot]) -> st.SearchStrategy[dict[str, str]]:
-    """A string per slot; the keys of one map drawn together, distinct."""
+    """A string per slot; the keys of one map drawn together, distinct; an ORDERED group's quantities drawn
+    together, in order."""
     parts: dict[str, st.SearchStrategy[Any]] = {}
+    ordered = {path: (group, group.index(path)) for group in ORDERED for path in group}
     for slot in slots:
         owner, is_key, _ = slot.path.partition(".<key")
-        if not is_key:
+        if slot.path in ordered:
+            group = ordered[slot.path][0]
+            one = _strategy(slot).filter(lambda v: quantity(v) is not None)  # not 1e99999999: Decimal's range
+            parts.setdefault(" ".join(group), st.lists(one, min_size=len(group), max_size=len(group))
+                             .map(lambda drawn: sorted(drawn, key=quantity)))
+        elif not is_key:
             parts[slot.path] = _strategy(slot)
         elif owner not in parts:
             keys = (hostile_text if slot.schema is FREE else _strategy(slot)).filter(lambda k: k not in MEANINGFUL_KEYS)
+            if owner == "infra.resourceQuota.hard":  # what counts whole units would refuse a fractional quantity
+                keys = keys.filter(lambda k: not quota_counts(k))
             parts[owner] = st.lists(keys, min_size=ENTRIES, max_size=ENTRIES, unique=True)
 
     def flatten(drawn: dict[str, Any]) -> dict[str, str]:
         out = {}
         for slot in slots:
             owner, is_key, n = slot.path.partition(".<key")
-            out[slot.path] = drawn[owner][int(n.rstrip(">"))] if is_key else drawn[slot.path]
+            if slot.path in ordered:
+                group, place = ordered[slot.path]
+                out[slot.path] = drawn[" ".join(group)][place]
+            else:
+                out[slot.path] = drawn[owner][int(n.rstrip(">"))] if is_key else drawn[slot.path]
         return out
 
     return st.fixed_dictionaries(parts).map(flatten)
@@ -269,8 +325,12 @@ def _hostile(slots: list[Slot]) -> st.SearchStrategy[dict[str, str]]:
 # YAML would read as another type. Drawn apart: all ~90 at once overrun Hypothesis' buffer (and ~25 s).
 FREE_SLOTS = [slot for slot in SLOTS if slot.schema.get("pattern") in (None, "^/")]
 GPU_POD_PREFIXES = ("infra.env", "infra.storage.")  # infra.env, infra.envFrom, infra.storage: drawn apart as well
+# the sandbox's scheduling (its label keys and values, ~40): drawn apart too, or the filters of all the checked
+# strings rarely pass at once
+SCHEDULING = ("sandbox.topologySpreadConstraints", "sandbox.nodeSelector", "sandbox.tolerations", "sandbox.affinity")
 CHECKED_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS
-                 and not slot.path.startswith(("kuberay.placement.", *GPU_POD_PREFIXES))]
+                 and not slot.path.startswith(("kuberay.placement.", *GPU_POD_PREFIXES, *SCHEDULING))]
+SCHEDULING_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot.path.startswith(SCHEDULING)]
 GPU_POD_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot.path.startswith(GPU_POD_PREFIXES)]
 PLACEMENT_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot.path.startswith("kuberay.placement.")]
 
@@ -390,6 +450,13 @@ def test_gpu_pod_env_and_storage_strings_come_back_verbatim(strings, mode):
 
 
 @settings(EXAMPLES, max_examples=15)
+@given(strings=_hostile(SCHEDULING_SLOTS), mode=st.sampled_from(["rayjob", "bringup"]))
+def test_sandbox_scheduling_strings_come_back_verbatim(strings, mode):
+    """The sandbox's spread constraints, node selector, tolerations and affinity (drawn apart from the others)."""
+    _check(strings, mode)
+
+
+@settings(EXAMPLES, max_examples=15)
 @given(strings=_hostile(PLACEMENT_SLOTS), mode=st.sampled_from(["rayjob", "bringup"]))
 def test_placement_label_keys_and_values_come_back_verbatim(strings, mode):
     """kuberay.placement's label keys and values (~80: drawn apart from the other checked strings)."""
@@ -411,7 +478,7 @@ def test_strings_helm_toyaml_cannot_carry_are_refused_by_path(char):
 
 def test_keys_yaml_would_merge_are_refused_by_path():
     """Helm's toYaml writes a "<<" key unquoted: a map under it was merged into its parent, silently."""
-    for over, where in (({"sandbox": {"podAnnotations": {"<<": "x"}}}, "sandbox.podAnnotations: "),
+    for over, where in (({"sandbox": {"affinity": {"podAffinity": {"<<": "x"}}}}, "sandbox.affinity.podAffinity: "),
                         ({"kuberay": {"spec": {"headGroupSpec": {"<<": {"serviceType": "NodePort"}}}}},
                          "kuberay.spec.headGroupSpec: ")):
         with pytest.raises(AssertionError, match="merge key") as refused:
