@@ -28,7 +28,6 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from generator.inputs.api_rules import quantity, quota_counts
-from generator.inputs.credentials import reads_as_credential
 from generator.inputs.models import ChartValues
 from generator.inputs.models.types import CIDR_RE
 from generator.tools import CHART_DIR, binary, versions
@@ -152,13 +151,10 @@ def values_for(fill: Callable[[Slot], str], mode: str) -> dict[str, Any]:
     del doc["infra"]["image"]["digest"]
     for group, name in zip(doc["kuberay"]["spec"]["workerGroupSpecs"], ("trainer", "inference"), strict=True):
         group["groupName"] = name
-    for envs in (doc["sandbox"]["extraEnv"], doc["infra"]["env"]):
-        for n, env in enumerate(envs):
-            del env["valueFrom" if n == 0 else "value"]
-            if n:
-                env["valueFrom"] = {ENV_SOURCE: env["valueFrom"][ENV_SOURCE]}
-    for n, source in enumerate(doc["infra"]["envFrom"]):  # one source each: entry 0 a Secret, entry 1 a ConfigMap
-        del source["configMapRef" if n == 0 else "secretRef"]
+    for n, env in enumerate(doc["sandbox"]["extraEnv"]):
+        del env["valueFrom" if n == 0 else "value"]
+        if n:
+            env["valueFrom"] = {ENV_SOURCE: env["valueFrom"][ENV_SOURCE]}
     _placement(doc["kuberay"]["placement"])
     _affinity(doc["sandbox"]["affinity"])
     for n, spread in enumerate(doc["sandbox"]["topologySpreadConstraints"]):
@@ -190,16 +186,6 @@ NOT_RENDERED.update({slot.path: "entry 0 has a literal value" for slot in SLOTS
 NOT_RENDERED.update({slot.path: f"a valueFrom takes one source: entry 1 reads its {ENV_SOURCE}" for slot in SLOTS
                      if slot.path.startswith("sandbox.extraEnv[1].valueFrom.")
                      and not slot.path.startswith(f"sandbox.extraEnv[1].valueFrom.{ENV_SOURCE}.")})
-NOT_RENDERED["infra.env[1].value"] = "entry 1 reads its value from valueFrom"
-for _envs in ("sandbox.extraEnv", "infra.env"):
-    NOT_RENDERED.update({slot.path: "entry 0 has a literal value" for slot in SLOTS
-                         if slot.path.startswith(f"{_envs}[0].valueFrom.")})
-    NOT_RENDERED.update({slot.path: f"a valueFrom takes one source: entry 1 reads its {ENV_SOURCE}" for slot in SLOTS
-                         if slot.path.startswith(f"{_envs}[1].valueFrom.")
-                         and not slot.path.startswith(f"{_envs}[1].valueFrom.{ENV_SOURCE}.")})
-NOT_RENDERED.update({slot.path: "an envFrom entry takes one source: entry 0 a Secret, entry 1 a ConfigMap"
-                     for slot in SLOTS if slot.path.startswith(("infra.envFrom[0].configMapRef.",
-                                                                "infra.envFrom[1].secretRef."))})
 
 
 # Sentinels: distinct, of equal length (none inside another), each valid for its field.
@@ -267,8 +253,6 @@ def _strategy(slot: Slot) -> st.SearchStrategy[str]:
     words = [w for w in TYPED_WORDS if _valid(w, valid)]
     # not empty: an empty toleration key needs operator Exists, which values_for leaves at its default
     anything = st.from_regex(pattern).filter(lambda s: s and _valid(s, valid) and "sglang" not in s)
-    if re.search(r"(extraEnv|\.env)\[\d+\]\.name$", slot.path):  # a credential's name takes no literal value
-        anything = anything.filter(lambda s: not reads_as_credential(s))
     if slot.path == "sandbox.rollingUpdate.maxSurge":  # a zero maxSurge with a zero maxUnavailable is refused
         anything = anything.filter(lambda s: s.strip("0") != "%")
     return st.one_of(st.sampled_from(words), st.sampled_from(words), anything) if words else anything
