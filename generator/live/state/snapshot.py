@@ -2,9 +2,9 @@
 
 A snapshot costs a fixed number of API calls, whatever the number of pods: seven lists (the Helm
 records, RayJobs, pods, Deployments and ReplicaSets by the release's labels, Warning events by a field
-selector, and every RayCluster of the namespace: KubeRay names a RayJob's RayCluster and may not label it
-with the release, so it is picked by name or label from the list). `status`, `run --wait` and `dev` all
-read through it. A job
+selector, and every RayCluster of the namespace, unfiltered: a RayJob's RayCluster is the one KubeRay names in
+the RayJob's status.rayClusterName, so it is picked from the list by that name or the release's label).
+`status`, `run --wait` and `dev` all read through it. A job
 queued with Kueue (the `kueue.x-k8s.io/queue-name` label on the RayJob, or the RayCluster in bringup
 mode) costs one more list (its Workload by UID), plus one read while it is not admitted (the LocalQueue)
 or after it was preempted (the preemptor): generator/live/state/queueing.py. A release that renders a sandbox
