@@ -1,4 +1,5 @@
-"""The versions users run (issue 19 items 5-6): `check --kuberay-version X` validates against that KubeRay
+"""The versions users run (other KubeRay and Kubernetes minors):
+`check --kuberay-version X` validates against that KubeRay
 minor's own CRDs, `check --kube-version 1.X` targets that Kubernetes minor (kubeconform's schemas, Helm's
 capabilities, the apiserver validation of the nearest pinned minor named); a version outside the range is
 exit 2."""
