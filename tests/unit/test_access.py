@@ -1,7 +1,7 @@
-"""doctor's rows (generator.live.doctor: access, kuberay, admission and capacity, one function per row) on answers
-recorded from the playground: the cluster admin, ServiceAccount alice (built-in admin role in namespace rec only: no
-ray.io verbs, no cluster-scope reads), a namespace enforcing PodSecurity restricted, an unreachable server, CRDs
-gone."""
+"""doctor's access rows (generator/live/doctor/access.py: API server, namespace, release, RBAC) on answers recorded
+from the playground: the cluster admin, ServiceAccount alice (built-in admin role in namespace rec only: no ray.io
+verbs, no cluster-scope reads), an unreachable server. The same recordings hold the capacity, admission and KubeRay
+rows' answers: test_capacity.py, test_admission.py and test_doctor_kuberay.py share its constants."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from fake_cluster import SERVER, install
 
 from generator.live.cluster.kube import Kube
-from generator.live.doctor import access, admission, capacity, kuberay
+from generator.live.doctor import access, admission, kuberay
 from generator.live.doctor.rows import FAIL, OK, WARN, read_namespace
 
 NS, RELEASE = "rec", "small"
@@ -63,19 +63,6 @@ def test_admin_rows(admin):
                                                      "(server-side dry run)"))
 
 
-def test_admin_room_one_gpu_node_for_two_8_gpu_workers(admin):
-    room = capacity.read_room(admin, RELEASE, NS)
-    assert room.alloc["gpu-node-0"]["nvidia.com/gpu"] == 8 and not (room.nodes_denied or room.pods_denied)
-    assert all(not used.get("nvidia.com/gpu") for used in room.used.values())  # the release's own pods don't count
-    rows = capacity.gpu_rows(room, CLUSTER)
-    assert marks(rows) == {"GPU capacity: trainer": OK, "GPU capacity: inference": OK, "GPU capacity: gang": FAIL}
-    assert rows[-1].detail == "1/2 worker pods fit in the free GPUs now (16 wanted, 8 allocatable on 1 node(s))"
-    sandbox = capacity.sandbox_rows(room, SANDBOX, 2)
-    assert [(r.mark, r.check) for r in sandbox] == [(OK, "sandbox pool fits")]
-    quota = capacity.quota_rows(admin, read_namespace(admin, NS), templates(), {"sandbox": 2})
-    assert [(r.mark, r.detail) for r in quota] == [(OK, f"no ResourceQuota in {NS}")]
-
-
 def test_namespace_user_rbac_rows_name_exactly_what_is_missing(alice):
     rbac, cluster = access.rbac_rows(alice, NS)
     ray = [f"{v} {r}.ray.io" for r in ("rayjobs", "rayclusters") for v in ("get", "list", "create", "patch", "delete")]
@@ -87,39 +74,8 @@ def test_namespace_user_rbac_rows_name_exactly_what_is_missing(alice):
     assert "cannot list nodes at cluster scope: GPU and CPU capacity unknown" in cluster.detail
 
 
-def test_namespace_user_rows_say_what_rbac_keeps_unknown(alice):
-    operator = kuberay.kuberay_operator_row(alice)
-    assert (operator.mark, operator.detail) == (WARN, ("forbidden: cannot list deployments at cluster scope: "
-                                                       "whether a KubeRay operator runs is unknown"))
-    room = capacity.read_room(alice, RELEASE, NS)
-    assert room.nodes_denied and room.pods_denied
-    rows = capacity.gpu_rows(room, CLUSTER) + capacity.sandbox_rows(room, SANDBOX, 2)
-    assert [r.mark for r in rows] == [WARN] * 4
-    assert rows[0].detail == "forbidden: cannot list nodes at cluster scope: GPU capacity unknown"
-    ns = read_namespace(alice, NS)
-    assert access.namespace_row(ns).mark == OK  # the admin role reads its own namespace
-    assert admission.pod_security_row(alice, ns, templates(), drop_priority_class=True).mark == OK
-
-
-def test_pod_security_restricted_refuses_each_pod_with_the_admissions_words(monkeypatch, tmp_path):
-    install(monkeypatch, tmp_path, "doctor_restricted")
-    kube = Kube()
-    ns = read_namespace(kube, f"{NS}-restricted")
-    row = admission.pod_security_row(kube, ns, templates(), drop_priority_class=True)
-    assert row.mark == FAIL and row.detail.startswith("enforce=restricted: sandbox: pods \"doctor-sandbox-")
-    assert 'violates PodSecurity "restricted:latest"' in row.detail
-    assert len(row.detail) <= len("enforce=restricted: ") + 600  # cut: five refusals would fill a screen
-    assert "infra.security (profile: restricted)" in row.remedy
-
-
 def test_unreachable_api_server_row(monkeypatch, tmp_path):
     install(monkeypatch, tmp_path, "errors")
     row = access.api_server_row(Kube())
     assert (row.mark, row.detail) == (FAIL, (f"cannot reach the Kubernetes API at {SERVER}: Connection refused "
                                              "(check --kubeconfig / --context, or start the playground)"))
-
-
-def test_crds_gone_row(monkeypatch, tmp_path):
-    install(monkeypatch, tmp_path, "crd_missing")
-    row = kuberay.kuberay_crds_row(Kube())
-    assert (row.mark, row.detail) == (FAIL, "ray.io/v1 does not serve rayjobs, rayclusters")
