@@ -40,7 +40,6 @@ WITHOUT_NAMED_TESTS = {
     "generator/inputs/rules.py", "generator/inputs/storage_rules.py",
     "generator/live/changes/install.py", "generator/live/changes/plan.py",
     "generator/live/cluster/quantity.py", "generator/live/cluster/selectors.py",
-   
     "generator/live/doctor/rows.py", "generator/live/doctor/storage.py",
     "generator/live/helm/holders.py", "generator/live/helm/ownership.py", "generator/live/helm/records.py",
     "generator/live/kueue/gang.py", "generator/live/kueue/quota.py",
