@@ -75,10 +75,11 @@ CASES = [
     ("quote in a resource", _resources('{"it\'s": 1}'),
      "kuberay.spec trainer: a Ray resource name holds a single quote: {\"dockyard_fleet_trainer\":1,\"it's\":1}",
      "rayStartParams.resources: the Ray resource name \"it's\" holds a single quote"),
-    ("merge key", {"sandbox": {"podAnnotations": {"<<": "x"}}},
-     ('sandbox.podAnnotations: the key "<<" is YAML\'s merge key, which Helm\'s toYaml writes unquoted: it would '
-     "merge into or break the object; rename it"),
-     "sandbox.podAnnotations.<<: the key '<<' is YAML's merge key, which Helm's toYaml writes unquoted"),
+    # (in a free-form block: annotation keys are qualified names, which the schema checks first)
+    ("merge key", {"sandbox": {"affinity": {"podAffinity": {"<<": "x"}}}},
+     ('sandbox.affinity.podAffinity: the key "<<" is YAML\'s merge key, which Helm\'s toYaml writes unquoted: it '
+      "would merge into or break the object; rename it"),
+     "sandbox.affinity.podAffinity.<<: the key '<<' is YAML's merge key, which Helm's toYaml writes unquoted"),
     ("merge key in an overlay", {"kuberay": {"spec": {"headGroupSpec": {"<<": {"serviceType": "NodePort"}}}}},
      ('kuberay.spec.headGroupSpec: the key "<<" is YAML\'s merge key, which Helm\'s toYaml writes unquoted: it would '
      "merge into or break the object; rename it"),
@@ -87,10 +88,10 @@ CASES = [
      (f'sandbox.podAnnotations.disk: "ssd\\u0085" holds a character Helm\'s toYaml drops or mangles ({CHARS}); '
      "remove it"),
      "sandbox.podAnnotations.disk: 'ssd\\x85' holds U+0085, which Helm's toYaml drops or mangles"),
-    ("toYaml drops a key's character", {"sandbox": {"podAnnotations": {"a\u2028": "x"}}},
-     (f'sandbox.podAnnotations: the key "a\\u2028" holds a character Helm\'s toYaml drops or mangles ({CHARS}); '
-     "remove it"),
-     "sandbox.podAnnotations: the key 'a\\u2028' holds U+2028, which Helm's toYaml drops or mangles"),
+    ("toYaml drops a key's character", {"sandbox": {"affinity": {"podAffinity": {"a\u2028": "x"}}}},
+     (f'sandbox.affinity.podAffinity: the key "a\\u2028" holds a character Helm\'s toYaml drops or mangles '
+      f"({CHARS}); remove it"),
+     "sandbox.affinity.podAffinity: the key 'a\\u2028' holds U+2028, which Helm's toYaml drops or mangles"),
     ("toYaml drops a path's character", {"launch": {"configMountPath": "/etc/\ufffe"}},
      (f'launch.configMountPath: "/etc/\\ufffe" holds a character Helm\'s toYaml drops or mangles ({CHARS}); '
      "remove it"),
@@ -213,15 +214,15 @@ def test_every_refusal_in_one_failure():
         "kuberay": {"spec": {"headGroupSpec": {"rayStartParams": {"labels": "a=b"}},
                              "workerGroupSpecs": [{"groupName": "inference", "resources": {"x": "1"},
                                                    "rayStartParams": {"num-gpus": "1"}}]}},
-        "sandbox": {"podAnnotations": {"<<": "x", "disk": "ssd\u0085"}},
+        "sandbox": {"affinity": {"podAffinity": {"<<": "x"}}, "podAnnotations": {"disk": "ssd\u0085"}},
     })
     assert _refusal(_helm(values, "1abc")) == [
         'release name "1abc" must be a DNS-1035 label (lower case, starting with a letter)',
         "kuberay.spec head: rayStartParams.labels is refused by KubeRay; use the group's labels field",
         ("kuberay.spec inference: Ray resources set both in group-level resources and rayStartParams; "
          "KubeRay refuses this"),
-        ('sandbox.podAnnotations: the key "<<" is YAML\'s merge key, which Helm\'s toYaml writes unquoted: it would '
-         "merge into or break the object; rename it"),
+        ('sandbox.affinity.podAffinity: the key "<<" is YAML\'s merge key, which Helm\'s toYaml writes unquoted: it '
+         "would merge into or break the object; rename it"),
         ('sandbox.podAnnotations.disk: "ssd\\u0085" holds a character Helm\'s toYaml drops or mangles (U+007F to '
          "U+009F, U+2028, U+2029, U+FFFE, U+FFFF); remove it"),
     ]

@@ -43,9 +43,11 @@ def test_unset_ids_stay_unset_and_restricted_fills_uid_and_fsgroup(render):
 def test_other_zeros_and_large_integers(render):
     out = render(
         sandbox={"replicas": 0, "pdb": {"maxUnavailable": 0}, "port": 65535,
-                 "resources": {"cpuLimit": 0, "memoryLimit": 4_000_000_000},
+                 # a zero limit is rendered as 0, not the request (its request 0 too: the API wants request <= limit)
+                 "resources": {"cpu": 0, "cpuLimit": 0, "memoryLimit": 4_000_000_000},
                  "security": {"readOnlyRootFilesystem": True, "workDirSizeLimit": 10_000_000_000},
-                 "topologySpreadConstraints": [{"topologyKey": "zone", "maxSkew": 1_000_000, "minDomains": 1_000_000}]},
+                 "topologySpreadConstraints": [{"topologyKey": "zone", "maxSkew": 1_000_000, "minDomains": 1_000_000,
+                                                    "whenUnsatisfiable": "DoNotSchedule"}]},
         launch={"ttlSecondsAfterFinished": 0, "activeDeadlineSeconds": 2_592_000, "backoffLimit": 0},
         infra={"limitRange": {"enabled": True, "min": {"cpu": 0}, "max": {"memory": 64_000_000_000}},
                "resourceQuota": {"enabled": True, "hard": {"pods": 0, "requests.memory": 2_000_000_000_000}}},
