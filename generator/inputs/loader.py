@@ -14,6 +14,7 @@ import yaml
 from yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
 
 from generator.errors import InputError, Problem
+from generator.inputs.credentials import override_problem
 from generator.inputs.reading import display_name, read_input
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
@@ -368,5 +369,14 @@ def apply_overrides(doc: Document, overrides: list[str]) -> None:
             inner = exc.problems[0]
             expected = "a YAML scalar, list or mapping" if inner.expected == "valid YAML" else inner.expected
             raise _bad(key, f"value is not YAML: {inner.message.removeprefix('malformed YAML: ')}", expected) from None
+        credential = override_problem(path, value)
+        if credential:
+            name, why = credential
+            words = [p for p in path if isinstance(p, str)]
+            env = "_".join(words[-2:] if len(words) > 1 else words).upper().replace("-", "_")
+            raise _bad(key, why, "no credential on the command line: the GPU pods read it from a Secret as an "
+                                 f"environment variable ({env})",
+                       f"infra.env: [{{name: {env}, valueFrom: {{secretKeyRef: {{name: <secret>, key: {env}}}}}}}] "
+                       "in the infra spec")
         _set(doc.data, path, value, item)
         doc.overridden.add(path)

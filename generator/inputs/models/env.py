@@ -1,5 +1,7 @@
-"""`sandbox.extraEnv`: env of the executor container, as Kubernetes EnvVar objects, their valueFrom checked as
-the API checks it (one source: a Secret's or ConfigMap's key, a pod field, a resource of the container)."""
+"""Env as Kubernetes EnvVar objects, their valueFrom checked as the API checks it (one source: a Secret's or
+ConfigMap's key, a pod field, a resource of the container): `sandbox.extraEnv` (the executor container) and
+`infra.env` (the Ray container of the head and both fleets), and `infra.envFrom` (whole Secrets or ConfigMaps).
+A literal value under a name that reads as a credential is refused in both (generator/inputs/credentials.py)."""
 
 from __future__ import annotations
 
@@ -7,14 +9,17 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from generator.inputs.credentials import CREDENTIAL_LITERAL, literal_problem, secret_ref_hint
 from generator.inputs.models.common import present
 from generator.inputs.models.types import (
     ANNOTATION_KEY_RE,
+    ENV_NAME_RE,
     LABEL_KEY_RE,
     Dns1123Subdomain,
     EnvName,
     Quantity,
     Strict,
+    refused,
 )
 
 # A key of a Secret or ConfigMap (the API's IsConfigMapKey): letters, digits, '-', '_', '.', not '.' or '..'
@@ -94,21 +99,43 @@ def chart_env_problem(name: str) -> str | None:
             "sandbox.security.workDir); choose another name")
 
 
-class SandboxEnvVar(Strict):
-    """A Kubernetes EnvVar of the executor container."""
+class EnvVar(Strict):
+    """A Kubernetes EnvVar: a literal value or a valueFrom; never a literal under a credential's name."""
 
-    # JSON Schema twin of _value_or_value_from, so Helm refuses the same values.
-    model_config = ConfigDict(json_schema_extra={"not": {"required": ["value", "valueFrom"]}})
+    # JSON Schema twins of _value_or_value_from and _no_credential_literal, so Helm refuses the same values.
+    model_config = ConfigDict(json_schema_extra={"allOf": [{"not": {"required": ["value", "valueFrom"]}},
+                                                           {"not": CREDENTIAL_LITERAL}]})
+
+    name: EnvName = Field(description="Variable name.")
+    value: str | None = Field(None, description="The value; not under a name that reads as a credential (*TOKEN*, "
+                                                 "*PASSWORD*, *SECRET*, *_KEY): those take valueFrom.secretKeyRef.")
+    valueFrom: EnvVarSource | None = Field(
+        None, description="Instead of value: a Kubernetes EnvVarSource (secretKeyRef, configMapKeyRef, fieldRef or "
+                          "resourceFieldRef)."
+    )
+
+    @model_validator(mode="after")
+    def _value_or_value_from(self) -> EnvVar:
+        if self.value is not None and self.valueFrom is not None:
+            raise ValueError(f"{self.name} has both value and valueFrom; Kubernetes takes one: keep value for a "
+                             "literal, or valueFrom to read it from a Secret, ConfigMap or field")
+        return self
+
+    @model_validator(mode="after")
+    def _no_credential_literal(self) -> EnvVar:
+        problem = literal_problem(self.name, self.value)
+        if problem:
+            raise refused(("value",), problem, secret_ref_hint(self.name))
+        return self
+
+
+class SandboxEnvVar(EnvVar):
+    """A Kubernetes EnvVar of the executor container."""
 
     name: EnvName = Field(
         description=f"Variable name; not one the chart sets ({', '.join(SANDBOX_CHART_ENV)}).",
         # JSON Schema twin of _not_the_charts, so Helm refuses the same values.
         json_schema_extra={"not": {"enum": list(SANDBOX_CHART_ENV)}},
-    )
-    value: str | None = Field(None, description="The value.")
-    valueFrom: EnvVarSource | None = Field(
-        None, description="Instead of value: a Kubernetes EnvVarSource (secretKeyRef, configMapKeyRef, fieldRef or "
-                          "resourceFieldRef)."
     )
 
     @field_validator("name")
@@ -119,9 +146,57 @@ class SandboxEnvVar(Strict):
             raise ValueError(problem)
         return name
 
+
+# What the chart sets itself in every container of a GPU group, after infra.env (charts/dockyard/templates/ray/
+# _group.tpl, dockyard.ray.invariantEnv): infra.env may not set these.
+GPU_CHART_ENV = ("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "DOCKYARD_FLEET_ROLE", "DOCKYARD_SANDBOX_URLS")
+
+
+class GpuEnvVar(EnvVar):
+    """A Kubernetes EnvVar of the Ray container of the head and both fleets."""
+
+    name: EnvName = Field(
+        description=f"Variable name; not one the chart sets ({', '.join(GPU_CHART_ENV)}).",
+        # JSON Schema twin of _not_the_charts, so Helm refuses the same values.
+        json_schema_extra={"not": {"enum": list(GPU_CHART_ENV)}},
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _not_the_charts(cls, name: str) -> str:
+        if name in GPU_CHART_ENV:
+            raise ValueError(f"{name} is set by the chart itself in every GPU pod ({', '.join(GPU_CHART_ENV)}); "
+                             "choose another name")
+        return name
+
+
+class EnvFromRef(Strict):
+    """A Secret or ConfigMap in the namespace, every key of it an env var."""
+
+    name: Dns1123Subdomain = Field(description="The Secret's or ConfigMap's name.")
+    optional: bool | None = Field(None, description="Start the pod even when it is missing.")
+
+
+# JSON Schema twin of EnvFromSource._one_source.
+ENV_FROM_SOURCES = ("secretRef", "configMapRef")
+ONE_ENV_FROM: dict[str, Any] = {
+    "anyOf": [present(s, type="object") for s in ENV_FROM_SOURCES],
+    "not": {"allOf": [present(s, type="object") for s in ENV_FROM_SOURCES]},
+}
+
+
+class EnvFromSource(Strict):
+    """A Kubernetes EnvFromSource: every key of one Secret or ConfigMap as an env var of the Ray container."""
+
+    model_config = ConfigDict(json_schema_extra=ONE_ENV_FROM)
+
+    prefix: str | None = Field(None, pattern=ENV_NAME_RE, description="Prepended to every key's name.")
+    secretRef: EnvFromRef | None = Field(None, description="A Secret.")
+    configMapRef: EnvFromRef | None = Field(None, description="A ConfigMap.")
+
     @model_validator(mode="after")
-    def _value_or_value_from(self) -> SandboxEnvVar:
-        if self.value is not None and self.valueFrom is not None:
-            raise ValueError(f"{self.name} has both value and valueFrom; Kubernetes takes one: keep value for a "
-                             "literal, or valueFrom to read it from a Secret, ConfigMap or field")
+    def _one_source(self) -> EnvFromSource:
+        given = [s for s in ENV_FROM_SOURCES if getattr(self, s) is not None]
+        if len(given) != 1:
+            raise ValueError(f"an envFrom entry takes exactly one of secretRef, configMapRef, got {len(given)}")
         return self

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from generator.inputs.models.common import Image, backend_image_problem
-from generator.inputs.models.env import SANDBOX_CHART_ENV, SandboxEnvVar, chart_env_problem
+from generator.inputs.models.env import SANDBOX_CHART_ENV, EnvFromSource, GpuEnvVar, SandboxEnvVar, chart_env_problem
 from generator.inputs.models.kuberay import (
     KUEUE_AUTOSCALING_RULE,
     KubeRaySettings,
@@ -71,6 +71,13 @@ class InfraBase(Strict):
     imagePullSecrets: list[Dns1123Subdomain] = Field([], description="Names of pull secrets for every managed pod.")
     priorityClassName: Dns1123Subdomain | None = Field(None,
                                                        description="PriorityClass of every managed pod (must exist).")
+    env: list[GpuEnvVar] = Field(
+        [], description="Env of the Ray container of the head and both fleets, applied after kuberay.spec (an "
+                        "overlay's variable of the same name is replaced); a credential from a Secret: "
+                        "valueFrom.secretKeyRef.")
+    envFrom: list[EnvFromSource] = Field(
+        [], description="Secrets or ConfigMaps whose every key is an env var of the Ray container of the head and both "
+                        "fleets (after the overlay's envFrom).")
     security: GpuSecuritySettings = Field(GpuSecuritySettings(),
                                           description="Opt-in securityContext for the GPU fleets.")
     resourceQuota: ResourceQuotaSettings = Field(ResourceQuotaSettings(), description="Opt-in namespace ResourceQuota.")

@@ -1,8 +1,8 @@
 """`doctor RECIPE INFRA`: preflight checks on the target cluster, each a row ✓ / ✗ / ! with a remedy.
 
 The rows are made by the modules of `generator.live.doctor`: access, versions, kuberay, admission, capacity (room),
-placement, runtime_class and, when launch.queue is set, kueue_rows (Kueue's queues and quota); checks() puts
-them in order.
+placement, runtime_class, credentials (the Secrets and ConfigMaps the pods read env from) and, when launch.queue is
+set, kueue_rows (Kueue's queues and quota); checks() puts them in order.
 Exit 1 when a row is ✗.
 """
 
@@ -16,8 +16,19 @@ import yaml
 from generator.errors import EXIT_FAILED, EXIT_OK
 from generator.live.changes.plan import plan
 from generator.live.cluster.kube import Kube, describe_error, is_forbidden
-from generator.live.doctor import access, admission, capacity, kuberay, kueue_rows, placement, runtime_class, versions
+from generator.live.doctor import (
+    access,
+    admission,
+    capacity,
+    credentials,
+    kuberay,
+    kueue_rows,
+    placement,
+    runtime_class,
+    versions,
+)
 from generator.live.doctor.rows import FAIL, OK, WARN, Row, read_namespace
+from generator.live.doctor.storage import rows as storage_rows
 from generator.live.output.show import emit
 from generator.render.pod_templates import pod_templates
 
@@ -50,11 +61,13 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     rows += versions.kuberay_fields_rows(kube, docs, namespace)
     rows += kueue_rows.doctor_rows(kube, values, docs, ns)  # only when launch.queue is set
     templates = pod_templates(docs)
+    rows += credentials.rows(kube, templates, ns)  # the Secrets and ConfigMaps the pods read env from
     room = capacity.read_room(kube, release, namespace)
     cluster = inputs.recipe.cluster
     if inputs.infra.launch.mode != "attach":
         rows += capacity.gpu_rows(room, cluster)
         rows += placement.placement_rows(room, templates)
+        rows += storage_rows(kube, values, release, namespace)  # infra.storage: claims, classes, access modes
     replicas = int((values.get("sandbox") or {}).get("replicas", 0))
     if autoscaling.get("enabled"):
         replicas = int(autoscaling.get("minReplicas", 1))  # what the HPA keeps; its maximum is a warning row

@@ -59,8 +59,8 @@ dict "ctx" $ "role" "trainer" -> [{"name": "RAY_ENABLE_UV_RUN_RUNTIME_ENV", "val
 {{- end -}}
 
 {{/* The invariants of a group's containers: the first (the Ray container) runs the infra image
-with the recipe's GPU count (workers); every container's env drops the invariant names the overlay
-set and ends with `dockyard.ray.invariantEnv`.
+with the recipe's GPU count (workers) and takes infra.env and infra.envFrom after the overlay's; every
+container's env drops the invariant names the overlay set and ends with `dockyard.ray.invariantEnv`.
 dict "ctx" $ "role" "trainer" "containers" [{"name": "ray-worker", "image": "evil", "env": [{"name": "DOCKYARD_FLEET_ROLE", "value": "x"}], …}]
 -> [{"name": "ray-worker", "image": "<infra image>", "imagePullPolicy": "IfNotPresent",
      "resources": {"limits": {"nvidia.com/gpu": 8, …}, …}, "env": [<invariant env>], …}] */}}
@@ -76,13 +76,32 @@ dict "ctx" $ "role" "trainer" "containers" [{"name": "ray-worker", "image": "evi
 {{- end -}}
 {{- $inv := include "dockyard.ray.invariantEnv" . | fromJsonArray -}}
 {{- $invNames := list "RAY_ENABLE_UV_RUN_RUNTIME_ENV" "DOCKYARD_FLEET_ROLE" "DOCKYARD_SANDBOX_URLS" -}}
+{{- /* infra.env and infra.envFrom: the Ray container's own, after the overlay's (infra.env replaces an
+overlay variable of the same name), before the invariants (no name of theirs is kept). */ -}}
+{{- $infraEnv := list -}}
+{{- range ($v.infra.env | default list) -}}
+{{- if not (has .name $invNames) -}}{{- $infraEnv = append $infraEnv . -}}{{- end -}}
+{{- end -}}
+{{- $infraNames := list -}}
+{{- range $infraEnv -}}{{- $infraNames = append $infraNames .name -}}{{- end -}}
 {{- $out := list -}}
-{{- range $c := .containers -}}
+{{- range $i, $c := .containers -}}
+{{- $drop := $invNames -}}
+{{- $own := list -}}
+{{- if eq $i 0 -}}
+{{- $drop = concat $invNames $infraNames -}}
+{{- $own = $infraEnv -}}
+{{- $from := $c.envFrom | default list -}}
+{{- range ($v.infra.envFrom | default list) -}}
+{{- if not (has . $from) -}}{{- $from = append $from . -}}{{- end -}}
+{{- end -}}
+{{- with $from -}}{{- $_ := set $c "envFrom" . -}}{{- end -}}
+{{- end -}}
 {{- $env := list -}}
 {{- range ($c.env | default list) -}}
-{{- if not (has .name $invNames) -}}{{- $env = append $env . -}}{{- end -}}
+{{- if not (has .name $drop) -}}{{- $env = append $env . -}}{{- end -}}
 {{- end -}}
-{{- $out = append $out (set $c "env" (concat $env $inv)) -}}
+{{- $out = append $out (set $c "env" (concat $env $own $inv)) -}}
 {{- end -}}
 {{- toJson $out -}}
 {{- end -}}

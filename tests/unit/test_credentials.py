@@ -1,0 +1,110 @@
+"""Credentials reach the GPU pods from Secrets, never as literals: `infra.env` / `infra.envFrom` are applied to the
+Ray container of the head and both fleets after the kuberay.spec overlay; a literal value under a name that reads
+as a credential is refused with exit 2, naming the key path and the secretKeyRef to write instead, in infra.env,
+sandbox.extraEnv and a recipe override, by the models and by the schema twin (Helm's values.schema.json)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+import yaml
+
+from generator.cli import main
+from generator.inputs import schema_check
+from generator.inputs.credentials import reads_as_credential
+from generator.tools import CHART_DIR, REPO, binary
+from tests.conftest import RECIPE, chart_values, render_values, write
+
+INFRA = REPO / "values-examples" / "grpo_swe.infra.yaml"
+IMAGE = {"repository": "ghcr.io/dockyard-rl/ubuntu-swe", "tag": "2026.11-vllm"}
+TOKEN_REF = {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}
+
+
+@pytest.mark.parametrize("name", ["HF_TOKEN", "hf_token", "GITHUB_TOKEN", "NGROK_AUTHTOKEN", "TOKEN", "token_file",
+                                  "WANDB_API_KEY", "api-key", "DB_PASSWORD", "passwd", "CLIENT_SECRET", "secretKey"])
+def test_names_that_read_as_credentials(name):
+    assert reads_as_credential(name)
+
+
+@pytest.mark.parametrize("name", ["MAX_TOKENS", "max_new_tokens", "tokenizer", "TOKENIZERS_PARALLELISM", "KEYS",
+                                  "monkey", "KEY_ID", "HF_HOME", "NCCL_SOCKET_IFNAME", "keyboard"])
+def test_names_that_do_not(name):
+    assert not reads_as_credential(name)
+
+
+def _infra(tmp_path, **blocks):
+    data = yaml.safe_load(INFRA.read_text())
+    for key, value in blocks.items():
+        data.setdefault(key, {}).update(value)
+    return write(tmp_path, "infra.yaml", data)
+
+
+@pytest.mark.parametrize("block, where", [
+    ("infra", "infra.env[1].value"),
+    ("sandbox", "sandbox.extraEnv[1].value"),
+])
+def test_a_literal_credential_is_refused_with_the_secret_ref_to_write(tmp_path, capsys, block, where):
+    env = [{"name": "A", "value": "1"}, {"name": "WANDB_API_KEY", "value": "wk-1234"}]
+    infra = _infra(tmp_path, **{block: {"env" if block == "infra" else "extraEnv": env}})
+    assert main(["values", str(RECIPE), str(infra)]) == 2
+    err = capsys.readouterr().err
+    assert f"{where}: WANDB_API_KEY reads as a credential" in err, err
+    assert "valueFrom: {secretKeyRef: {name: wandb-api-key, key: WANDB_API_KEY}}" in err
+    assert "wk-1234" not in err  # the refusal does not repeat the secret
+    assert "Traceback" not in err
+
+
+def test_the_schema_twin_refuses_the_same(tmp_path):
+    """The happy path's validator (the committed JSON Schemas) and Helm refuse the literal too."""
+    data = yaml.safe_load(INFRA.read_text())
+    data["infra"]["env"] = [{"name": "HF_TOKEN", "value": "hf_x"}]
+    with pytest.raises(schema_check.Refused):
+        schema_check.check("infra", data)
+    data["infra"]["env"] = [TOKEN_REF, {"name": "MAX_TOKENS", "value": "8"}]
+    schema_check.check("infra", data)
+    values = write(tmp_path, "values.yaml", {"infra": {"env": [{"name": "GITHUB_TOKEN", "value": "ghp_x"}]}})
+    done = subprocess.run([binary("helm"), "template", "x", str(CHART_DIR), "-f", str(values)],
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "/infra/env/0" in done.stderr, done.stderr
+
+
+def test_a_credential_override_is_refused_and_a_token_count_is_not(tmp_path, capsys):
+    assert main(["values", str(RECIPE), str(INFRA), "wandb.api_key=wk-1234"]) == 2
+    err = capsys.readouterr().err
+    assert "<command line>: wandb.api_key: the override sets 'api_key', which reads as a credential" in err, err
+    assert "infra.env: [{name: WANDB_API_KEY, valueFrom: {secretKeyRef:" in err
+    assert main(["values", str(RECIPE), str(INFRA), "logger={wandb: {api_key: wk-1}}"]) == 2
+    capsys.readouterr()
+    assert main(["values", str(RECIPE), str(INFRA), "policy.generation.max_new_tokens=512",
+                 "policy.tokenizer.name=Qwen/Qwen3-8B", "policy.ppo_max_token_len=16384"]) == 0
+
+
+def _ray_containers(values: dict) -> dict[str, dict]:
+    """The Ray container of each group of the rendered RayJob, by group."""
+    groups = render_values(chart_values(**values)).groups()
+    return {name: g["template"]["spec"]["containers"] for name, g in groups.items()}
+
+
+def test_env_and_env_from_reach_the_ray_container_of_every_group_after_the_overlay(tmp_path):
+    overlay = {"containers": [
+        {"name": "ray-head", "env": [{"name": "HF_TOKEN", "value": "overlay-literal"}, {"name": "B", "value": "b"}],
+         "envFrom": [{"configMapRef": {"name": "cm"}}]},
+        {"name": "log-shipper", "image": "fluent-bit"}]}
+    values = {"infra": {"image": IMAGE, "env": [TOKEN_REF], "envFrom": [{"secretRef": {"name": "wandb"}}]},
+              "kuberay": {"spec": {"headGroupSpec": {"template": {"spec": overlay}}}}}
+    found = _ray_containers(values)
+    assert set(found) == {"head", "trainer", "inference"}
+    for group, containers in found.items():
+        ray, *sidecars = containers
+        names = [e["name"] for e in ray["env"]]
+        assert TOKEN_REF in ray["env"] and names.count("HF_TOKEN") == 1, (group, ray["env"])
+        assert ray["envFrom"][-1] == {"secretRef": {"name": "wandb"}}
+        assert names[-2:] == ["DOCKYARD_FLEET_ROLE", "DOCKYARD_SANDBOX_URLS"]  # the invariants still end it
+        for sidecar in sidecars:  # a credential goes to the Ray container only
+            assert "HF_TOKEN" not in [e["name"] for e in sidecar["env"]] and "envFrom" not in sidecar
+    head = found["head"][0]
+    assert head["envFrom"] == [{"configMapRef": {"name": "cm"}}, {"secretRef": {"name": "wandb"}}]
+    assert {"name": "B", "value": "b"} in head["env"]
+    assert "overlay-literal" not in json.dumps(found)  # infra.env replaced the overlay's variable of that name
