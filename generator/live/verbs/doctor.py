@@ -1,8 +1,10 @@
 """`doctor RECIPE INFRA`: preflight checks on the target cluster, each a row ✓ / ✗ / ! with a remedy.
 
-The rows are made by the modules of `generator.live.doctor`: access, versions, kuberay, admission, capacity (room),
-placement, runtime_class, credentials (the Secrets and ConfigMaps the pods read env from) and, when launch.queue is
-set, kueue_rows (Kueue's queues and quota); checks() puts them in order.
+The rows are made by the modules of `generator.live.doctor`, which checks() calls in this order: access (helm,
+the API server, namespace, release, RBAC, PriorityClass, pull secrets), versions, kuberay, kueue_rows (Kueue's
+queues and quota, only when launch.queue is set), credentials (the Secrets and ConfigMaps the pods read env from),
+capacity (the room for the GPU fleets, the sandbox pool and the quotas), placement, storage (infra.storage's claims
+and classes), runtime_class and admission (PodSecurity by a server-side dry run, NetworkPolicy).
 Exit 1 when a row is ✗.
 """
 
