@@ -1,4 +1,4 @@
-"""Real Ray on the playground's real node: the chart's RayJob runs for real (issue 14).
+"""Real Ray on the playground's real node: the chart's RayJob runs for real.
 
 One playground with a real node that advertises 2 fake GPUs (the device plugin) and holds the
 project's Ray image, for the module; real-node sessions take turns through the same lock as
@@ -18,9 +18,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+import resume_job
 import yaml
 from live_helpers import cli
 from real_node_session import real_node_playground
+from resume_job import FAIL_AFTER, STEPS
 from session_env import wait_for
 
 from generator import EXIT_FAILED
@@ -38,7 +40,7 @@ def ray_node():
 
     # the Ray image and the device plugin, cached by version (a cold image build is ~3 min)
     subprocess.run(["bash", str(TOOLS_REPO / "hack" / "tools.sh"), "ray-image", "device-plugin"], check=True)
-    # with Kueue (issue 20): smoke on a queued cluster; unlabelled jobs pass Kueue's webhooks untouched
+    # with Kueue: smoke on a queued cluster; unlabelled jobs pass Kueue's webhooks untouched
     with real_node_playground("real-ray-", timeout=300, env={"DOCKYARD_REAL_NODE_GPUS": "2"},
                               kueue=True) as (state_dir, state, _):
         yield {"state_dir": state_dir, "state": state, "kubeconfig": str(state_dir / "kubeconfig")}
@@ -98,8 +100,8 @@ def test_smoke_passes_with_the_playground_infra_and_removes_its_release(ray_node
 
 def test_smoke_passes_on_a_queued_cluster_admitted_by_kueue_with_the_pool_under_gvisor(ray_node, capsys, tmp_path):
     """The probe job carries the queue label, is suspended by Kueue's webhook, admitted as a gang, runs every row
-    for real, and leaves no Workload behind once uninstalled. The sandbox pool runs under gVisor here (issue 22:
-    sandbox.runtimeClassName gvisor; the first smoke above is runc's): its row passes, and the kept pool's
+    for real, and leaves no Workload behind once uninstalled. The sandbox pool runs under gVisor here
+    (sandbox.runtimeClassName gvisor; the first smoke above is runc's): its row passes, and the kept pool's
     executor sees gVisor's kernel."""
     from kubernetes import client, config
 
@@ -219,3 +221,69 @@ def test_smoke_that_cannot_start_names_the_step_and_leaves_nothing(ray_node, cap
     from generator.live.cluster.kube import Kube
 
     assert leftovers(Kube(ray_node["kubeconfig"]), "grpo-swe-smoke", ns) == []
+
+
+# ---------------------------------------------------------------- resume from checkpoints (infra.storage)
+
+RESUME = resume_job.entrypoint_override()  # the job (resume_job.py): fails after step FAIL_AFTER when it starts at 0
+
+
+def test_a_retry_resumes_from_the_checkpoint_volume_which_outlives_uninstall(ray_node, capsys, tmp_path):
+    from kubernetes import client, config
+
+    kc, ns = ray_node["kubeconfig"], _ns()
+    infra = _infra(tmp_path, "resume", lambda doc: resume_job.retried(doc, checkpoints=True))
+    t0 = time.monotonic()
+    rc, out, err = cli(capsys, "run", RECIPE, infra, *SHAPE, RESUME, "-n", ns, "--create-namespace",
+                       "--follow", "--kubeconfig", kc, "--timeout", "900", "-q")
+    print(f"\nresumed run on the real node: {time.monotonic() - t0:.1f} s\n{out}{err}")
+    assert rc == 0, out + err
+    # the first attempt from step 0 failed after step 2; KubeRay's retry ran on a new RayCluster and went on at 3
+    assert "dockyard-resume: failing on purpose after step 2" in out and "--- attempt 2 (RayCluster " in out, out
+    assert "dockyard-resume: start at step 3 in /dockyard/checkpoints" in out and "dockyard-resume: done" in out, out
+    assert out.count("dockyard-resume: start at step 0") == 1, out
+    rc, status, err = cli(capsys, "status", "grpo-swe", "-n", ns, "--kubeconfig", kc)
+    assert "attempts   attempt 2 of 2 (1 failed, retried on a new RayCluster)" in status, status + err
+    steps = resume_job.step_files(ray_node["state_dir"], ns)
+    assert sorted(steps) == list(range(STEPS)), steps
+    first = {steps[s][1] for s in range(FAIL_AFTER + 1)}
+    second = {steps[s][1] for s in range(FAIL_AFTER + 1, STEPS)}
+    assert len(first) == len(second) == 1 and first != second, steps  # two head pods: two RayClusters
+    print(f"resume cost (the failed attempt's last step to the retry's first step): "
+          f"{resume_job.resume_seconds(steps):.1f} s")
+
+    # uninstall keeps the claim (helm.sh/resource-policy: keep) and its files; a second run mounts them again
+    rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
+    assert rc == 0, out + err
+    api = config.new_client_from_config(config_file=kc)
+    core = client.CoreV1Api(api)
+    (pvc,) = core.list_namespaced_persistent_volume_claim(ns, label_selector="dockyard.dev/volume=checkpoints").items
+    assert pvc.metadata.name == "grpo-swe-checkpoints" and pvc.status.phase == "Bound"
+    assert pvc.spec.storage_class_name == "local-path-rwx"
+    assert sorted(resume_job.step_files(ray_node["state_dir"], ns)) == list(range(STEPS))
+    rc, out, err = cli(capsys, "run", RECIPE, infra, *SHAPE, RESUME, "-n", ns, "--follow",
+                       "--kubeconfig", kc, "--timeout", "600", "-q")
+    assert rc == 0, out + err
+    assert f"dockyard-resume: start at step {STEPS} in /dockyard/checkpoints" in out, out
+    (again,) = core.list_namespaced_persistent_volume_claim(ns, label_selector="dockyard.dev/volume=checkpoints").items
+    assert again.metadata.uid == pvc.metadata.uid  # the same claim, not a new one
+    rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
+    assert rc == 0, out + err
+    core.delete_namespace(ns)
+    api.close()
+
+
+def test_without_checkpoints_the_retry_starts_again_at_step_0(ray_node, capsys, tmp_path):
+    kc, ns = ray_node["kubeconfig"], _ns()
+    infra = _infra(tmp_path, "nockpt", lambda doc: resume_job.retried(doc, checkpoints=False))
+    rc, out, err = cli(capsys, "run", RECIPE, infra, *SHAPE, RESUME, "-n", ns, "--create-namespace",
+                       "--follow", "--kubeconfig", kc, "--timeout", "900", "-q")
+    print(out + err)
+    assert rc == 1, out + err
+    # both attempts started from nothing: the retry's new RayCluster had no checkpoint to find
+    assert out.count(f"dockyard-resume: start at step 0 in {resume_job.NO_CHECKPOINTS}") == 2, out
+    assert "--- attempt 2 (RayCluster " in out and "job FAILED" in err, out + err
+    rc, status, err = cli(capsys, "status", "grpo-swe", "-n", ns, "--kubeconfig", kc)
+    assert "attempts   attempt 2 of 2 (2 failed)" in status, status + err
+    rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
+    assert rc == 0, out + err
