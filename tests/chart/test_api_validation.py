@@ -241,7 +241,8 @@ TEMPLATES = Path(__file__).resolve().parents[2] / "charts" / "dockyard" / "templ
 # RayCluster exclude each other). A template whose kind no render here shows fails the test below.
 ALL_ON = {
     "infra": {"resourceQuota": {"enabled": True, "hard": {"pods": 100}},
-              "limitRange": {"enabled": True, "max": {"cpu": "64"}}},
+              "limitRange": {"enabled": True, "max": {"cpu": "64"}},
+              "storage": {"checkpoints": {"size": "1Ti"}}},
     "kuberay": {"pdb": {"enabled": True}},
     "sandbox": {"autoscaling": {"enabled": True, "minReplicas": 2, "targetCPUUtilizationPercentage": 70},
                 "networkPolicy": {"enabled": True}, "pdb": {"enabled": True}},
@@ -330,5 +331,5 @@ def test_an_object_left_out_is_named_and_fails_the_row(tmp_path, capsys, monkeyp
     assert re.search(r"^  ✗ RayJob +grpo-swe$", out, re.M), out
     assert ("      not validated by the apiserver's rules: kube-validate v1.36.3 has no validation of RayJob (ray.io): "
             "no registry strategy of its own and no CRD of it given") in out, out
-    assert re.search(r"^✗ api validation +7 of 8 objects validated \(left out: RayJob grpo-swe\), 4 pod templates ",
+    assert re.search(r"^✗ api validation +8 of 9 objects validated \(left out: RayJob grpo-swe\), 4 pod templates ",
                      out, re.M), out

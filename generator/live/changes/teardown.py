@@ -20,6 +20,8 @@ from generator.live.helm.runner import Helm
 from generator.live.state import queueing
 from generator.live.state.controllers import LeaderWatch
 
+KEEP = ("helm.sh/resource-policy", "keep")  # what the chart's claims carry (charts/dockyard/templates/ray/pvc.yaml)
+
 
 def queued_objects(kube: Kube, ns: str, manifest: str | None) -> dict[str, tuple[str, str]]:
     """{UID: (plural, name)} of the manifest's RayJobs and RayClusters that carry Kueue's queue label, as they
@@ -148,8 +150,27 @@ def uninstall(kubeconfig: str | None, context: str | None, release: str | None, 
         for line in impact(kube, ns, live_manifest(records), "").lost:
             print(f"uninstall ends running training: {line}", flush=True)
         unchecked = remove(kube, name, ns, live_manifest(records), deadline)
-    print(f"release {name} uninstalled from {ns}: nothing left ({time.monotonic() - t0:.1f}s)"
-          + (f"; {unchecked}" if unchecked else ""))
+    kept = kept_claims(kube, name, ns)
+    print(f"release {name} uninstalled from {ns}: nothing left{' but the kept claims' if kept else ''} "
+          f"({time.monotonic() - t0:.1f}s)" + (f"; {unchecked}" if unchecked else ""))
+    for line in kept:
+        print(line)
+
+
+def kept_claims(kube: Kube, release: str, ns: str) -> list[str]:
+    """A line for each PersistentVolumeClaim of the release that Helm kept (resource-policy keep: the claims
+    infra.storage has the chart create), saying why it is there and how to delete it."""
+    sel = f"{INSTANCE}={release}"
+    lines = []
+    for pvc in kube.core.list_namespaced_persistent_volume_claim(ns, label_selector=sel).items:
+        if (pvc.metadata.annotations or {}).get(KEEP[0]) != KEEP[1]:
+            continue
+        size = ((pvc.status.capacity or {}).get("storage") or (pvc.spec.resources.requests or {}).get("storage")
+                or "?")
+        lines.append(f"kept PersistentVolumeClaim {pvc.metadata.name} ({size}, {pvc.status.phase or '?'}; "
+                     f"{KEEP[0]}: {KEEP[1]}): its data outlives the release and the next run of {release} in {ns} "
+                     f"mounts it again; to delete it and its data: kubectl delete pvc {pvc.metadata.name} -n {ns}")
+    return lines
 
 
 def _why_workloads(kube: Kube, ns: str, uids: dict[str, tuple[str, str]]) -> str:

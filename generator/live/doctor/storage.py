@@ -1,0 +1,157 @@
+"""`doctor`'s storage rows (infra.storage): per volume, the claim it names exists and is Bound, or, for a claim
+the chart will create, its StorageClass (or the cluster's default one) exists, named with its provisioner and
+volumeBindingMode; the claim's access modes fit the pods that mount it; a claim smaller than asked is `!`.
+The reads (`read`) are apart from the rows (`volume_row`), which take plain API objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from generator.inputs.storage_rules import ALL_GROUPS, DEFAULT_ACCESS_MODES, LAYOUT, writers
+from generator.live.cluster.kube import Kube
+from generator.live.cluster.quantity import qty
+from generator.live.doctor.rows import FAIL, OK, WARN, Row, forbidden
+
+CHECK = "storage"
+HOWTO = "docs/storage.md"
+DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+
+
+@dataclass
+class Read:
+    """What the cluster said about one volume's claim and class: an object, None (404), or 403 as `denied`."""
+
+    namespace: str
+    claim: dict[str, Any] | None = None
+    classes: list[dict[str, Any]] = field(default_factory=list)  # every StorageClass (to find the default)
+    denied: list[str] = field(default_factory=list)  # "get persistentvolumeclaims", "list storageclasses"
+
+
+def claim_name(key: str, volume: dict[str, Any], release: str) -> str:
+    """The claim a volume mounts: its claimName, else the one the chart creates (pvc.yaml's name)."""
+    return volume.get("claimName") or f"{release}-{LAYOUT[key]['suffix']}"
+
+
+def read(kube: Kube, ns: str, name: str, need_classes: bool) -> Read:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    out = Read(ns)
+    try:
+        out.claim = kube.api.sanitize_for_serialization(kube.core.read_namespaced_persistent_volume_claim(name, ns))
+    except ApiException as exc:
+        if exc.status == 403:
+            out.denied.append("get persistentvolumeclaims")
+        elif exc.status != 404:
+            raise
+    if need_classes:
+        try:
+            listed = client.StorageV1Api(kube.api).list_storage_class().items
+            out.classes = [kube.api.sanitize_for_serialization(c) for c in listed]
+        except ApiException as exc:
+            if exc.status != 403:
+                raise
+            out.denied.append("list storageclasses.storage.k8s.io")
+    return out
+
+
+def _modes_row(where: str, modes: list[str], count: int, groups: str) -> Row | None:
+    """The claim's access modes against the pods that mount it, or None when they fit."""
+    if count <= 1 or "ReadWriteMany" in modes:
+        return None
+    said = f"{where} has access modes [{' '.join(modes)}] but {count} pods ({groups}) mount it and write"
+    if "ReadWriteOnce" in modes:
+        return Row(WARN, CHECK, f"{said}: ReadWriteOnce holds only while every one of them runs on one node "
+                   "(a pod on another node fails to attach it: Multi-Attach)",
+                   "a ReadWriteMany claim (a shared filesystem: NFS, CephFS, a cloud file store), or mountOn one pod")
+    return Row(FAIL, CHECK, f"{said}: {' '.join(modes)} lets only one pod write",
+               "a ReadWriteMany claim, or mountOn one pod")
+
+
+def _class_row(key: str, name: str, volume: dict[str, Any], got: Read) -> Row:
+    """A claim the chart will create: the class it names, or the cluster's default class, exists."""
+    wanted = volume.get("storageClassName")
+    if "list storageclasses.storage.k8s.io" in got.denied:
+        return Row(WARN, CHECK, f"{key}: " + forbidden("list", "storageclasses.storage.k8s.io", None,
+                                                       f"whether {name}'s StorageClass exists is unknown"),
+                   "ask a cluster admin which StorageClasses exist")
+    if wanted:
+        found = [c for c in got.classes if c["metadata"]["name"] == wanted]
+        if not found:
+            names = ", ".join(c["metadata"]["name"] for c in got.classes) or "none"
+            return Row(FAIL, CHECK, f"{key}: StorageClass {wanted} does not exist (classes: {names}): the claim {name} "
+                       "would stay Pending and the GPU pods with it",
+                       f"set infra.storage.{key}.storageClassName to one that exists, or use claimName ({HOWTO})")
+        sc, how = found[0], "named"
+    else:
+        defaults = [c for c in got.classes
+                    if (c["metadata"].get("annotations") or {}).get(DEFAULT_CLASS) == "true"]
+        if not defaults:
+            return Row(FAIL, CHECK, f"{key}: no storageClassName and the cluster has no default StorageClass: the "
+                       f"claim {name} would stay Pending and the GPU pods with it",
+                       f"set infra.storage.{key}.storageClassName, or use claimName ({HOWTO})")
+        sc, how = sorted(defaults, key=lambda c: c["metadata"].get("creationTimestamp") or "")[-1], "the default"
+    mode = sc.get("volumeBindingMode") or "Immediate"
+    when = ("binds when the first pod is scheduled" if mode == "WaitForFirstConsumer" else "binds at once")
+    return Row(OK, CHECK, f"{key}: {name} will be created ({volume.get('size')}) by StorageClass "
+               f"{sc['metadata']['name']} ({how}; provisioner {sc.get('provisioner')}, volumeBindingMode {mode}: "
+               f"{when})")
+
+
+def volume_row(key: str, volume: dict[str, Any], cluster: dict[str, Any], release: str, got: Read) -> list[Row]:
+    """The rows of one volume of infra.storage (chart-values form) from what `read` found."""
+    name = claim_name(key, volume, release)
+    groups = ", ".join(volume.get("mountOn") or ALL_GROUPS)
+    count = writers(volume, cluster)
+    existing = volume.get("claimName") is not None
+    if "get persistentvolumeclaims" in got.denied:
+        return [Row(WARN, CHECK, f"{key}: " + forbidden("get", "persistentvolumeclaims", got.namespace,
+                                                        f"whether {name} exists and is Bound is unknown"),
+                    "ask for get on persistentvolumeclaims in the namespace")]
+    claim = got.claim
+    if claim is None:
+        if existing:
+            return [Row(FAIL, CHECK, f"{key}: the claim {name} does not exist: the GPU pods that mount it stay Pending",
+                        f"create it, or replace claimName with size to have the chart create it ({HOWTO})")]
+        planned = _modes_row(f"{key}: {name}", list(volume.get("accessModes") or DEFAULT_ACCESS_MODES), count, groups)
+        return [_class_row(key, name, volume, got)] + ([planned] if planned else [])
+    spec, status = claim.get("spec") or {}, claim.get("status") or {}
+    phase = status.get("phase") or "Pending"
+    modes = list(status.get("accessModes") or spec.get("accessModes") or [])
+    capacity = (status.get("capacity") or {}).get("storage")
+    requested = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
+    kept = "" if existing else " (the release's own claim, kept across runs)"
+    detail = (f"{key}: {name}{kept} is {phase} ({capacity or requested}, [{' '.join(modes)}], class "
+              f"{spec.get('storageClassName') or 'none'})")
+    rows: list[Row] = []
+    if phase == "Bound":
+        rows.append(Row(OK, CHECK, detail))
+    elif phase == "Lost":
+        rows.append(Row(FAIL, CHECK, f"{detail}: its volume is gone",
+                        "restore the PersistentVolume or delete the claim"))
+    else:
+        rows.append(Row(WARN, CHECK, f"{detail}: not bound yet (a WaitForFirstConsumer class binds when the first "
+                        "pod is scheduled; else no volume or provisioner answers it)",
+                        f"kubectl describe pvc {name} names what it waits for"))
+    asked = volume.get("size")
+    if asked is not None and (capacity or requested) and qty(capacity or requested) < qty(asked):
+        rows.append(Row(WARN, CHECK, f"{key}: {name} holds {capacity or requested}, smaller than the {asked} asked: "
+                        "the upgrade asks to grow it, which only a StorageClass with allowVolumeExpansion does",
+                        f"expand the claim, or delete it (its data with it) to have it created at {asked}"))
+    fit = _modes_row(f"{key}: {name}", modes, count, groups)
+    return rows + ([fit] if fit else [])
+
+
+def rows(kube: Kube, values: dict[str, Any], release: str, ns: str) -> list[Row]:
+    """A row (or a few) per volume of infra.storage; none when it sets none."""
+    storage = (values.get("infra") or {}).get("storage") or {}
+    cluster = (values.get("recipe") or {}).get("cluster") or {}
+    out: list[Row] = []
+    for key in LAYOUT:
+        volume = storage.get(key)
+        if not volume:
+            continue
+        got = read(kube, ns, claim_name(key, volume, release), need_classes=volume.get("claimName") is None)
+        out += volume_row(key, volume, cluster, release, got)
+    return out
