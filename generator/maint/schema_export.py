@@ -80,7 +80,7 @@ def _values_lines(model: type[BaseModel], data: dict[str, Any], indent: int) -> 
 def values_yaml() -> str:
     defaults = ChartValues().model_dump(mode="json", by_alias=True)
     head = [
-        "# Default values of the dockyard chart. GENERATED from generator/models by `make schema`:",
+        "# Default values of the dockyard chart. GENERATED from generator/inputs/models by `make schema`:",
         "# edit the models, not this file. values.schema.json (same source) is enforced by Helm.",
         "",
     ]
