@@ -55,8 +55,7 @@ WITHOUT_NAMED_TESTS = {
     "generator/playground/nodes.py", "generator/playground/pki.py", "generator/playground/processes.py",
     "generator/playground/restarts.py", "generator/playground/volumes.py",
     "generator/quantity.py",
-    "generator/render/apivalidate.py", "generator/render/procs.py",
-    "generator/render/scan.py", "generator/render/security.py",
+    "generator/render/procs.py",
 }
 
 
