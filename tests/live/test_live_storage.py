@@ -42,6 +42,12 @@ def _claim(playground, namespace):
         raise
 
 
+def _history(capsys, kc, namespace) -> list[str]:
+    rc, out, err = cli(capsys, "history", "small", "-n", namespace, "--kubeconfig", kc)
+    assert rc == 0, err
+    return [line for line in out.splitlines() if line.split()[:1] and line.split()[0].isdigit()]
+
+
 def test_a_created_claim_is_mounted_kept_through_every_removal_and_adopted_again(playground, namespace, release,
                                                                                 capsys, tmp_path):
     kc = playground.kubeconfig
@@ -84,6 +90,15 @@ def test_a_created_claim_is_mounted_kept_through_every_removal_and_adopted_again
                        "--replace")
     assert rc == 0, out + err
     assert _claim(playground, namespace).metadata.uid == uid
+
+    # a rollback that would take the kept claim back (Helm's rollback cannot adopt it) is refused before helm runs
+    revision = len(_history(capsys, kc, namespace))
+    assert revision == 4, revision  # after the uninstall: the install, the upgrades to bare and back, the rollback
+    rc, out, err = cli(capsys, "rollback", "small", "-n", namespace, "--kubeconfig", kc, "--timeout", 120,
+                       "--replace")
+    assert rc == 1 and "refused, nothing was changed" in err and f"the claim {CLAIM}, which revision" in err, err
+    assert "with `run` instead: an upgrade adopts the kept claim" in err, err
+    assert len(_history(capsys, kc, namespace)) == revision and _claim(playground, namespace).metadata.uid == uid
 
     # plain `helm uninstall`, then `run` again: kept, and adopted once more
     done = subprocess.run([str(supported_helm().path), "uninstall", "small", "-n", namespace, "--kubeconfig", kc,

@@ -23,6 +23,28 @@ from generator.live.state.controllers import LeaderWatch
 KEEP = ("helm.sh/resource-policy", "keep")  # what the chart's claims carry (charts/dockyard/templates/ray/pvc.yaml)
 
 
+def readded_kept_claims(kube: Kube, ns: str, current: str | None, target: str | None) -> list[str]:
+    """The PersistentVolumeClaims the target manifest holds and the current one does not, which exist: claims Helm
+    kept when a revision dropped them. `helm rollback` cannot take them back (unlike an upgrade it adopts nothing
+    the current revision does not list, and fails half-way), so a rollback that would is refused before it runs."""
+    from kubernetes.client.exceptions import ApiException
+
+    have = {o["metadata"]["name"] for o in manifest_objects(current or "") if o.get("kind") == "PersistentVolumeClaim"}
+    out = []
+    for obj in manifest_objects(target or ""):
+        name = obj["metadata"]["name"]
+        if obj.get("kind") != "PersistentVolumeClaim" or name in have:
+            continue
+        try:
+            kube.core.read_namespaced_persistent_volume_claim(name, ns)
+        except ApiException as exc:
+            if exc.status == 404:
+                continue
+            raise
+        out.append(name)
+    return out
+
+
 def queued_objects(kube: Kube, ns: str, manifest: str | None) -> dict[str, tuple[str, str]]:
     """{UID: (plural, name)} of the manifest's RayJobs and RayClusters that carry Kueue's queue label, as they
     are live (one read each; none for a release without launch.queue)."""

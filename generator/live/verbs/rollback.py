@@ -8,7 +8,7 @@ from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
 from generator.live.changes.guard import enforce
-from generator.live.changes.teardown import queued_objects, settle_workloads
+from generator.live.changes.teardown import queued_objects, readded_kept_claims, settle_workloads
 from generator.live.cluster.kube import Kube, usage_error
 from generator.live.helm.ownership import require_ours, require_secret_storage
 from generator.live.helm.records import decode_release, end_state, labels, live_manifest, release_records
@@ -52,6 +52,14 @@ def rollback(args: Any) -> int:
         by_version = {int(labels(r)["version"]): r for r in records}
         current = int(labels(records[-1])["version"])
         target = _target(by_version, current, release, target)
+        kept = readded_kept_claims(kube, ns, live_manifest(records), decode_release(by_version[target]).get("manifest"))
+        if kept:
+            raise CheckFailed(
+                f"rollback {release} {target} refused, nothing was changed: revision {target} has the claim "
+                f"{', '.join(kept)}, which revision {current} dropped and Helm kept (resource-policy keep, its data "
+                "intact); helm rollback cannot take back an object the current revision does not list and would fail "
+                f"half-way. Run revision {target}'s recipe and infra spec again with `run` instead: an upgrade adopts "
+                "the kept claim (docs/storage.md)")
         queued = queued_objects(kube, ns, live_manifest(records))  # Kueue's Workloads: none left behind
         enforce(kube, ns, live_manifest(records), decode_release(by_version[target]).get("manifest", ""),
                 replace=args.replace, verb=f"rollback {release} {target}",
