@@ -42,7 +42,7 @@ WITHOUT_NAMED_TESTS = {
     "generator/live/cluster/quantity.py", "generator/live/cluster/selectors.py",
     "generator/live/doctor/rows.py", "generator/live/doctor/storage.py",
     "generator/live/helm/holders.py", "generator/live/helm/ownership.py", "generator/live/helm/records.py",
-    "generator/live/kueue/gang.py", "generator/live/kueue/quota.py",
+    "generator/live/kueue/api.py", "generator/live/kueue/gang.py", "generator/live/kueue/quota.py",
     "generator/live/probes/smoke_probe.py",
     "generator/live/state/driver_log.py", "generator/live/state/pulls.py",
     "generator/live/verbs/dev.py", "generator/live/verbs/doctor.py", "generator/live/verbs/run.py",
