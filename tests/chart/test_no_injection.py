@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from generator.inputs.api_rules import quantity, quota_counts
+from generator.inputs.credentials import reads_as_credential
 from generator.inputs.models import ChartValues
 from generator.inputs.models.types import CIDR_RE
 from generator.tools import CHART_DIR, binary, versions
@@ -151,10 +152,13 @@ def values_for(fill: Callable[[Slot], str], mode: str) -> dict[str, Any]:
     del doc["infra"]["image"]["digest"]
     for group, name in zip(doc["kuberay"]["spec"]["workerGroupSpecs"], ("trainer", "inference"), strict=True):
         group["groupName"] = name
-    for n, env in enumerate(doc["sandbox"]["extraEnv"]):
-        del env["valueFrom" if n == 0 else "value"]
-        if n:
-            env["valueFrom"] = {ENV_SOURCE: env["valueFrom"][ENV_SOURCE]}
+    for envs in (doc["sandbox"]["extraEnv"], doc["infra"]["env"]):
+        for n, env in enumerate(envs):
+            del env["valueFrom" if n == 0 else "value"]
+            if n:
+                env["valueFrom"] = {ENV_SOURCE: env["valueFrom"][ENV_SOURCE]}
+    for n, source in enumerate(doc["infra"]["envFrom"]):  # one source each: entry 0 a Secret, entry 1 a ConfigMap
+        del source["configMapRef" if n == 0 else "secretRef"]
     _placement(doc["kuberay"]["placement"])
     _affinity(doc["sandbox"]["affinity"])
     for n, spread in enumerate(doc["sandbox"]["topologySpreadConstraints"]):
@@ -181,11 +185,16 @@ NOT_RENDERED.update({slot.path: "kuberay.placement.inference is dropped: inferen
                      for slot in SLOTS if slot.path.startswith("kuberay.placement.inference.")})
 NOT_RENDERED.update({slot.path: "a node field requirement takes one value (the API's rule)"
                      for slot in SLOTS if re.search(r"\.matchFields\[\d\]\.values\[[1-9]\]$", slot.path)})
-NOT_RENDERED.update({slot.path: "entry 0 has a literal value" for slot in SLOTS
-                     if slot.path.startswith("sandbox.extraEnv[0].valueFrom.")})
-NOT_RENDERED.update({slot.path: f"a valueFrom takes one source: entry 1 reads its {ENV_SOURCE}" for slot in SLOTS
-                     if slot.path.startswith("sandbox.extraEnv[1].valueFrom.")
-                     and not slot.path.startswith(f"sandbox.extraEnv[1].valueFrom.{ENV_SOURCE}.")})
+NOT_RENDERED["infra.env[1].value"] = "entry 1 reads its value from valueFrom"
+for _envs in ("sandbox.extraEnv", "infra.env"):
+    NOT_RENDERED.update({slot.path: "entry 0 has a literal value" for slot in SLOTS
+                         if slot.path.startswith(f"{_envs}[0].valueFrom.")})
+    NOT_RENDERED.update({slot.path: f"a valueFrom takes one source: entry 1 reads its {ENV_SOURCE}" for slot in SLOTS
+                         if slot.path.startswith(f"{_envs}[1].valueFrom.")
+                         and not slot.path.startswith(f"{_envs}[1].valueFrom.{ENV_SOURCE}.")})
+NOT_RENDERED.update({slot.path: "an envFrom entry takes one source: entry 0 a Secret, entry 1 a ConfigMap"
+                     for slot in SLOTS if slot.path.startswith(("infra.envFrom[0].configMapRef.",
+                                                                "infra.envFrom[1].secretRef."))})
 
 
 # Sentinels: distinct, of equal length (none inside another), each valid for its field.
@@ -253,6 +262,8 @@ def _strategy(slot: Slot) -> st.SearchStrategy[str]:
     words = [w for w in TYPED_WORDS if _valid(w, valid)]
     # not empty: an empty toleration key needs operator Exists, which values_for leaves at its default
     anything = st.from_regex(pattern).filter(lambda s: s and _valid(s, valid) and "sglang" not in s)
+    if re.search(r"(extraEnv|\.env)\[\d+\]\.name$", slot.path):  # a credential's name takes no literal value
+        anything = anything.filter(lambda s: not reads_as_credential(s))
     if slot.path == "sandbox.rollingUpdate.maxSurge":  # a zero maxSurge with a zero maxUnavailable is refused
         anything = anything.filter(lambda s: s.strip("0") != "%")
     return st.one_of(st.sampled_from(words), st.sampled_from(words), anything) if words else anything
@@ -317,6 +328,9 @@ CHECKED_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS
 SCHEDULING_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot.path.startswith(SCHEDULING)]
 GPU_POD_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot.path.startswith(GPU_POD_PREFIXES)]
 PLACEMENT_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot.path.startswith("kuberay.placement.")]
+# the GPU fleets' placement and the CPU pods' (head, submitter): ~40 each, drawn apart (all ~80 filters at once rarely
+# pass together)
+GPU_PLACEMENT = ("kuberay.placement.gpu.", "kuberay.placement.trainer.", "kuberay.placement.inference.")
 
 
 # Characters Helm's YAML parser refuses raw (or reads as a line break): written as \\u escapes. Others,
@@ -441,9 +455,18 @@ def test_sandbox_scheduling_strings_come_back_verbatim(strings, mode):
 
 
 @settings(EXAMPLES, max_examples=15)
-@given(strings=_hostile(PLACEMENT_SLOTS), mode=st.sampled_from(["rayjob", "bringup"]))
+@given(strings=_hostile([s for s in PLACEMENT_SLOTS if s.path.startswith(GPU_PLACEMENT)]),
+       mode=st.sampled_from(["rayjob", "bringup"]))
 def test_placement_label_keys_and_values_come_back_verbatim(strings, mode):
-    """kuberay.placement's label keys and values (~80: drawn apart from the other checked strings)."""
+    """kuberay.placement's label keys and values of the GPU fleets (drawn apart from the other checked strings)."""
+    _check(strings, mode)
+
+
+@settings(EXAMPLES, max_examples=15)
+@given(strings=_hostile([s for s in PLACEMENT_SLOTS if not s.path.startswith(GPU_PLACEMENT)]),
+       mode=st.sampled_from(["rayjob", "bringup"]))
+def test_cpu_pod_placement_label_keys_and_values_come_back_verbatim(strings, mode):
+    """kuberay.placement's label keys and values of the head and the submitter."""
     _check(strings, mode)
 
 
