@@ -17,6 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
+import cache_job
 import pytest
 import resume_job
 import yaml
@@ -285,5 +286,36 @@ def test_without_checkpoints_the_retry_starts_again_at_step_0(ray_node, capsys, 
     assert "--- attempt 2 (RayCluster " in out and "job FAILED" in err, out + err
     rc, status, err = cli(capsys, "status", "grpo-swe", "-n", ns, "--kubeconfig", kc)
     assert "attempts   attempt 2 of 2 (2 failed)" in status, status + err
+    rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
+    assert rc == 0, out + err
+
+
+# ---------------------------------------------------------------- the model fetched once (infra.storage.modelCache)
+
+
+def test_the_model_cache_is_filled_once_by_the_head_and_read_offline_by_both_fleets(ray_node, capsys, tmp_path):
+    kc, ns = ray_node["kubeconfig"], _ns()
+    infra = _infra(tmp_path, "cache", lambda doc: cache_job.cached(doc, fill=True))
+    rc, out, err = cli(capsys, "run", RECIPE, infra, *SHAPE, cache_job.entrypoint_override(), "-n", ns,
+                       "--create-namespace", "--follow", "--kubeconfig", kc, "--timeout", "600", "-q")
+    assert rc == 0, out + err
+    for fleet in ("trainer", "inference"):  # the workers find the head's fill, offline, and never fetch it
+        line = f"dockyard-cache: {fleet} HF_HOME=/dockyard/model-cache offline=1 model=dockyard-weights"
+        assert line in out, out
+    assert "dockyard-cache: fills 1" in out, out  # one fill for the gang: the head's init container, not a worker
+    rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
+    assert rc == 0, out + err
+
+
+def test_an_empty_cache_read_offline_fails_fast_and_status_says_why(ray_node, capsys, tmp_path):
+    kc, ns = ray_node["kubeconfig"], _ns()
+    infra = _infra(tmp_path, "nocache", lambda doc: cache_job.cached(doc, fill=False))
+    rc, out, err = cli(capsys, "run", RECIPE, infra, *SHAPE, cache_job.entrypoint_override(), "-n", ns,
+                       "--create-namespace", "--follow", "--kubeconfig", kc, "--timeout", "600", "-q")
+    assert rc == 1, out + err
+    why = "dockyard-cache: model.bin is not in the model cache HF_HOME=/dockyard/model-cache and HF_HUB_OFFLINE=1"
+    assert why in out and "job FAILED" in err, out + err
+    rc, status, err = cli(capsys, "status", "grpo-swe", "-n", ns, "--kubeconfig", kc)
+    assert why in status, status + err  # the driver's last lines under the job's end
     rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
     assert rc == 0, out + err
