@@ -398,7 +398,7 @@ def _sentinel_objects(mode: str) -> str:
 
 
 def test_every_string_field_is_found_and_rendered():
-    # The walk finds the fields an injection went through before (issue 9) ...
+    # The walk finds the fields injections once went through (a topology key, a work dir, a quota key, ...) ...
     paths = {slot.path for slot in SLOTS}
     assert {"sandbox.topologySpreadConstraints[0].topologyKey", "sandbox.security.workDir",
             "infra.resourceQuota.hard.<key0>",
