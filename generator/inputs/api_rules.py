@@ -139,3 +139,24 @@ def spread_problem(constraints: list[dict[str, Any]] | None) -> Found | None:
                     "one constraint per topologyKey and whenUnsatisfiable (merge them)")
         seen[pair] = i
     return None
+
+
+# The divisors the API takes for a resourceFieldRef (validateContainerResourceDivisor), compared as quantities:
+# cpu 1m or 1; memory, ephemeral storage and hugepages a power of 1000 or 1024 from 1 to exa/exbi.
+_CPU_DIVISORS = {Decimal("0.001"), Decimal(1)}
+_BYTE_DIVISORS = {Decimal(1)} | {_FACTOR[s] for s in ("k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")}
+
+
+def divisor_problem(ref: dict[str, Any]) -> Found | None:
+    """Why a resourceFieldRef's divisor is one the API refuses for its resource, or None."""
+    divisor = ref.get("divisor")
+    if divisor is None:
+        return None
+    value, resource = quantity(divisor), str(ref.get("resource") or "")
+    if resource.endswith(".cpu"):
+        if value not in _CPU_DIVISORS:
+            return ("divisor", f"divisor {divisor!r} is not one the API takes for {resource}", "1m or 1")
+    elif value not in _BYTE_DIVISORS:
+        return ("divisor", f"divisor {divisor!r} is not one the API takes for {resource}",
+                "1, or 1 of k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei (e.g. 1Mi)")
+    return None

@@ -278,6 +278,7 @@ HOOKS: dict[str, Callable[[Any], None]] = {
     "SandboxResources": _api_rule(api_rules.resources_problem),
     "LimitRangeSettings": _api_rule(api_rules.limit_range_problem),
     "ResourceQuotaSettings": _api_rule(api_rules.quota_problem, "hard"),
+    "ResourceFieldRef": _api_rule(api_rules.divisor_problem),
 }
 
 

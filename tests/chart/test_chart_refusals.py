@@ -75,11 +75,7 @@ CASES = [
     ("quote in a resource", _resources('{"it\'s": 1}'),
      "kuberay.spec trainer: a Ray resource name holds a single quote: {\"dockyard_fleet_trainer\":1,\"it's\":1}",
      "rayStartParams.resources: the Ray resource name \"it's\" holds a single quote"),
-    # (in a free-form block: annotation keys are qualified names, which the schema checks first)
-    ("merge key", {"sandbox": {"affinity": {"podAffinity": {"<<": "x"}}}},
-     ('sandbox.affinity.podAffinity: the key "<<" is YAML\'s merge key, which Helm\'s toYaml writes unquoted: it '
-      "would merge into or break the object; rename it"),
-     "sandbox.affinity.podAffinity.<<: the key '<<' is YAML's merge key, which Helm's toYaml writes unquoted"),
+    # (in the one free-form block, the overlay: every other key is typed, and the schema checks it first)
     ("merge key in an overlay", {"kuberay": {"spec": {"headGroupSpec": {"<<": {"serviceType": "NodePort"}}}}},
      ('kuberay.spec.headGroupSpec: the key "<<" is YAML\'s merge key, which Helm\'s toYaml writes unquoted: it would '
      "merge into or break the object; rename it"),
@@ -88,10 +84,10 @@ CASES = [
      (f'sandbox.podAnnotations.disk: "ssd\\u0085" holds a character Helm\'s toYaml drops or mangles ({CHARS}); '
      "remove it"),
      "sandbox.podAnnotations.disk: 'ssd\\x85' holds U+0085, which Helm's toYaml drops or mangles"),
-    ("toYaml drops a key's character", {"sandbox": {"affinity": {"podAffinity": {"a\u2028": "x"}}}},
-     (f'sandbox.affinity.podAffinity: the key "a\\u2028" holds a character Helm\'s toYaml drops or mangles '
+    ("toYaml drops a key's character", {"kuberay": {"spec": {"headGroupSpec": {"a\u2028": "x"}}}},
+     (f'kuberay.spec.headGroupSpec: the key "a\\u2028" holds a character Helm\'s toYaml drops or mangles '
       f"({CHARS}); remove it"),
-     "sandbox.affinity.podAffinity: the key 'a\\u2028' holds U+2028, which Helm's toYaml drops or mangles"),
+     "kuberay.spec.headGroupSpec: the key 'a\\u2028' holds U+2028, which Helm's toYaml drops or mangles"),
     ("toYaml drops a path's character", {"launch": {"configMountPath": "/etc/\ufffe"}},
      (f'launch.configMountPath: "/etc/\\ufffe" holds a character Helm\'s toYaml drops or mangles ({CHARS}); '
      "remove it"),
@@ -211,17 +207,17 @@ def test_schema_less_refusals_are_the_charts_too():
 def test_every_refusal_in_one_failure():
     """dockyard.validateValues collects: one render lists each refusal, in the checks' order."""
     values = deep_merge(chart_values(), {
-        "kuberay": {"spec": {"headGroupSpec": {"rayStartParams": {"labels": "a=b"}},
+        "kuberay": {"spec": {"headGroupSpec": {"rayStartParams": {"labels": "a=b"}, "<<": "x"},
                              "workerGroupSpecs": [{"groupName": "inference", "resources": {"x": "1"},
                                                    "rayStartParams": {"num-gpus": "1"}}]}},
-        "sandbox": {"affinity": {"podAffinity": {"<<": "x"}}, "podAnnotations": {"disk": "ssd\u0085"}},
+        "sandbox": {"podAnnotations": {"disk": "ssd\u0085"}},
     })
     assert _refusal(_helm(values, "1abc")) == [
         'release name "1abc" must be a DNS-1035 label (lower case, starting with a letter)',
         "kuberay.spec head: rayStartParams.labels is refused by KubeRay; use the group's labels field",
         ("kuberay.spec inference: Ray resources set both in group-level resources and rayStartParams; "
          "KubeRay refuses this"),
-        ('sandbox.affinity.podAffinity: the key "<<" is YAML\'s merge key, which Helm\'s toYaml writes unquoted: it '
+        ('kuberay.spec.headGroupSpec: the key "<<" is YAML\'s merge key, which Helm\'s toYaml writes unquoted: it '
          "would merge into or break the object; rename it"),
         ('sandbox.podAnnotations.disk: "ssd\\u0085" holds a character Helm\'s toYaml drops or mangles (U+007F to '
          "U+009F, U+2028, U+2029, U+FFFE, U+FFFF); remove it"),

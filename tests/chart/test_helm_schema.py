@@ -80,6 +80,15 @@ BAD = [
     ("ttl over int32", {"launch": {"ttlSecondsAfterFinished": 2**31}}, "ttlSecondsAfterFinished"),
     ("sandbox node affinity weight", {"sandbox": {"affinity": {"nodeAffinity": {
         "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 101, "preference": {}}]}}}}, "weight"),
+    ("sandbox pod anti-affinity weight 0", {"sandbox": {"affinity": {"podAntiAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 0, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]}}}}, "weight"),
+    ("pod affinity term without a topology key", {"kuberay": {"placement": {"gpu": {"affinity": {"podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {}}]}}}}}}, "topologyKey"),
+    ("pod affinity key not a label key", {"sandbox": {"affinity": {"podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "not a key"}]}}}}, "topologyKey"),
+    ("toleration seconds over int64", {"sandbox": {"tolerations": [
+        {"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 2**63}]}}, "tolerationSeconds"),
 ]
 
 
@@ -114,7 +123,24 @@ BEYOND_THE_SCHEMA = [
                                                                            {"topologyKey": "zone"}]}}),
     ("quota count not whole", {"infra": {"resourceQuota": {"enabled": True, "hard": {"pods": "1.5"}}}}),
     ("limitRange default above max", {"infra": {"limitRange": {"default": {"cpu": "4"}, "max": {"cpu": "2"}}}}),
+    ("cpu divisor 3", {"sandbox": {"extraEnv": [{"name": "CPUS", "valueFrom": {
+        "resourceFieldRef": {"resource": "limits.cpu", "divisor": "3"}}}]}}),
+    ("memory divisor 1m", {"sandbox": {"extraEnv": [{"name": "MEM", "valueFrom": {
+        "resourceFieldRef": {"resource": "requests.memory", "divisor": "1m"}}}]}}),
 ]
+
+
+@pytest.mark.parametrize("ref", [{"resource": "limits.cpu", "divisor": "1000m"}, {"resource": "limits.cpu"},
+                                 {"resource": "requests.memory", "divisor": "1Mi"},
+                                 {"resource": "limits.ephemeral-storage", "divisor": "1000"}])
+def test_divisors_the_api_takes_pass(ref):
+    """The control for the divisor rows: a divisor equal to one the API lists (1000m is 1) passes both checks."""
+    from generator.inputs import schema_check
+
+    env = [{"name": "R", "valueFrom": {"resourceFieldRef": ref}}]
+    values = deep_merge(chart_values(), {"sandbox": {"extraEnv": env}})
+    ChartValues.model_validate(values)
+    schema_check.check("values", values)
 
 
 @pytest.mark.parametrize("case, over", BEYOND_THE_SCHEMA, ids=[b[0] for b in BEYOND_THE_SCHEMA])

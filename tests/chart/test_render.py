@@ -7,10 +7,12 @@ import shlex
 import subprocess
 
 import pytest
+from pydantic import ValidationError
 
 from generator.errors import CheckFailed
+from generator.inputs.models import ChartValues
 from generator.tools import CHART_DIR, binary, versions
-from tests.conftest import Rendered, chart_values, render_values
+from tests.conftest import Rendered, chart_values, deep_merge, render_values
 
 INVARIANT_NAMES = ("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "DOCKYARD_FLEET_ROLE", "DOCKYARD_SANDBOX_URLS")
 SANDBOX_URL = "http://grpo-swe-sandbox.dockyard.svc.cluster.local:9090"
@@ -312,11 +314,20 @@ def test_placement_from_plain_helm_values_nulls_dropped():
 
 
 @pytest.mark.parametrize("space", ["\u00a0", "\u3000", "\u2003"])
-def test_placement_keeps_a_last_value_ending_in_a_unicode_space(render, space):
-    """The placement block was trimmed whole (Go's TrimSpace): a last value ending in U+00A0 or another
-    Unicode space lost it, one of only such a space became null."""
-    anti = {"": "a", "z": space, "zz": f"b{space}"}  # sorted: the last values end in the space
-    specs = render(kuberay={"placement": {"gpu": {"affinity": {"podAntiAffinity": anti}},
-                                          "submitter": {"affinity": {"podAntiAffinity": anti}}}}).pod_specs()
-    for role in ("trainer", "inference", "submitter"):
-        assert specs[role]["affinity"]["podAntiAffinity"] == anti, role
+def test_placement_strings_ending_in_a_unicode_space_never_reach_the_template(space):
+    """The placement block was once trimmed whole (Go's TrimSpace), so a last value ending in U+00A0 or another
+    Unicode space lost it. Every string of the placement block is now a label key or value, a DNS name or a
+    typed enum, as the API wants: such a value is refused by the models and by Helm's schema before any template
+    runs, and an ASCII value right beside it comes back whole."""
+    term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": f"b{space}"}}}
+    over = {"kuberay": {"placement": {"gpu": {"affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [term]}}}}}}
+    values = deep_merge(chart_values(), over)
+    with pytest.raises(ValidationError):
+        ChartValues.model_validate(values)
+    with pytest.raises(CheckFailed, match="values don't meet the specifications of the schema"):
+        render_values(values)
+    term["labelSelector"]["matchLabels"]["app"] = "b"
+    specs = render_values(deep_merge(chart_values(), over)).pod_specs()
+    for role in ("trainer", "inference"):
+        assert specs[role]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == [term]

@@ -162,8 +162,11 @@ CASES = [
     ("worker overlay .nan",
      ("infra", "kuberay.spec", {"workerGroupSpecs": [{"groupName": "trainer", "template": {"x": float("nan")}}]}),
      ["kuberay.spec.workerGroupSpecs[0].template.x: .nan is not a finite number"]),
-    ("affinity .inf", ("infra", "sandbox.affinity", {"podAntiAffinity": {"w": float("inf")}}),
-     ["sandbox.affinity.podAntiAffinity.w: .inf is not a finite number"]),
+    ("affinity .inf", ("infra", "sandbox.affinity", {"podAntiAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": float("inf"), "podAffinityTerm": {"topologyKey": "zone"}}]}}),
+     ["sandbox.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: .inf is not a "
+      + "finite number"]),
     ("spread skew true", ("infra", "sandbox.topologySpreadConstraints", [{"topologyKey": "zone", "maxSkew": True}]),
      ["sandbox.topologySpreadConstraints[0].maxSkew: wrong type: True is a boolean"]),
     ("key read as a boolean", ("infra", "sandbox.nodeSelector", {True: "gpu"}),
@@ -328,6 +331,14 @@ CASES = [
      ["sandbox.podLabels.team: 'rl team' is not valid", "expected: a label value"]),
     ("nodeSelector key prefix over 253", ("infra", "kuberay.placement.gpu.nodeSelector", {"a" * 254 + "/b": "x"}),
      ["kuberay.placement.gpu.nodeSelector: the prefix of 'aaaa", "has 254 characters"]),
+    ("pod anti-affinity weight 0", ("infra", "sandbox.affinity", {"podAntiAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 0, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]}}),
+     ["sandbox.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: 0 is out of range"]),
+    ("cpu divisor 3", ("infra", "sandbox.extraEnv", [{"name": "CPUS", "valueFrom": {
+        "resourceFieldRef": {"resource": "limits.cpu", "divisor": "3"}}}]),
+     ["sandbox.extraEnv[0].valueFrom.resourceFieldRef: divisor '3' is not one the API takes for limits.cpu",
+      "expected 1m or 1"]),
     ("toleration key prefix over 253",
      ("infra", "sandbox.tolerations", [{"key": "a" * 254 + "/b", "operator": "Exists"}]),
      ["sandbox.tolerations[0].key: the prefix of 'aaaa", "has 254 characters"]),

@@ -337,18 +337,18 @@ def test_free_form_dates_go_to_the_models(tmp_path):
     infra = tmp_path / "i.yaml"
     infra.write_text(INFRA_EXAMPLES[0].read_text() + "\n")
     data = yaml.safe_load(infra.read_text())
-    data["sandbox"]["affinity"] = {"podAffinity": {"since": datetime.date(2026, 1, 1)}}
+    data["kuberay"]["spec"] = {"headGroupSpec": {"since": datetime.date(2026, 1, 1)}}  # the free-form overlay
     infra.write_text(yaml.safe_dump(data))
     forget_inputs()
     assert _compose_fast(RECIPE, infra, []) is None  # the models write the date as a string
-    assert values_dict(compose(load_inputs(RECIPE, infra)))["sandbox"]["affinity"] == {
-        "podAffinity": {"since": "2026-01-01"}}
+    assert values_dict(compose(load_inputs(RECIPE, infra)))["kuberay"]["spec"]["headGroupSpec"] == {
+        "since": "2026-01-01"}
 
 
 def test_non_finite_is_a_number_only_in_the_recipe():
     assert not math.isfinite(schema_check.check("recipe", {"name": "a", "entrypoint": "x", "o": float("inf")})["o"])
     with pytest.raises(schema_check.Refused):
-        schema_check.check("infra", _infra("sandbox.affinity", {"podAffinity": {"a": float("inf")}}))
+        schema_check.check("infra", _infra("kuberay.spec", {"headGroupSpec": {"a": float("inf")}}))
 
 
 NO_PYDANTIC = """

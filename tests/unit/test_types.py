@@ -197,7 +197,9 @@ def test_messages_say_what_went_wrong(tmp_path, capsys):
     ("kuberay.spec", {"workerGroupSpecs": [{"groupName": "trainer", "template": {"x": [1, float("nan")]}}]},
      "kuberay.spec.workerGroupSpecs[0].template.x[1]"),
     ("kuberay.spec", {"enableInTreeAutoscaling": float("-inf")}, "kuberay.spec.enableInTreeAutoscaling"),
-    ("sandbox.affinity", {"podAntiAffinity": {"weight": float("inf")}}, "sandbox.affinity.podAntiAffinity.weight"),
+    ("sandbox.affinity", {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": float("inf"), "podAffinityTerm": {"topologyKey": "zone"}}]}},
+     "sandbox.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight"),
     ("sandbox.topologySpreadConstraints",
      [{"topologyKey": "zone", "labelSelector": {"matchLabels": {"a": float("nan")}}}],
      "sandbox.topologySpreadConstraints[0].labelSelector.matchLabels.a"),

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from generator.inputs.api_rules import divisor_problem
 from generator.inputs.credentials import CREDENTIAL_LITERAL, literal_problem, secret_ref_hint
 from generator.inputs.models.common import present
 from generator.inputs.models.types import (
@@ -57,7 +58,15 @@ class ResourceFieldRef(Strict):
     resource: str = Field(pattern=RESOURCE_FIELD_RE,
                           description="limits.cpu, limits.memory, limits.ephemeral-storage, requests.… the same.")
     containerName: str | None = Field(None, description="The container (the executor when unset).")
-    divisor: Quantity | None = Field(None, description="The unit the value is written in (1 when unset).")
+    divisor: Quantity | None = Field(None, description="The unit the value is written in (1 when unset): cpu 1m or "
+                                                        "1; memory and storage 1, or 1 of k, M, G, …, Ki, Mi, Gi, ….")
+
+    @model_validator(mode="after")
+    def _divisor(self) -> ResourceFieldRef:
+        found = divisor_problem(self.model_dump(exclude_none=True))
+        if found:
+            raise ValueError(f"{found[1]}: expected {found[2]}")
+        return self
 
 
 # JSON Schema twin of EnvVarSource._one_source, so Helm refuses the same values.

@@ -9,8 +9,8 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from generator.inputs.models.common import present
-from generator.inputs.models.scheduling import Toleration
-from generator.inputs.models.types import FreeForm, LabelKey, NodeSelector, Strict
+from generator.inputs.models.scheduling import LabelSelector, Toleration
+from generator.inputs.models.types import Dns1123Label, LabelKey, NodeSelector, Strict
 
 # The taint GPU node pools carry on GKE, AKS and EKS (and the GPU operator's docs): key nvidia.com/gpu.
 GPU_TOLERATION = Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")
@@ -92,13 +92,48 @@ class NodeAffinity(Strict):
         None, description="Nodes the pod prefers.")
 
 
+class PodAffinityTerm(Strict):
+    """Kubernetes PodAffinityTerm: the pods (by labels, in namespaces) whose topology domain counts."""
+
+    labelSelector: LabelSelector | None = Field(None, description="The pods that count.")
+    namespaceSelector: LabelSelector | None = Field(None, description="The namespaces whose pods count.")
+    namespaces: list[Dns1123Label] | None = Field(None, description="Namespaces whose pods count (else the pod's).")
+    topologyKey: LabelKey = Field(description="The node label whose value is the domain (e.g. kubernetes.io/hostname).")
+    matchLabelKeys: list[LabelKey] | None = Field(None, description="The incoming pod's label keys added as In.")
+    mismatchLabelKeys: list[LabelKey] | None = Field(None, description="The incoming pod's label keys added as NotIn.")
+
+    @model_validator(mode="after")
+    def _api_rules(self) -> PodAffinityTerm:
+        both = set(self.matchLabelKeys or ()) & set(self.mismatchLabelKeys or ())
+        if both:
+            raise ValueError(f"{sorted(both)} in both matchLabelKeys and mismatchLabelKeys: keep each key in one")
+        if (self.matchLabelKeys or self.mismatchLabelKeys) and self.labelSelector is None:
+            raise ValueError("matchLabelKeys and mismatchLabelKeys need a labelSelector: add one")
+        return self
+
+
+class WeightedPodAffinityTerm(Strict):
+    """A preferred pod affinity term and its weight."""
+
+    weight: int = Field(ge=1, le=100, description="1 to 100.")
+    podAffinityTerm: PodAffinityTerm = Field(description="The term.")
+
+
+class PodAffinity(Strict):
+    """Kubernetes PodAffinity or PodAntiAffinity."""
+
+    requiredDuringSchedulingIgnoredDuringExecution: list[PodAffinityTerm] | None = Field(
+        None, description="Terms every placement must meet.")
+    preferredDuringSchedulingIgnoredDuringExecution: list[WeightedPodAffinityTerm] | None = Field(
+        None, description="Terms preferred, by weight.")
+
+
 class Affinity(Strict):
-    """Kubernetes Affinity: nodeAffinity checked here; pod (anti-)affinity passed as given (the server
-    check and kubeconform read it)."""
+    """Kubernetes Affinity: node affinity and pod (anti-)affinity, checked as the API checks them."""
 
     nodeAffinity: NodeAffinity | None = Field(None, description="Node affinity.")
-    podAffinity: FreeForm | None = Field(None, description="Kubernetes PodAffinity, as is.")
-    podAntiAffinity: FreeForm | None = Field(None, description="Kubernetes PodAntiAffinity, as is.")
+    podAffinity: PodAffinity | None = Field(None, description="Kubernetes PodAffinity.")
+    podAntiAffinity: PodAffinity | None = Field(None, description="Kubernetes PodAntiAffinity.")
 
 
 class Placement(Strict):

@@ -34,7 +34,7 @@ class Toleration(Strict):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
         None, description="Taint effect; empty matches all."
     )
-    tolerationSeconds: int | None = Field(None, ge=0,
+    tolerationSeconds: int | None = Field(None, ge=0, le=2**63 - 1,
                                           description="For effect NoExecute: how long the pod stays bound.")
 
     @model_validator(mode="after")
