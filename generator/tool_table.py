@@ -35,11 +35,14 @@ if (_problem := python_problem(sys.version_info[:3], sys.executable)) is not Non
     print(_problem, file=sys.stderr)
     raise SystemExit(2)
 
-import tomllib  # noqa: E402  (after the check above: Python 3.11's)
+import json  # noqa: E402  (after the check above: Python 3.11's tomllib is read lazily, in _document)
 from pathlib import Path  # noqa: E402
-from typing import NamedTuple  # noqa: E402
 
 TABLE = Path(__file__).with_name("tools.toml")
+# The table parsed, with the text it was parsed from (written by `make schema`, checked fresh by its test): the
+# CLI reads this instead of the TOML, since tomllib imports typing (~17 ms at every start); a twin whose text
+# differs from tools.toml's is ignored and the TOML is parsed.
+TWIN = TABLE.with_suffix(".json")
 TABLE_ENV = "DOCKYARD_TOOLS_TABLE"
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "versions.md"
 DOCS_BEGIN = "<!-- tools-table:begin (generated from generator/tools.toml by `make schema`; do not edit) -->"
@@ -61,20 +64,30 @@ class TableError(ValueError):
     """The table is malformed: the message names the file, the key and what was expected."""
 
 
-class Tool(NamedTuple):
-    """One row: hack/tools.sh's target `name`, built by `build` into the cache entry `<entry>-<version>`."""
+class Tool:
+    """One row: hack/tools.sh's target `name`, built by `build` into the cache entry `<entry>-<version>`. (A plain
+    class: NamedTuple and dataclasses cost the CLI's start-up milliseconds.)"""
 
-    name: str
-    pin: str
-    version: str
-    build: str
-    entry: str
-    source: tuple[str, ...] = ()
-    debs: bool = False
-    group: str = ""
-    stream: int | None = None
-    needed_by: tuple[str, ...] = ()
-    what: str = ""
+    __slots__ = ("name", "pin", "version", "build", "entry", "source", "debs", "group", "stream", "needed_by", "what")
+
+    def __init__(self, name: str, pin: str, version: str, build: str, entry: str, source: tuple[str, ...] = (),
+                 debs: bool = False, group: str = "", stream: int | None = None, needed_by: tuple[str, ...] = (),
+                 what: str = "") -> None:
+        self.name, self.pin, self.version, self.build, self.entry = name, pin, version, build, entry
+        self.source, self.debs, self.group, self.stream = source, debs, group, stream
+        self.needed_by, self.what = needed_by, what
+
+    def _key(self) -> tuple:
+        return tuple(getattr(self, f) for f in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Tool) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Tool({', '.join(f'{f}={getattr(self, f)!r}' for f in self.__slots__)})"
 
     @property
     def folder(self) -> str:
@@ -82,9 +95,13 @@ class Tool(NamedTuple):
         return f"{self.entry}-{self.version}"
 
 
-class Table(NamedTuple):
-    pins: dict[str, str]
-    tools: dict[str, Tool]  # in the file's order
+class Table:
+    """The pins and the rows (`tools`, in the file's order)."""
+
+    __slots__ = ("pins", "tools")
+
+    def __init__(self, pins: dict[str, str], tools: dict[str, Tool]) -> None:
+        self.pins, self.tools = pins, tools
 
     def streams(self) -> list[list[str]]:
         """The build streams of `make tools` and `make test`, each in the file's order."""
@@ -154,10 +171,7 @@ def load(path: Path | None = None) -> Table:
     path = Path(path or os.environ.get(TABLE_ENV) or TABLE)
     if path in _loaded:
         return _loaded[path]
-    try:
-        doc = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise TableError(f"{path}: {exc}") from None
+    doc = _document(path)
     unknown = sorted(set(doc) - {"pins", "tools"})
     if unknown:
         raise _fail(path, unknown[0], "unknown section; expected [pins] and [tools]")
@@ -177,6 +191,36 @@ def load(path: Path | None = None) -> Table:
         raise _fail(path, f"pins.{unused[0]}", "no tool reads this pin")
     _loaded[path] = table = Table(pins, tools)
     return table
+
+
+def _document(path: Path) -> dict:
+    """The TOML document at `path`: from its JSON twin when that was made from this very text."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise TableError(f"{path}: {exc}") from None
+    twin = path.with_suffix(".json")
+    if twin.exists():
+        try:
+            made = json.loads(twin.read_text())
+        except (OSError, ValueError):
+            made = None
+        if isinstance(made, dict) and made.get("source") == text:
+            return made["document"]
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TableError(f"{path}: {exc}") from None
+
+
+def twin(path: Path = TABLE) -> str:
+    """The JSON twin of the table at `path` (`make schema` writes it beside the TOML)."""
+    import tomllib
+
+    text = path.read_text()
+    return json.dumps({"source": text, "document": tomllib.loads(text)}, indent=1) + "\n"
 
 
 def shell(table: Table) -> str:

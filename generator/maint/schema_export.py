@@ -130,6 +130,9 @@ def outputs() -> dict[Path, str]:
     }
     if README.exists():
         out[README] = readme_with_table(README.read_text())
+    from generator import tool_table
+
+    out[tool_table.TWIN] = tool_table.twin()
     return out
 
 

@@ -168,3 +168,21 @@ def test_an_old_python_ends_make_test_and_tools_with_one_line_and_exit_2(tmp_pat
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, cwd=REPO)
     assert (done.returncode, done.stdout) == (2, ""), done.stderr
     assert done.stderr.splitlines() == [tool_table.python_problem((3, 10, 12), sys.executable)]
+
+
+def test_the_json_twin_is_read_only_when_made_from_the_same_text(tmp_path):
+    """The CLI reads the table's JSON twin (tomllib costs start-up time); a twin made from other text is ignored,
+    so a table edited without `make schema` is still read as written."""
+    import json
+
+    table = tmp_path / "tools.toml"
+    table.write_text(tool_table.TABLE.read_text())
+    twin = json.loads(tool_table.twin(table))
+    twin["document"]["pins"]["HELM_VERSION"] = "v0.0.1"  # what the twin says, unlike the TOML
+    (tmp_path / "tools.json").write_text(json.dumps(twin))
+    assert tool_table.load(table).pins["HELM_VERSION"] == "v0.0.1"  # same text: the twin is read
+    edited = tmp_path / "edited" / "tools.toml"  # a path of its own: load() reads each path once
+    edited.parent.mkdir()
+    edited.write_text(table.read_text() + "\n# edited without make schema\n")
+    (edited.parent / "tools.json").write_text(json.dumps(twin))
+    assert tool_table.load(edited).pins["HELM_VERSION"] == tool_table.load().pins["HELM_VERSION"] != "v0.0.1"
