@@ -16,7 +16,8 @@ from generator.tools import REPO, TOOLS_TABLE
 SCRIPT = REPO / "hack" / "tools.sh"
 # Where a pin used to be written beside the table (or where one would be read instead of the table).
 READERS = ["hack/tools.sh", "hack/suite.py", "hack/suite_run.py", "Makefile", "generator/tools.py", "generator/cli.py",
-           "generator/tool_table.py", "generator/playground/control_plane.py", "generator/playground/node/__init__.py"]
+           "generator/tool_table.py", "generator/playground/control_plane.py", "generator/playground/node/__init__.py",
+           "generator/inputs/models/kuberay.py"]
 # A row no reader knows: a KubeRay minor older than every pin, built like the others.
 NEW_ROW = '"kuberay-crds-1.3" = {pin = "KUBERAY_1_3_VERSION", build = "build_kuberay_crds", entry = "kuberay-crds", ' \
           'stream = 2, needed_by = ["offline"], what = "a minor no reader names"}\n'

@@ -7,11 +7,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from generator import tool_table
 from generator.inputs.models.common import PodResources
 from generator.inputs.models.launch import KUEUE_AUTOSCALING, QUEUED, LaunchSettings
 from generator.inputs.models.placement import KubeRayPlacement
 from generator.inputs.models.types import INT32_MAX, STRICT_TYPES, FreeForm, Strict, refuse_non_finite, refused
 from generator.inputs.rules import duplicate_group, kuberay_overlay_problem, overlay_shape_problem
+
+# The Ray version the chart's pods run by default: the one the playground's Ray image is built with (the table of
+# tools' RAY_VERSION, read from the committed table, never $DOCKYARD_TOOLS_TABLE's: it is the chart's default).
+RAY_VERSION = tool_table.load(tool_table.TABLE).pins["RAY_VERSION"]
 
 SUSPEND_OWNED = ("the chart never renders suspend: Kueue suspends a queued RayJob or RayCluster and admits it "
                  "by clearing suspend, and a helm upgrade must not flip it")
@@ -86,7 +91,7 @@ class GpuPdbSettings(Strict):
 class KubeRaySettings(Strict):
     """The GPU RayCluster."""
 
-    rayVersion: str = Field("2.52.0", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$", description="Ray version in the image.")
+    rayVersion: str = Field(RAY_VERSION, pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$", description="Ray version in the image.")
     head: PodResources = Field(PodResources(cpu="2", memory="8Gi"), description="Head pod cpu/memory.")
     worker: PodResources = Field(PodResources(cpu="8", memory="32Gi"), description="cpu/memory of each worker pod.")
     placement: KubeRayPlacement = Field(
