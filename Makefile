@@ -44,16 +44,17 @@ unit: venv ## the fast tests only (no playground)
 
 # The version matrix: a session playground per older KubeRay minor (its operator and
 # CRDs, $$DOCKYARD_PLAYGROUND_KUBERAY), then per older Kubernetes minor (its control plane,
-# $$DOCKYARD_PLAYGROUND_KUBERNETES; KubeRay v1.6), each running the live subset: install, `run --wait`, a failed
-# upgrade and rollback, uninstall, doctor's version rows. KubeRay v1.6 on Kubernetes v1.36 (the pins) is
-# `make test`'s. Not in `make test`: docs/versions.md.
-MATRIX_KUBERAY ?= 1.4 1.5
-MATRIX_KUBE ?= 1.33
+# $$DOCKYARD_PLAYGROUND_KUBERNETES; the pinned KubeRay), each running the live subset: install, `run --wait`, a
+# failed upgrade and rollback, uninstall, doctor's version rows. The pinned KubeRay on the pinned Kubernetes is
+# `make test`'s. The minors are the table's rows needed by "matrix" (generator/tools.toml: kuberay-<minor> with
+# kuberay-crds-<minor>, kubernetes-<minor>). Not in `make test`: docs/versions.md.
+MATRIX_KUBERAY ?= $(shell python3 generator/tool_table.py matrix kuberay)
+MATRIX_KUBE ?= $(shell python3 generator/tool_table.py matrix kubernetes)
 MATRIX_TESTS := tests/live/test_live_versions.py \
   'tests/live/test_live_run.py::test_run_wait_status_logs_history_uninstall[helm3]' \
   'tests/live/test_live_run.py::test_failed_upgrade_keeps_previous_revision_and_rollback_restores_spec[helm3]'
 .PHONY: test-matrix
-test-matrix: venv ## the live subset under each older KubeRay operator (v1.4, v1.5) and Kubernetes control plane (v1.33), a playground each (not in make test)
+test-matrix: venv ## the live subset under each older KubeRay operator and Kubernetes control plane the table of tools pins, a playground each (not in make test)
 	@set -e; for v in $(MATRIX_KUBERAY); do \
 	  bash hack/tools.sh helm kubernetes etcd kwok kuberay-crds-$$v kuberay-$$v; \
 	  t0=$$(date +%s); echo "== KubeRay $$v: the live subset"; \

@@ -6,6 +6,7 @@ pins, each target's build function and cache entry, its default list and the `no
 
     python3 generator/tool_table.py shell [TABLE]   the table as bash assignments (hack/tools.sh evaluates them)
     python3 generator/tool_table.py docs [--check]  write (or check) docs/versions.md's generated table
+    python3 generator/tool_table.py matrix ENTRY    the minors `make test-matrix` runs of the cache entry ENTRY
 
 $DOCKYARD_TOOLS_TABLE names another table (tests: a bumped pin, a row added), for every reader at once.
 """
@@ -116,6 +117,13 @@ class Table:
 
     def group(self, name: str) -> list[str]:
         return [t.name for t in self.tools.values() if t.group == name]
+
+    def matrix(self, entry: str) -> list[str]:
+        """The minors (1.4) of the rows `make test-matrix` waits for that build the cache entry `entry` (kuberay,
+        kubernetes), oldest first: the Makefile loops over them and builds `<entry>-<minor>`."""
+        minors = {".".join(t.version.lstrip("v").split(".")[:2]) for t in self.tools.values()
+                  if t.entry == entry and "matrix" in t.needed_by}
+        return sorted(minors, key=lambda m: tuple(int(p) if p.isdigit() else 0 for p in m.split(".")))
 
     def versions_of(self, entry: str) -> dict[str, str]:
         """Pin name -> version of every row that builds the cache entry `entry` (the default version first)."""
@@ -261,6 +269,9 @@ def main(argv: list[str]) -> int:
     try:
         if argv[1:2] == ["shell"] and len(argv) <= 3:
             sys.stdout.write(shell(load(Path(argv[2]) if len(argv) == 3 else None)))
+            return 0
+        if argv[1:2] == ["matrix"] and len(argv) == 3:
+            print(" ".join(load().matrix(argv[2])))
             return 0
         if argv[1:2] == ["docs"] and argv[2:] in ([], ["--check"]):
             current = DOCS.read_text()

@@ -73,6 +73,26 @@ def test_a_row_added_to_the_table_reaches_every_reader(tmp_path):
     assert "(1.3, 1.4, 1.5, 1.6; default: the pinned" in helptext, helptext
 
 
+def test_make_test_matrix_runs_the_minors_the_table_builds_for_it(tmp_path):
+    """`make test-matrix` loops over the table's rows needed by "matrix" (a KubeRay operator row added to a copy
+    reaches it), and every hack/tools.sh target its loops build is a row of the table."""
+    table = _with_new_row(tmp_path)
+    with open(table, "a") as f:
+        f.write('"kuberay-1.3" = {pin = "KUBERAY_1_3_VERSION", build = "build_kuberay", entry = "kuberay", '
+                'needed_by = ["matrix"], what = "an operator minor no reader names"}\n')
+    out = subprocess.run(["make", "-n", "--no-print-directory", "test-matrix"], cwd=REPO, capture_output=True,
+                         text=True, check=True, env=dict(os.environ, DOCKYARD_TOOLS_TABLE=table)).stdout
+    loops = dict(re.findall(r"for (\w) in ([^;]*);", out))
+    assert loops == {"v": "1.3 1.4 1.5", "k": "1.33"}, out
+    rows = tool_table.load(tmp_path / "tools.toml").tools
+    builds = re.findall(r"bash hack/tools\.sh ([^;]+);", out)
+    assert len(builds) == len(loops), out
+    for var, words in zip(loops, builds, strict=True):
+        for minor in loops[var].split():
+            targets = words.replace(f"${var}", minor).split()
+            assert [t for t in targets if t not in rows] == [], (var, minor, words)
+
+
 def test_every_row_has_its_build_function_in_tools_sh_and_every_function_a_row():
     text = SCRIPT.read_text()
     defined = set(re.findall(r"^(build_[a-z0-9_]+)\(\) \{", text, re.M))
