@@ -1,7 +1,8 @@
 """Generate every schema and the chart's values.yaml from the models (`make schema`).
 
 Outputs: charts/dockyard/values.schema.json and values.yaml, schema/recipe.schema.json,
-schema/infra.schema.json, and the values table in README.md. A test fails when one is stale.
+schema/infra.schema.json, the values table and the supported versions table (from the table of tools) in README.md,
+and the table of tools' JSON twin. A test fails when one is stale.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pydantic import BaseModel
 
 from generator.inputs.models import ChartValues, InfraSpec, Recipe
 from generator.inputs.models.types import model_in
+from generator.maint.supported_versions import readme_with_versions
 from generator.tools import CHART_DIR, REPO
 
 DRAFT07 = "http://json-schema.org/draft-07/schema#"
@@ -129,7 +131,7 @@ def outputs() -> dict[Path, str]:
         REPO / "schema" / "infra.schema.json": _dump_json(json_schema(InfraSpec, "https://dockyard.dev/schema/infra.json")),
     }
     if README.exists():
-        out[README] = readme_with_table(README.read_text())
+        out[README] = readme_with_versions(readme_with_table(README.read_text()))
     from generator import tool_table
 
     out[tool_table.TWIN] = tool_table.twin()

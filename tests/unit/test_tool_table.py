@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from generator import tool_table
+from generator.maint import supported_versions
 from generator.tools import REPO, TOOLS_TABLE
 
 SCRIPT = REPO / "hack" / "tools.sh"
@@ -36,10 +37,14 @@ def _pins() -> dict[str, str]:
 
 def test_no_reader_writes_a_pin_of_its_own():
     """No version the table pins is written in a file that reads the table, nor in the docs that describe the
-    pins (README's fresh-machine section, docs/versions.md outside its generated table)."""
+    pins (README's fresh-machine and supported-versions sections and docs/versions.md, outside their generated
+    tables)."""
     texts = {name: (REPO / name).read_text() for name in READERS}
     readme = (REPO / "README.md").read_text()
     texts["README.md (On a fresh machine)"] = readme.split("## On a fresh machine", 1)[1].split("\n## ", 1)[0]
+    supported = readme.split("### Supported versions", 1)[1].split("\n## ", 1)[0]
+    texts["README.md (Supported versions)"] = re.sub(re.escape(supported_versions.BEGIN) + ".*?" +
+                                                     re.escape(supported_versions.END), "", supported, flags=re.S)
     versions = (REPO / "docs" / "versions.md").read_text()
     texts["docs/versions.md"] = re.sub(re.escape(tool_table.DOCS_BEGIN) + ".*?" + re.escape(tool_table.DOCS_END), "",
                                        versions, flags=re.S)
@@ -91,6 +96,17 @@ def test_make_test_matrix_runs_the_minors_the_table_builds_for_it(tmp_path):
         for minor in loops[var].split():
             targets = words.replace(f"${var}", minor).split()
             assert [t for t in targets if t not in rows] == [], (var, minor, words)
+
+
+def test_readmes_supported_versions_follow_the_table(tmp_path):
+    """README's generated table (make schema) takes its ranges and versions from the table: a KubeRay minor's
+    CRDs added to a copy widen the supported range, a bumped pin is the one named as tested."""
+    path = tmp_path / "tools.toml"
+    path.write_text(re.sub(r'(?m)^HELM_VERSION = ".*"', 'HELM_VERSION = "v3.99.1"',
+                           (tmp_path / _with_new_row(tmp_path)).read_text()))
+    table = supported_versions.markdown(tool_table.load(path))
+    assert "| KubeRay (operator and CRDs) | v1.3 – v1.6 |" in table, table
+    assert "| v3.99.1 and " in table, table
 
 
 def test_every_row_has_its_build_function_in_tools_sh_and_every_function_a_row():
