@@ -38,13 +38,15 @@ def _pins() -> dict[str, str]:
 def test_no_reader_writes_a_pin_of_its_own():
     """No version the table pins is written in a file that reads the table, nor in the docs that describe the
     pins (README's fresh-machine and supported-versions sections and docs/versions.md, outside their generated
-    tables)."""
+    tables; docs/playground.md's table of what runs)."""
     texts = {name: (REPO / name).read_text() for name in READERS}
     readme = (REPO / "README.md").read_text()
     texts["README.md (On a fresh machine)"] = readme.split("## On a fresh machine", 1)[1].split("\n## ", 1)[0]
     supported = readme.split("### Supported versions", 1)[1].split("\n## ", 1)[0]
     texts["README.md (Supported versions)"] = re.sub(re.escape(supported_versions.BEGIN) + ".*?" +
                                                      re.escape(supported_versions.END), "", supported, flags=re.S)
+    playground = (REPO / "docs" / "playground.md").read_text()
+    texts["docs/playground.md (What runs)"] = playground.split("## What runs", 1)[1].split("\n## ", 1)[0]
     versions = (REPO / "docs" / "versions.md").read_text()
     texts["docs/versions.md"] = re.sub(re.escape(tool_table.DOCS_BEGIN) + ".*?" + re.escape(tool_table.DOCS_END), "",
                                        versions, flags=re.S)
