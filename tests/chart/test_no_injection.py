@@ -124,8 +124,8 @@ def build(fill: Callable[[Slot], str], node: dict[str, Any] = SCHEMA, path: str 
 
 
 def _affinity(affinity: dict[str, Any]) -> None:
-    """An Affinity made valid: node affinity requirements get an operator (In: any values), field
-    requirements the one key and value the API allows, weights 1."""
+    """An Affinity made valid: node affinity requirements and pod selectors get an operator (In: any values),
+    field requirements the one key and value the API allows, weights 1."""
     node = affinity["nodeAffinity"]
     preferred = node["preferredDuringSchedulingIgnoredDuringExecution"]
     for term in preferred:
@@ -136,6 +136,14 @@ def _affinity(affinity: dict[str, Any]) -> None:
             req["operator"] = "In"
         for req in term["matchFields"]:
             req.update(key="metadata.name", operator="In", values=req["values"][:1])
+    for pods in (affinity["podAffinity"], affinity["podAntiAffinity"]):  # selectors' operators In, weights 1
+        preferred = pods["preferredDuringSchedulingIgnoredDuringExecution"]
+        for weighted in preferred:
+            weighted["weight"] = 1
+        for term in pods["requiredDuringSchedulingIgnoredDuringExecution"] + [w["podAffinityTerm"] for w in preferred]:
+            for selector in (term["labelSelector"], term["namespaceSelector"]):
+                for req in selector["matchExpressions"]:
+                    req["operator"] = "In"
 
 
 def _placement(place: dict[str, Any]) -> None:
@@ -203,7 +211,7 @@ def _sentinel(n: int, slot: Slot) -> str:
     # the quantities of an ORDERED group rank by their place in it (min < defaultRequest < default < max)
     rank = next((1 + group.index(slot.path) for group in ORDERED if slot.path in group), 1)
     # (a quota resource before the CIDR, which is a prefixed name the quota would count in whole units)
-    candidates = [token, "/" + token, f"requests.{token}/q", "sha256:" + f"e{n:03d}" * 16,
+    candidates = [token, "/" + token, f"requests.{token}/q", "sha256:" + f"{n:04x}" * 16,
                   f"10.{100 + n // 100}.{100 + n % 100}.0/24", f"9.{100 + n}.7", f"{rank}{n:03d}7m", f"{1000 + n}%",
                   f"0{n % 100:02d}%", f"metadata.labels['{token}']", f"limits.hugepages-{token}"]
     return next(c for c in candidates if _valid(c, slot.schema))
@@ -325,9 +333,18 @@ GPU_POD_PREFIXES = ("infra.env", "infra.storage.")  # infra.env, infra.envFrom, 
 SCHEDULING = ("sandbox.topologySpreadConstraints", "sandbox.nodeSelector", "sandbox.tolerations", "sandbox.affinity")
 CHECKED_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS
                  and not slot.path.startswith(("kuberay.placement.", *GPU_POD_PREFIXES, *SCHEDULING))]
-SCHEDULING_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot.path.startswith(SCHEDULING)]
+POD_AFFINITY = (".podAffinity.", ".podAntiAffinity.")  # ~100 strings per affinity: drawn apart from the rest
+SCHEDULING_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot.path.startswith(SCHEDULING)
+                    and not any(a in slot.path for a in POD_AFFINITY)]
+def _term_list(path: str) -> str:
+    """The list of terms a pod affinity string is in: its path up to ...DuringExecution."""
+    return path.split("DuringSchedulingIgnoredDuringExecution")[0]
+
+
+POD_AFFINITY_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and any(a in slot.path for a in POD_AFFINITY)]
 GPU_POD_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot.path.startswith(GPU_POD_PREFIXES)]
-PLACEMENT_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot.path.startswith("kuberay.placement.")]
+PLACEMENT_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot.path.startswith("kuberay.placement.")
+                   and not any(a in slot.path for a in POD_AFFINITY)]
 # the GPU fleets' placement and the CPU pods' (head, submitter): ~40 each, drawn apart (all ~80 filters at once rarely
 # pass together)
 GPU_PLACEMENT = ("kuberay.placement.gpu.", "kuberay.placement.trainer.", "kuberay.placement.inference.")
@@ -454,6 +471,16 @@ def test_sandbox_scheduling_strings_come_back_verbatim(strings, mode):
     _check(strings, mode)
 
 
+@settings(EXAMPLES, max_examples=10)
+@given(strings=st.sampled_from(sorted({_term_list(s.path) for s in POD_AFFINITY_SLOTS})).flatmap(
+    lambda terms: _hostile([s for s in POD_AFFINITY_SLOTS if _term_list(s.path) == terms])),
+    mode=st.sampled_from(["rayjob", "bringup"]))
+def test_pod_affinity_strings_come_back_verbatim(strings, mode):
+    """The pod (anti-)affinity terms' label keys, values, namespaces and topology keys, one list of terms at a
+    time (required or preferred, of one pod kind's affinity or anti-affinity), drawn apart from the others."""
+    _check(strings, mode)
+
+
 @settings(EXAMPLES, max_examples=15)
 @given(strings=_hostile([s for s in PLACEMENT_SLOTS if s.path.startswith(GPU_PLACEMENT)]),
        mode=st.sampled_from(["rayjob", "bringup"]))
@@ -485,7 +512,8 @@ def test_strings_helm_toyaml_cannot_carry_are_refused_by_path(char):
 
 def test_keys_yaml_would_merge_are_refused_by_path():
     """Helm's toYaml writes a "<<" key unquoted: a map under it was merged into its parent, silently."""
-    for over, where in (({"sandbox": {"affinity": {"podAffinity": {"<<": "x"}}}}, "sandbox.affinity.podAffinity: "),
+    for over, where in (({"kuberay": {"spec": {"workerGroupSpecs": [{"groupName": "trainer", "<<": "x"}]}}},
+                         "kuberay.spec.workerGroupSpecs[0]: "),
                         ({"kuberay": {"spec": {"headGroupSpec": {"<<": {"serviceType": "NodePort"}}}}},
                          "kuberay.spec.headGroupSpec: ")):
         with pytest.raises(AssertionError, match="merge key") as refused:
