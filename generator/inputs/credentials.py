@@ -5,10 +5,13 @@ decode), into the RayJob and RayCluster specs and into every pod spec; a recipe 
 recipe ConfigMap. A credential belongs in a Secret, read by the pod through `valueFrom.secretKeyRef`. Plain
 functions without pydantic: the models, the JSON Schema twin and the override reader (loader.py) share them.
 
-What reads as a credential, case-insensitive: TOKEN (not TOKENS nor TOKENIZER, the words of an LLM recipe:
-max_tokens, tokenizer), PASSWORD or PASSWD, SECRET, anywhere in the name; KEY as its last word (`_KEY`, `-KEY`:
-WANDB_API_KEY, wandb.api_key; not a key path such as `monkey`). The pattern is written without lookarounds or
-inline flags, so JSON Schema validators on RE2 (Helm's) read it as Python does.
+What reads as a credential, case-insensitive: TOKEN as the name's last word (HF_TOKEN, hf.token, NGROK_AUTHTOKEN,
+accessToken; not a tokenizer's special tokens such as pad_token or eos_token, nor TOKENS, TOKENIZER or a file
+path such as HF_TOKEN_PATH); a KEY whose last word says what it opens (API_KEY, apiKey, ACCESS_KEY, PRIVATE_KEY,
+SECRET_KEY, …; not a recipe's data keys such as prompt_key or label_key); PASSWORD or PASSWD anywhere; SECRET as
+the last word (CLIENT_SECRET; not SECRET_NAME, which names a Secret). A recipe override is judged by its whole
+dotted path (wandb.api.key). The patterns are written without lookarounds or inline flags, so JSON Schema
+validators on RE2 (Helm's) read them as Python does.
 """
 
 from __future__ import annotations
@@ -24,23 +27,31 @@ def _ci(word: str) -> str:
     return "".join(f"[{c.lower()}{c.upper()}]" for c in word)
 
 
-# TOKEN followed by the end, or by anything but S or IZ (TOKENS, TOKENIZER are no credentials).
+_OPENS = ["api", "access", "private", "secret", "auth", "signing", "encryption", "client", "license", "master",
+          "session", "refresh", "bearer", "id"]
 CREDENTIAL_RE = "|".join([
-    f"{_ci('token')}($|[^sSiI]|[iI]($|[^zZ]))",
-    _ci("password"), _ci("passwd"), _ci("secret"),
-    f"[-_]{_ci('key')}$",
+    f"(^|[-_.]|{'|'.join(_ci(w) for w in _OPENS)}){_ci('token')}$", "[a-z]Token$",
+    f"({'|'.join(_ci(w) for w in _OPENS)})[-_.]?{_ci('key')}$",
+    _ci("password"), _ci("passwd"),
+    f"(^|[-_.]|{_ci('client')}){_ci('secret')}$",
 ])
+# A tokenizer's special tokens and other counts of tokens: the words of an LLM recipe, no credentials.
+_COUNTED = ["pad", "eos", "bos", "unk", "mask", "sep", "cls", "start", "end", "stop", "special", "new", "max", "min",
+            "num", "image", "video", "audio", "placeholder"]
+NOT_CREDENTIAL_RE = f"(^|[-_.])({'|'.join(_ci(w) for w in _COUNTED)})[-_]?{_ci('token')}$"
 _CREDENTIAL = re.compile(CREDENTIAL_RE)
+_NOT_CREDENTIAL = re.compile(NOT_CREDENTIAL_RE)
 
 # JSON Schema twin of literal_problem, for an EnvVar object: a credential's name with a literal string value.
 CREDENTIAL_LITERAL: dict[str, Any] = {
     "required": ["name", "value"],
-    "properties": {"name": {"pattern": CREDENTIAL_RE}, "value": {"type": "string"}},
+    "properties": {"name": {"pattern": CREDENTIAL_RE, "not": {"pattern": NOT_CREDENTIAL_RE}},
+                   "value": {"type": "string"}},
 }
 
 
 def reads_as_credential(name: str) -> bool:
-    return bool(_CREDENTIAL.search(name))
+    return bool(_CREDENTIAL.search(name)) and not _NOT_CREDENTIAL.search(name)
 
 
 def secret_ref_hint(name: str) -> str:
@@ -72,7 +83,7 @@ def override_problem(path: tuple[str | int, ...], value: Any) -> tuple[str, str]
     number or boolean is no credential (ppo_max_token_len=16384); a mapping's string leaves are looked at too."""
     keys = tuple(p for p in path if isinstance(p, str))
     for leaf, text in _strings(value, keys):
-        if leaf and reads_as_credential(leaf[-1]) and text:
+        if leaf and reads_as_credential(".".join(leaf)) and text:
             return leaf[-1], (f"the override sets {leaf[-1]!r}, which reads as a credential, to a literal: it is "
                               "written into the recipe ConfigMap and the Helm release, readable by anyone who can "
                               "read those")

@@ -22,14 +22,19 @@ IMAGE = {"repository": "ghcr.io/dockyard-rl/ubuntu-swe", "tag": "2026.11-vllm"}
 TOKEN_REF = {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}
 
 
-@pytest.mark.parametrize("name", ["HF_TOKEN", "hf_token", "GITHUB_TOKEN", "NGROK_AUTHTOKEN", "TOKEN", "token_file",
-                                  "WANDB_API_KEY", "api-key", "DB_PASSWORD", "passwd", "CLIENT_SECRET", "secretKey"])
+@pytest.mark.parametrize("name", ["HF_TOKEN", "hf_token", "GITHUB_TOKEN", "NGROK_AUTHTOKEN", "TOKEN", "accessToken",
+                                  "WANDB_API_KEY", "api-key", "apiKey", "WANDB_APIKEY", "AWS_SECRET_ACCESS_KEY",
+                                  "private_key", "wandb.api.key", "hf.token", "DB_PASSWORD", "passwd", "CLIENT_SECRET",
+                                  "secretKey"])
 def test_names_that_read_as_credentials(name):
     assert reads_as_credential(name)
 
 
 @pytest.mark.parametrize("name", ["MAX_TOKENS", "max_new_tokens", "tokenizer", "TOKENIZERS_PARALLELISM", "KEYS",
-                                  "monkey", "KEY_ID", "HF_HOME", "NCCL_SOCKET_IFNAME", "keyboard"])
+                                  "monkey", "KEY_ID", "HF_HOME", "NCCL_SOCKET_IFNAME", "keyboard",
+                                  # a recipe's data keys and a tokenizer's special tokens; a file path; a Secret's name
+                                  "data.prompt_key", "reward_fn_key", "label_key", "tokenizer.pad_token", "eos_token",
+                                  "max_token", "HF_TOKEN_PATH", "token_file", "SECRET_NAME"])
 def test_names_that_do_not(name):
     assert not reads_as_credential(name)
 
@@ -78,7 +83,10 @@ def test_a_credential_override_is_refused_and_a_token_count_is_not(tmp_path, cap
     assert main(["values", str(RECIPE), str(INFRA), "logger={wandb: {api_key: wk-1}}"]) == 2
     capsys.readouterr()
     assert main(["values", str(RECIPE), str(INFRA), "policy.generation.max_new_tokens=512",
-                 "policy.tokenizer.name=Qwen/Qwen3-8B", "policy.ppo_max_token_len=16384"]) == 0
+                 "policy.tokenizer.name=Qwen/Qwen3-8B", "policy.ppo_max_token_len=16384",
+                 "data.prompt_key=question", "tokenizer.pad_token=<|endoftext|>"]) == 0
+    capsys.readouterr()
+    assert main(["values", str(RECIPE), str(INFRA), "wandb.api.key=wk-1234"]) == 2  # judged by the whole path
 
 
 def _ray_containers(values: dict) -> dict[str, dict]:
