@@ -69,7 +69,7 @@ def _pod(reason: str, message: str) -> dict:
     ("ErrImagePull", NOT_FOUND, True),
     ("ImagePullBackOff", f'Back-off pulling image "{IMAGE}": ErrImagePull: {NOT_FOUND}', True),
     ("ErrImagePull", "failed to authorize: failed to fetch anonymous token: 401 Unauthorized", True),
-    ("ErrImagePull", "dial tcp: lookup registry.example on 10.96.0.10:53: no such host", True),
+    ("ErrImagePull", "dial tcp: lookup registry.example on 10.96.0.10:53: no such host", False),  # a DNS blip
     ("ErrImagePull", TIMEOUT, False),
     ("ImagePullBackOff", f'Back-off pulling image "{IMAGE}"', False),
     ("ErrImagePull", "toomanyrequests: You have reached your pull rate limit", False),

@@ -8,11 +8,12 @@ once only on what no retry fixes:
 
 - InvalidImageName and ErrImageNeverPull;
 - a pull error whose message is the registry's (or DNS's) answer that the image is not there or not ours:
-  not found, manifest unknown, unauthorized, denied, forbidden, authentication required, no such host;
+  not found, manifest unknown, unauthorized, denied, forbidden, authentication required;
 
-and on any other pull error once it has lasted PULL_GRACE seconds from the wait's first sight of it (the
-kubelet has tried three or four times by then). A slow pull reports no error (the container waits in
-ContainerCreating) and is waited for.
+and on any other pull error (a DNS failure on the node included: it may be a blip) once it has lasted
+PULL_GRACE seconds from the wait's first sight of it: the kubelet's longest back-off (5 min), so a retry that is
+downloading (the pod keeps showing the last error while it does) gets its time. A slow pull reports no error
+(the container waits in ContainerCreating) and is waited for.
 """
 
 from __future__ import annotations
@@ -23,9 +24,8 @@ from typing import Any
 
 PULL_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
 FINAL_REASONS = ("InvalidImageName", "ErrImageNeverPull")
-FINAL_WORDS = ("not found", "manifest unknown", "unauthorized", "denied", "forbidden", "authentication required",
-               "no such host")
-PULL_GRACE = 90.0  # seconds a retryable pull error may last before a wait gives up on it
+FINAL_WORDS = ("not found", "manifest unknown", "unauthorized", "denied", "forbidden", "authentication required")
+PULL_GRACE = 300.0  # seconds a retryable pull error may last before a wait gives up on it (the kubelet's max back-off)
 
 
 @dataclass(frozen=True)
