@@ -49,3 +49,25 @@ def test_any_other_failed_lookup_clears_nothing(monkeypatch, cleared, why):
     with pytest.raises(CheckFailed, match="small"):
         teardown.uninstall(None, None, "small", None, 30)
     assert cleared == []
+
+
+class ClaimsRefused:
+    """A cluster whose PVC list answers `status` (the call kept_claims makes)."""
+
+    def __init__(self, status: int) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        def refuse(*_a, **_kw):
+            raise ApiException(status=status, reason="Forbidden" if status == 403 else "Error")
+
+        self.core = type("Core", (), {"list_namespaced_persistent_volume_claim": staticmethod(refuse)})()
+
+
+def test_kept_claims_that_rbac_hides_are_a_note_not_a_failure(capsys):
+    """The release is gone either way: a user who may not list claims gets the uninstall's success and a note."""
+    assert teardown.kept_claims(ClaimsRefused(403), "small", "ns") == []
+    assert "listing PersistentVolumeClaims in ns is forbidden for you" in capsys.readouterr().err
+    from kubernetes.client.exceptions import ApiException
+
+    with pytest.raises(ApiException):  # any other error is not hidden
+        teardown.kept_claims(ClaimsRefused(500), "small", "ns")

@@ -100,17 +100,6 @@ def test_make_test_matrix_runs_the_minors_the_table_builds_for_it(tmp_path):
             assert [t for t in targets if t not in rows] == [], (var, minor, words)
 
 
-def test_readmes_supported_versions_follow_the_table(tmp_path):
-    """README's generated table (make schema) takes its ranges and versions from the table: a KubeRay minor's
-    CRDs added to a copy widen the supported range, a bumped pin is the one named as tested."""
-    path = tmp_path / "tools.toml"
-    path.write_text(re.sub(r'(?m)^HELM_VERSION = ".*"', 'HELM_VERSION = "v3.99.1"',
-                           (tmp_path / _with_new_row(tmp_path)).read_text()))
-    table = supported_versions.markdown(tool_table.load(path))
-    assert "| KubeRay (operator and CRDs) | v1.3 – v1.6 |" in table, table
-    assert "| v3.99.1 and " in table, table
-
-
 def test_every_row_has_its_build_function_in_tools_sh_and_every_function_a_row():
     text = SCRIPT.read_text()
     defined = set(re.findall(r"^(build_[a-z0-9_]+)\(\) \{", text, re.M))

@@ -10,7 +10,7 @@ import time
 
 from generator.errors import CheckFailed
 from generator.live.changes.guard import RAY_PLURALS, impact, manifest_objects
-from generator.live.cluster.kube import INSTANCE, Kube
+from generator.live.cluster.kube import INSTANCE, Kube, is_forbidden
 from generator.live.cluster.wait import wait_until
 from generator.live.helm.ownership import require_ours, require_secret_storage
 from generator.live.helm.records import live_manifest, release_records
@@ -184,7 +184,16 @@ def kept_claims(kube: Kube, release: str, ns: str) -> list[str]:
     infra.storage has the chart create), saying why it is there and how to delete it."""
     sel = f"{INSTANCE}={release}"
     lines = []
-    for pvc in kube.core.list_namespaced_persistent_volume_claim(ns, label_selector=sel).items:
+    try:
+        claims = kube.core.list_namespaced_persistent_volume_claim(ns, label_selector=sel).items
+    except Exception as exc:  # the release is gone either way: a claim list RBAC refuses is a note, not a failure
+        if not is_forbidden(exc):
+            raise
+        print(f"note: listing PersistentVolumeClaims in {ns} is forbidden for you: claims the release kept "
+              f"(infra.storage) are not named here; `kubectl get pvc -n {ns} -l {sel}` with more rights lists them",
+              file=sys.stderr)
+        return []
+    for pvc in claims:
         if (pvc.metadata.annotations or {}).get(KEEP[0]) != KEEP[1]:
             continue
         size = ((pvc.status.capacity or {}).get("storage") or (pvc.spec.resources.requests or {}).get("storage")
