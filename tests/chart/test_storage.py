@@ -113,6 +113,20 @@ def test_fill_runs_once_in_the_head_before_ray_online_with_the_cache_mounted(ren
     assert all("initContainers" not in groups[r]["template"]["spec"] for r in ("trainer", "inference"))
 
 
+def test_fill_gets_the_gpu_pods_credentials_from_their_secrets(render):
+    """A gated model's download needs the token: infra.env and infra.envFrom reach the fill as they reach the Ray
+    container (by reference), and the cache's own names stay the chart's."""
+    token = {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}
+    fill = {"command": ["huggingface-cli", "download", "meta-llama/Llama-3.1-8B"]}
+    out = render(infra={"env": [token, {"name": "HF_HOME", "value": "/elsewhere"}],
+                        "envFrom": [{"secretRef": {"name": "wandb"}}],
+                        "storage": {"modelCache": {"size": "200Gi", "fill": fill}}})
+    fill_c = next(c for c in out.groups()["head"]["template"]["spec"]["initContainers"]
+                  if c["name"] == "model-cache-fill")
+    assert token in fill_c["env"] and fill_c["envFrom"] == [{"secretRef": {"name": "wandb"}}]
+    assert [e.get("value") for e in fill_c["env"] if e["name"] == "HF_HOME"] == ["/dockyard/model-cache"]
+
+
 # Refusals -----------------------------------------------------------------------------------------
 
 REFUSED = [

@@ -56,7 +56,8 @@ dict "ctx" $ "role" "trainer" with infra.storage.checkpoints {size: 1Ti}
 
 {{/* The head's init container that fills the model cache (infra.storage.modelCache.fill): it runs before
 the head's Ray starts, and KubeRay's workers wait for the head, so the gang starts on a filled cache. Online
-(no HF_HUB_OFFLINE), with the cache mounted and HF_HOME set, the head's resources and security.
+(no HF_HUB_OFFLINE), with the cache mounted and HF_HOME set, infra.env and infra.envFrom (a gated model's
+token reaches it from its Secret), the head's resources and security.
 $ -> {"name": "model-cache-fill", "image": "…", "command": […], "env": […], "volumeMounts": […], …} */}}
 {{- define "dockyard.ray.fillContainer" -}}
 {{- $v := .Values -}}
@@ -66,6 +67,12 @@ $ -> {"name": "model-cache-fill", "image": "…", "command": […], "env": […]
 {{- $img := $mc.fill.image | default dict -}}
 {{- $res := dict "cpu" (include "dockyard.quantity" $v.kuberay.head.cpu) "memory" (include "dockyard.quantity" $v.kuberay.head.memory) -}}
 {{- $env := list -}}
+{{- /* infra.env first (a gated model's token, by secretKeyRef), the cache's own names after it (they win) */ -}}
+{{- $cache := dict -}}
+{{- range $l.env -}}{{- $_ := set $cache . true -}}{{- end -}}
+{{- range ($v.infra.env | default list) -}}
+{{- if not (hasKey $cache .name) -}}{{- $env = append $env . -}}{{- end -}}
+{{- end -}}
 {{- range $l.env -}}{{- $env = append $env (dict "name" . "value" $l.path) -}}{{- end -}}
 {{- $mounts := list (dict "name" $l.volume "mountPath" $l.path) -}}
 {{- if include "dockyard.readOnlyRoot" $sec -}}
@@ -76,6 +83,7 @@ $ -> {"name": "model-cache-fill", "image": "…", "command": […], "env": […]
   "imagePullPolicy" ($img.pullPolicy | default $v.infra.image.pullPolicy)
   "command" $mc.fill.command "env" $env "volumeMounts" $mounts
   "resources" (dict "requests" $res "limits" $res) -}}
+{{- with $v.infra.envFrom -}}{{- $_ := set $c "envFrom" . -}}{{- end -}}
 {{- if $sec.enabled -}}
 {{- $_ := set $c "securityContext" (include "dockyard.containerSecurityContext" $sec | fromYaml) -}}
 {{- end -}}
