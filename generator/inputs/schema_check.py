@@ -38,7 +38,8 @@ SCHEMAS = {
 # The keywords the models' schemas use; any other is a hard error (a model change needs this module).
 KEYWORDS = {"$schema", "$id", "definitions", "$ref", "type", "properties", "additionalProperties", "required",
             "default", "description", "enum", "const", "pattern", "minLength", "maxLength", "minimum", "maximum",
-            "items", "minItems", "maxItems", "minProperties", "propertyNames", "anyOf", "allOf", "not", "if", "then"}
+            "items", "minItems", "maxItems", "minProperties", "propertyNames", "anyOf", "allOf", "not", "if", "then",
+            "uniqueItems", "contains"}
 # Field names whose key in the schema is an alias (populate_by_name: either is accepted, not both).
 # tests/unit/test_schema_check.py keeps this equal to the models' aliases.
 ALIASES = {"ephemeral-storage": "ephemeralStorage"}
@@ -178,6 +179,10 @@ class _Checker:
         if "minItems" in schema and len(value) < schema["minItems"]:
             raise Refused
         if "maxItems" in schema and len(value) > schema["maxItems"]:
+            raise Refused
+        if schema.get("uniqueItems") and any(_same(a, b) for i, a in enumerate(value) for b in value[i + 1:]):
+            raise Refused
+        if "contains" in schema and not any(self.ok(v, schema["contains"]) for v in value):
             raise Refused
         items = schema.get("items")
         if items is None:

@@ -171,3 +171,24 @@ def _helm(values: dict[str, Any]) -> subprocess.CompletedProcess[str]:
 def test_plain_helm_refuses_the_same(storage):
     done = _helm(deep_merge(chart_values(), _storage(**storage)))
     assert done.returncode == 1 and ("/infra/storage/" in done.stderr or "infra.storage." in done.stderr), done.stderr
+
+
+@pytest.mark.parametrize("storage", [
+    {"checkpoints": {"size": "1Ti", "mountOn": ["head", "head"]}},
+    {"modelCache": {"size": "1Ti", "mountOn": ["trainer"], "fill": {"command": ["true"]}}},
+])
+def test_the_schema_twins_refuse_what_the_models_refuse(tmp_path, storage):
+    """A group named twice in mountOn, a fill whose head does not mount the cache: Helm's schema and the fast
+    path's validator refuse them as the models do (the fill's pod would name a volume it does not have)."""
+    import yaml
+
+    from generator.inputs import schema_check
+
+    values = deep_merge(chart_values(), {"infra": {"storage": storage}})
+    with pytest.raises(schema_check.Refused):
+        schema_check.check("values", values)
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump({"infra": {"storage": storage}}))
+    done = subprocess.run([binary("helm"), "template", "x", str(CHART_DIR), "-f", str(path)],
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "/infra/storage/" in done.stderr, done.stderr

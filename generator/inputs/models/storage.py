@@ -44,7 +44,7 @@ class StorageVolume(Strict):
         description="Access modes of the created claim ([ReadWriteMany] when unset); more than one pod writing "
                     "needs ReadWriteMany.")
     mountOn: list[Group] = Field(
-        ALL_GROUPS, min_length=1,
+        ALL_GROUPS, min_length=1, json_schema_extra={"uniqueItems": True},
         description="The Ray groups whose Ray container mounts it (head, trainer, inference).")
 
     @model_validator(mode="after")
@@ -76,8 +76,15 @@ class FillSettings(Strict):
     image: OptionalImage = Field(OptionalImage(), description="Its image; `infra.image` when unset.")
 
 
+# JSON Schema twin of ModelCacheVolume._fill_on_head, so Helm refuses the same values.
+FILL_ON_HEAD: dict = {"if": {"required": ["fill"], "properties": {"fill": {"type": "object"}}},
+                      "then": {"properties": {"mountOn": {"contains": {"const": "head"}}}}}
+
+
 class ModelCacheVolume(StorageVolume):
     """The model cache: HF_HOME points at it; optionally filled before the gang starts, and read offline."""
+
+    model_config = Strict.model_config | {"json_schema_extra": {**ONE_SOURCE, "allOf": [FILL_ON_HEAD]}}
 
     fill: FillSettings | None = Field(None, description="Fill the cache in an init container of the head.")
     offline: bool = Field(False, description="Set HF_HUB_OFFLINE=1 and TRANSFORMERS_OFFLINE=1 in the GPU pods: a "
