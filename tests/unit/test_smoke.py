@@ -135,3 +135,30 @@ def test_smoke_and_follow_are_in_the_cli(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["run", "--help"])
     assert exc.value.code == 0 and "--follow" in capsys.readouterr().out
+
+
+def test_the_probes_own_claims_go_with_it(monkeypatch):
+    """Helm keeps the claims infra.storage makes; the smoke release's are its own (named after it), so removing
+    the probe deletes them, and only them: no smoke leaves volumes behind."""
+    from types import SimpleNamespace
+
+    from generator.live.verbs import smoke
+
+    deleted: list = []
+    listed: list = []
+
+    class Core:
+        def list_namespaced_persistent_volume_claim(self, ns, label_selector):
+            listed.append((ns, label_selector))
+            return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(name="small-smoke-checkpoints"))])
+
+        def delete_namespaced_persistent_volume_claim(self, name, ns):
+            deleted.append((name, ns))
+
+    monkeypatch.setattr(smoke, "remove", lambda *a: "")
+    monkeypatch.setattr("generator.live.helm.records.release_records", lambda *a: [])
+    said: list = []
+    smoke._remove(SimpleNamespace(core=Core(), deadline=None), "small-smoke", "ns", 0.0, said.append)
+    assert listed == [("ns", "app.kubernetes.io/instance=small-smoke")]
+    assert deleted == [("small-smoke-checkpoints", "ns")]
+    assert said[-1] == "smoke: deleted its claim small-smoke-checkpoints"

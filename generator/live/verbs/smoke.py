@@ -248,6 +248,12 @@ def _remove(kube: Kube, release: str, namespace: str, deadline: float, say: Call
         kube.deadline = end = time.monotonic() + left
         unchecked = remove(kube, release, namespace, live_manifest(release_records(kube, release, namespace)), end)
         say(f"smoke: release {release} removed" + (f"; {unchecked}" if unchecked else ""))
+        # the claims the probe's infra.storage made are the probe's own (<release>, not the run's): Helm keeps
+        # them (resource-policy keep), so they go here, or each smoke would leave its volumes behind
+        claims = kube.core.list_namespaced_persistent_volume_claim(namespace, label_selector=f"{INSTANCE}={release}")
+        for pvc in claims.items:
+            kube.core.delete_namespaced_persistent_volume_claim(pvc.metadata.name, namespace)
+            say(f"smoke: deleted its claim {pvc.metadata.name}")
     except Exception as exc:
         print(f"smoke: removing release {release} failed: {exc}; run `dockyard-k8s uninstall {release} "
               f"-n {namespace}`", file=sys.stderr)
