@@ -115,16 +115,47 @@ def test_fill_runs_once_in_the_head_before_ray_online_with_the_cache_mounted(ren
 
 def test_fill_gets_the_gpu_pods_credentials_from_their_secrets(render):
     """A gated model's download needs the token: infra.env and infra.envFrom reach the fill as they reach the Ray
-    container (by reference), and the cache's own names stay the chart's."""
+    container (by reference), and the cache's own names are the chart's."""
     token = {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}
     fill = {"command": ["huggingface-cli", "download", "meta-llama/Llama-3.1-8B"]}
-    out = render(infra={"env": [token, {"name": "HF_HOME", "value": "/elsewhere"}],
+    out = render(infra={"env": [token],
                         "envFrom": [{"secretRef": {"name": "wandb"}}],
                         "storage": {"modelCache": {"size": "200Gi", "fill": fill}}})
     fill_c = next(c for c in out.groups()["head"]["template"]["spec"]["initContainers"]
                   if c["name"] == "model-cache-fill")
     assert token in fill_c["env"] and fill_c["envFrom"] == [{"secretRef": {"name": "wandb"}}]
     assert [e.get("value") for e in fill_c["env"] if e["name"] == "HF_HOME"] == ["/dockyard/model-cache"]
+
+
+@pytest.mark.parametrize("env, storage", [
+    ("HF_HOME", {"modelCache": {"size": "1Ti"}}),
+    ("DOCKYARD_CHECKPOINT_DIR", {"checkpoints": {"size": "1Ti"}}),
+    ("HF_HUB_OFFLINE", {"modelCache": {"size": "1Ti", "offline": True}}),
+])
+def test_infra_env_may_not_set_a_volumes_own_env(tmp_path, env, storage):
+    """HF_HOME in infra.env beside a model cache would point the downloads off the volume (and the chart's would
+    win silently): refused with the key path by the models, the fast path and Helm; without the volume it is
+    the user's."""
+    import yaml
+
+    from generator.inputs import schema_check
+
+    over = {"infra": {"env": [{"name": env, "value": "x"}], "storage": storage}}
+    values = deep_merge(chart_values(), over)
+    with pytest.raises(schema_check.Refused):
+        schema_check.check("values", values)
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(over))
+    done = subprocess.run([binary("helm"), "template", "x", str(CHART_DIR), "-f", str(path)],
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "/infra" in done.stderr, done.stderr
+    from pydantic import ValidationError
+
+    from generator.inputs.models import ChartValues
+
+    with pytest.raises(ValidationError, match=f"{env} is set by the chart for infra.storage"):
+        ChartValues.model_validate(values)
+    ChartValues.model_validate(deep_merge(chart_values(), {"infra": {"env": [{"name": env, "value": "x"}]}}))
 
 
 # Refusals -----------------------------------------------------------------------------------------

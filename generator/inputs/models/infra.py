@@ -23,6 +23,7 @@ from generator.inputs.models.security import GpuSecuritySettings
 from generator.inputs.models.storage import StorageSettings
 from generator.inputs.models.types import Dns1123Label, Dns1123Subdomain, Strict, refused
 from generator.inputs.rules import toyaml_problem
+from generator.inputs.storage_rules import LAYOUT, OFFLINE_ENV
 
 # What importers read from here (the infra spec's parts live in the modules above).
 __all__ = ["GROUPS", "KUEUE_AUTOSCALING_RULE", "SANDBOX_CHART_ENV", "SANDBOX_CHART_LABELS", "InfraBase",
@@ -61,10 +62,29 @@ BACKEND_IMAGE_RULE: dict[str, Any] = {
 }
 
 
+def _volume_set(volume: str, offline: bool = False) -> dict[str, Any]:
+    """A schema that holds when infra.storage.<volume> is given (and, with `offline`, its offline is true)."""
+    inner: dict[str, Any] = {"type": "object"}
+    if offline:
+        inner |= {"required": ["offline"], "properties": {"offline": {"const": True}}}
+    return {"required": ["storage"], "properties": {"storage": {"required": [volume], "properties": {volume: inner}}}}
+
+
+def _env_names_not(names: list[str]) -> dict[str, Any]:
+    return {"properties": {"env": {"items": {"properties": {"name": {"not": {"enum": names}}}}}}}
+
+
+# JSON Schema twin of InfraBase._storage_env_is_the_charts: with a volume given, infra.env may not set the env
+# that names it (nor, with the model cache offline, the offline switches).
+STORAGE_ENV_RULE: list[dict[str, Any]] = [
+    {"if": _volume_set(volume), "then": _env_names_not(list(spec["env"]))} for volume, spec in LAYOUT.items()
+] + [{"if": _volume_set("modelCache", offline=True), "then": _env_names_not(list(OFFLINE_ENV))}]
+
+
 class InfraBase(Strict):
     """Fields shared by the infra spec's `infra` block and the chart values' `infra` block."""
 
-    model_config = ConfigDict(json_schema_extra=BACKEND_IMAGE_RULE)
+    model_config = ConfigDict(json_schema_extra={"allOf": BACKEND_IMAGE_RULE["allOf"] + STORAGE_ENV_RULE})
 
     image: Image = Field(description="The ubuntu-swe image of the GPU pods (and, by default, the sandbox).")
     backend: Literal["vllm", "sglang"] = Field("vllm", description="Inference backend; must match the image build.")
@@ -84,6 +104,22 @@ class InfraBase(Strict):
     limitRange: LimitRangeSettings = Field(LimitRangeSettings(), description="Opt-in namespace LimitRange.")
     storage: StorageSettings = Field(StorageSettings(), description="Volumes the GPU pods mount: checkpoints, "
                                      "a model cache, logs (docs/storage.md).")
+
+    @model_validator(mode="after")
+    def _storage_env_is_the_charts(self) -> InfraBase:
+        """The env naming a volume is the chart's (it points at the mount): infra.env may not set it too."""
+        owned: dict[str, str] = {}
+        for volume, spec in LAYOUT.items():
+            given = getattr(self.storage, volume)
+            if given is not None:
+                owned |= dict.fromkeys(spec["env"], f"infra.storage.{volume}")
+                if volume == "modelCache" and given.offline:
+                    owned |= dict.fromkeys(OFFLINE_ENV, "infra.storage.modelCache.offline")
+        for i, var in enumerate(self.env):
+            if var.name in owned:
+                raise refused(("env", i, "name"), f"{var.name} is set by the chart for {owned[var.name]} (it names the "
+                              "volume's mount)", "another name, or no infra.storage volume")
+        return self
 
     @field_validator("backend")
     @classmethod
