@@ -9,6 +9,8 @@ import json
 import math
 import re
 
+from generator.inputs.credentials import literal_problem, secret_ref_hint
+
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
     from typing import Any
@@ -151,6 +153,10 @@ def _containers_problem(containers: Any, main: str) -> tuple[Where, str, str] | 
             items = c.get(key)
             if items is not None and not (isinstance(items, list) and all(isinstance(e, dict) for e in items)):
                 return (i, key), f"{key} must be a list of mappings, got {items!r}", "a list such as [{name: …}]"
+        for j, var in enumerate(c.get("env") or []):  # the overlay is no way around the credential rule
+            problem = literal_problem(str(var.get("name")), var.get("value")) if "valueFrom" not in var else None
+            if problem:
+                return (i, "env", j, "value"), problem, secret_ref_hint(str(var.get("name")))
         if not name or name == main:  # merged into the Ray container, whose GPU counts the chart sets
             res = c.get("resources")
             if "resources" in c and not isinstance(res, dict):
@@ -186,6 +192,10 @@ def overlay_shape_problem(role: str, spec: dict[str, Any]) -> tuple[Where, str, 
         found = _containers_problem(pod["containers"], "ray-head" if role == "head" else "ray-worker")
         if found:
             return ("template", "spec", "containers", *found[0]), found[1], found[2]
+    if pod.get("initContainers") is not None:
+        found = _containers_problem(pod["initContainers"], "")
+        if found:
+            return ("template", "spec", "initContainers", *found[0]), found[1], found[2]
     return None
 
 

@@ -97,7 +97,9 @@ def _ray_containers(values: dict) -> dict[str, dict]:
 
 def test_env_and_env_from_reach_the_ray_container_of_every_group_after_the_overlay(tmp_path):
     overlay = {"containers": [
-        {"name": "ray-head", "env": [{"name": "HF_TOKEN", "value": "overlay-literal"}, {"name": "B", "value": "b"}],
+        {"name": "ray-head", "env": [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "overlay-ref",
+                                                                                     "key": "t"}}},
+                                     {"name": "B", "value": "b"}],
          "envFrom": [{"configMapRef": {"name": "cm"}}]},
         {"name": "log-shipper", "image": "fluent-bit"}]}
     values = {"infra": {"image": IMAGE, "env": [TOKEN_REF], "envFrom": [{"secretRef": {"name": "wandb"}}]},
@@ -115,4 +117,19 @@ def test_env_and_env_from_reach_the_ray_container_of_every_group_after_the_overl
     head = found["head"][0]
     assert head["envFrom"] == [{"configMapRef": {"name": "cm"}}, {"secretRef": {"name": "wandb"}}]
     assert {"name": "B", "value": "b"} in head["env"]
-    assert "overlay-literal" not in json.dumps(found)  # infra.env replaced the overlay's variable of that name
+    assert "overlay-ref" not in json.dumps(found)  # infra.env replaced the overlay's variable of that name
+
+
+@pytest.mark.parametrize("where", ["containers", "initContainers"])
+def test_the_overlay_is_no_way_around_the_literal_rule(tmp_path, capsys, where):
+    """A literal credential in an overlay container's env is refused like one in infra.env (exit 2, key path)."""
+    data = yaml.safe_load(INFRA.read_text())
+    data["kuberay"]["spec"] = {"headGroupSpec": {"template": {"spec": {where: [
+        {"name": "ray-head" if where == "containers" else "init", "image": "x",
+         "env": [{"name": "WANDB_API_KEY", "value": "wk-LEAK"}]}]}}}}
+    infra = write(tmp_path, "infra.yaml", data)
+    assert main(["values", str(RECIPE), str(infra)]) == 2
+    err = capsys.readouterr().err
+    assert f"kuberay.spec.headGroupSpec.template.spec.{where}[0].env[0].value: WANDB_API_KEY reads as a credential" \
+        in err, err
+    assert "wk-LEAK" not in err
