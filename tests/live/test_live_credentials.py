@@ -1,6 +1,6 @@
 """A credential reaches the GPU pods from a Secret and appears in no release, object or output: on the session
 playground, `run --wait` with infra.env's HF_TOKEN read from a Secret; the Ray pods' specs carry it as a
-secretKeyRef (kwok pods have no environment: the real node's test_real_ray proves the process environment), and
+secretKeyRef (kwok pods have no environment; the process environment on the real node is not proven yet), and
 the token's value is in none of `helm get values`, `helm get manifest`, the RayJob and RayCluster objects, the
 pods, `status` (table and JSON) and `logs`. doctor's row sees the Secret and its key, and a missing key is ✗."""
 
