@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import pytest
 from fake_cluster import SERVER, install
 
 from generator.live.cluster.kube import Kube
@@ -27,18 +26,6 @@ def templates() -> dict[str, dict]:
     """Pod templates by role; the recorded dry runs answered small.yaml's rendered ones (matched by role)."""
     return {role: SANDBOX if role == "sandbox" else {"spec": {"containers": [{"name": "c", "image": "i"}]}}
             for role in ROLES}
-
-
-@pytest.fixture
-def admin(monkeypatch, tmp_path):
-    install(monkeypatch, tmp_path, "doctor_admin")
-    return Kube()
-
-
-@pytest.fixture
-def alice(monkeypatch, tmp_path):
-    install(monkeypatch, tmp_path, "doctor_alice", namespace=NS)
-    return Kube()
 
 
 def marks(rows) -> dict[str, str]:

@@ -4,25 +4,10 @@ workers; ServiceAccount alice may not list nodes or pods at cluster scope, so th
 
 from __future__ import annotations
 
-import pytest
-from fake_cluster import install
 from test_access import CLUSTER, NS, RELEASE, SANDBOX, marks, templates
 
-from generator.live.cluster.kube import Kube
 from generator.live.doctor import access, admission, capacity, kuberay
 from generator.live.doctor.rows import FAIL, OK, WARN, read_namespace
-
-
-@pytest.fixture
-def admin(monkeypatch, tmp_path):
-    install(monkeypatch, tmp_path, "doctor_admin")
-    return Kube()
-
-
-@pytest.fixture
-def alice(monkeypatch, tmp_path):
-    install(monkeypatch, tmp_path, "doctor_alice", namespace=NS)
-    return Kube()
 
 
 def test_admin_room_one_gpu_node_for_two_8_gpu_workers(admin):

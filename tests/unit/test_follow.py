@@ -11,19 +11,9 @@ import pytest
 
 from generator.errors import CheckFailed
 from generator.live.state import follow as follow_mod
+from generator.live.state.controllers import LeaderWatch
 from generator.live.state.progress import Progress
 from generator.live.state.snapshot import Fleet, Snapshot
-
-
-class Leaders:
-    def __init__(self, kube):
-        pass
-
-    def poll(self):
-        return []
-
-    def held(self):
-        return ""
 
 
 class Kube:
@@ -56,7 +46,7 @@ def reads(monkeypatch):
         return queue.pop(0) if len(queue) > 1 else queue[0]
 
     monkeypatch.setattr(follow_mod, "take", take)
-    monkeypatch.setattr(follow_mod, "LeaderWatch", Leaders)
+    monkeypatch.setattr(follow_mod, "LeaderWatch", lambda kube: LeaderWatch(kube, leaders=()))
     monkeypatch.setattr(follow_mod, "MIN_INTERVAL", 0.0)
     monkeypatch.setattr(follow_mod, "FLOOR_INTERVAL", 0.01)
     return queue

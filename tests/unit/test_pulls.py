@@ -16,6 +16,7 @@ from generator.errors import CheckFailed
 from generator.live.cluster.kube import Kube
 from generator.live.state import follow as follow_mod
 from generator.live.state import pulls
+from generator.live.state.controllers import LeaderWatch
 from generator.live.state.progress import Progress
 from generator.live.state.pulls import PullWatch, failed_pulls
 from generator.live.state.snapshot import fleet_of, take
@@ -124,19 +125,8 @@ def test_status_json_carries_the_failed_pull(fake, capsys):
     assert (pull["image"], pull["reason"], pull["node"]) == (IMAGE, "ImagePullBackOff", "gpu-node-0")
 
 
-class _NoLeaders:
-    def __init__(self, kube):
-        pass
-
-    def poll(self):
-        return []
-
-    def held(self):
-        return ""
-
-
 def test_run_wait_ends_at_once_on_a_pull_no_retry_fixes(fake, monkeypatch):
-    monkeypatch.setattr(follow_mod, "LeaderWatch", _NoLeaders)
+    monkeypatch.setattr(follow_mod, "LeaderWatch", lambda kube: LeaderWatch(kube, leaders=()))
     pod = _set_inference(fake, "ErrImagePull", NOT_FOUND)
     progress = Progress(quiet=True)
     said: list[str] = []
@@ -151,7 +141,7 @@ def test_run_wait_ends_at_once_on_a_pull_no_retry_fixes(fake, monkeypatch):
 
 
 def test_run_wait_keeps_waiting_on_a_retryable_pull_until_the_bound(fake, monkeypatch):
-    monkeypatch.setattr(follow_mod, "LeaderWatch", _NoLeaders)
+    monkeypatch.setattr(follow_mod, "LeaderWatch", lambda kube: LeaderWatch(kube, leaders=()))
     _set_inference(fake, "ErrImagePull", TIMEOUT)
     with pytest.raises(CheckFailed) as exc:  # the deadline has passed: the wait ends as a timeout, not on the pull
         follow_mod.follow(Kube(), RELEASE, NS, time.monotonic() - 1, Progress(quiet=True))
