@@ -257,12 +257,22 @@ def markdown(table: Table) -> str:
     return "\n".join(rows)
 
 
+def between_markers(text: str, begin: str, end: str, block: str) -> str | None:
+    """`text` with what lies between the markers `begin` and `end` replaced by `block` (on lines of its own);
+    None when the markers are not both there, in that order. Every generated block of the docs goes in this way."""
+    start = text.find(begin)
+    stop = text.find(end, start + len(begin)) if start >= 0 else -1
+    if stop < 0:
+        return None
+    return f"{text[: start + len(begin)]}\n{block}\n{text[stop:]}"
+
+
 def docs_text(current: str, table: Table) -> str:
     """`current` (docs/versions.md) with the block between the markers replaced by the table."""
-    start, end = current.find(DOCS_BEGIN), current.find(DOCS_END)
-    if start < 0 or end < start:
+    out = between_markers(current, DOCS_BEGIN, DOCS_END, markdown(table))
+    if out is None:
         raise TableError(f"{DOCS}: the markers {DOCS_BEGIN!r} and {DOCS_END!r} are missing")
-    return current[: start + len(DOCS_BEGIN)] + "\n" + markdown(table) + "\n" + current[end:]
+    return out
 
 
 def main(argv: list[str]) -> int:

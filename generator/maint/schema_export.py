@@ -115,11 +115,10 @@ def values_table() -> str:
 
 
 def readme_with_table(text: str) -> str:
-    if TABLE_BEGIN not in text or TABLE_END not in text:
-        return text
-    before, rest = text.split(TABLE_BEGIN, 1)
-    _, after = rest.split(TABLE_END, 1)
-    return f"{before}{TABLE_BEGIN}\n{values_table()}\n{TABLE_END}{after}"
+    from generator.tool_table import between_markers
+
+    out = between_markers(text, TABLE_BEGIN, TABLE_END, values_table())
+    return text if out is None else out
 
 
 def outputs() -> dict[Path, str]:

@@ -48,8 +48,5 @@ def markdown(table: tool_table.Table) -> str:
 
 def readme_with_versions(text: str) -> str:
     """`text` (README.md) with the block between the markers replaced by the table; unchanged without them."""
-    if BEGIN not in text or END not in text:
-        return text
-    before, rest = text.split(BEGIN, 1)
-    _, after = rest.split(END, 1)
-    return f"{before}{BEGIN}\n{markdown(tool_table.load(tool_table.TABLE))}\n{END}{after}"
+    out = tool_table.between_markers(text, BEGIN, END, markdown(tool_table.load(tool_table.TABLE)))
+    return text if out is None else out
