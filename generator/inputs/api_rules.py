@@ -160,3 +160,14 @@ def divisor_problem(ref: dict[str, Any]) -> Found | None:
         return ("divisor", f"divisor {divisor!r} is not one the API takes for {resource}",
                 "1, or 1 of k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei (e.g. 1Mi)")
     return None
+
+
+def pod_affinity_term_problem(term: dict[str, Any]) -> Found | None:
+    """Why a PodAffinityTerm's matchLabelKeys / mismatchLabelKeys are ones the API refuses, or None."""
+    match, mismatch = term.get("matchLabelKeys") or [], term.get("mismatchLabelKeys") or []
+    both = sorted(set(match) & set(mismatch))
+    if both:
+        return ("matchLabelKeys", f"{both} in both matchLabelKeys and mismatchLabelKeys", "each key in one of them")
+    if (match or mismatch) and term.get("labelSelector") is None:
+        return ("labelSelector", "matchLabelKeys and mismatchLabelKeys need a labelSelector", "a labelSelector")
+    return None

@@ -284,6 +284,7 @@ HOOKS: dict[str, Callable[[Any], None]] = {
     "LimitRangeSettings": _api_rule(api_rules.limit_range_problem),
     "ResourceQuotaSettings": _api_rule(api_rules.quota_problem, "hard"),
     "ResourceFieldRef": _api_rule(api_rules.divisor_problem),
+    "PodAffinityTerm": _api_rule(api_rules.pod_affinity_term_problem),
 }
 
 

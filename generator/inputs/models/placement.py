@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from generator.inputs.api_rules import pod_affinity_term_problem
 from generator.inputs.models.common import present
 from generator.inputs.models.scheduling import LabelSelector, Toleration
 from generator.inputs.models.types import Dns1123Label, LabelKey, NodeSelector, Strict
@@ -104,11 +105,9 @@ class PodAffinityTerm(Strict):
 
     @model_validator(mode="after")
     def _api_rules(self) -> PodAffinityTerm:
-        both = set(self.matchLabelKeys or ()) & set(self.mismatchLabelKeys or ())
-        if both:
-            raise ValueError(f"{sorted(both)} in both matchLabelKeys and mismatchLabelKeys: keep each key in one")
-        if (self.matchLabelKeys or self.mismatchLabelKeys) and self.labelSelector is None:
-            raise ValueError("matchLabelKeys and mismatchLabelKeys need a labelSelector: add one")
+        found = pod_affinity_term_problem(self.model_dump(exclude_none=True))
+        if found:
+            raise ValueError(f"{found[1]}: expected {found[2]}")
         return self
 
 
