@@ -105,7 +105,7 @@ KUBERAY_PINS = _by_minor("kuberay-crds")
 # Kubernetes minor -> its pin: each minor the table builds a control plane of (`$DOCKYARD_PLAYGROUND_KUBERNETES`).
 PLAYGROUND_KUBE_PINS = _by_minor("kubernetes")
 # The Kubernetes minors claimed: from the oldest pinned control plane to the newest (both run live), every minor
-# between them offline: kubeconform's strict schemas (kubernetes-validate ships 1.25-1.36) and Helm's
+# between them offline: kubeconform's strict schemas (kubernetes-validate ships 1.25-1.37) and Helm's
 # capabilities per minor; the apiserver validation is kube-validate's pinned minor (the newest).
 _kube_pinned = [int(minor.split(".")[1]) for minor in PLAYGROUND_KUBE_PINS]
 KUBE_MINORS = tuple(range(_kube_pinned[0], _kube_pinned[-1] + 1))

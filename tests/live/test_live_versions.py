@@ -76,7 +76,7 @@ def test_the_playground_runs_the_chosen_kubernetes(playground):
     from kubernetes import client
 
     wanted = playground_kubernetes()
-    assert (os.environ.get(PLAYGROUND_KUBERNETES_ENV) or "1.36") in wanted  # 1.33 -> v1.33.13
+    assert (os.environ.get(PLAYGROUND_KUBERNETES_ENV) or versions()["KUBERNETES_VERSION"]) in wanted  # 1.33 -> v1.33.13
     api = playground.api_client()
     assert client.VersionApi(api).get_code().git_version == wanted
     kubelets = {n.status.node_info.kubelet_version for n in client.CoreV1Api(api).list_node().items}
