@@ -13,6 +13,7 @@ from generator.playground.errors import NodeError
 from generator.tools import (
     PLAYGROUND_KUBERNETES_ENV,
     ToolMissing,
+    kube_range,
     playground_kubernetes,
     playground_targets,
     tool_dir,
