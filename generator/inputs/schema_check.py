@@ -22,7 +22,7 @@ import math
 import re
 from functools import cache
 
-from generator.inputs import api_rules, rules
+from generator.inputs import api_rules, fabric_rules, rules
 from generator.tools import CHART_DIR, REPO
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
@@ -256,6 +256,8 @@ def _overlay(spec: dict[str, Any]) -> None:
     if rules.kuberay_overlay_problem(groups):
         raise Refused
     if any(rules.overlay_shape_problem("head" if name == "headGroupSpec" else name, group) for name, group in groups):
+        raise Refused
+    if any(fabric_rules.fabric_overlay_problem(group) for name, group in groups if name != "headGroupSpec"):
         raise Refused
 
 

@@ -42,7 +42,7 @@ SWITCHES = {
     "infra": {"security": {"enabled": True, "readOnlyRootFilesystem": True},
               "resourceQuota": {"enabled": True}, "limitRange": {"enabled": True}},
     "launch": {"submissionMode": "K8sJobMode"},
-    "kuberay": {"pdb": {"enabled": True}},
+    "kuberay": {"pdb": {"enabled": True}, "network": {"profile": "rdma"}},  # every fabric string renders under rdma
     "sandbox": {"security": {"readOnlyRootFilesystem": True}, "networkPolicy": {"allowEgress": False},
                 "autoscaling": {"enabled": True, "targetCPUUtilizationPercentage": 70}},
 }

@@ -36,6 +36,19 @@ STORAGE_OVERLAY = {"volumes": [{"name": "dockyard-checkpoints", "emptyDir": {}}]
                    "env": [{"name": "HF_HOME", "value": "/tmp/hf"}, {"name": "DOCKYARD_CHECKPOINT_DIR", "value": "/x"}],
                    "volumeMounts": [{"name": "scratch", "mountPath": "/dockyard/model-cache"}]}
 
+# The fabric profiles, and what an overlay the models accept tries against them: a sidecar before the Ray
+# container, IPC_LOCK dropped, the RDMA device at 0.
+network = st.sampled_from([
+    {"profile": "tcp"}, {"profile": "tcp", "socketInterface": "eth0"},
+    {"profile": "rdma",
+     "rdma": {"resourceName": "rdma/ib", "perPod": 4, "hca": "mlx5", "networks": ["ib-a", "x/ib-b"]}},
+    {"profile": "efa", "socketInterface": "^lo", "efa": {"perPod": 32}},
+    {"profile": "hostNetwork", "socketInterface": "eth0"},
+])
+FABRIC_ATTACK = [{"name": "log", "image": "fluent-bit"},
+                 {"name": "ray-worker", "securityContext": {"capabilities": {"drop": ["IPC_LOCK"]}},
+                  "resources": {"limits": {"rdma/ib": 0}, "requests": {"rdma/ib": 0}}}]
+
 infra_over = st.fixed_dictionaries({
     "recipe": st.fixed_dictionaries({
         "cluster": st.fixed_dictionaries({
@@ -52,15 +65,17 @@ infra_over = st.fixed_dictionaries({
     "launch": st.fixed_dictionaries({"mode": st.sampled_from(["rayjob", "bringup", "attach"])}),
     "kuberay": st.fixed_dictionaries({
         "pdb": st.fixed_dictionaries({"enabled": st.booleans()}),
+        "network": network,
         "spec": st.fixed_dictionaries({
             "workerGroupSpecs": st.lists(st.fixed_dictionaries({
                 "groupName": st.sampled_from(["trainer", "inference"]),
                 "template": st.fixed_dictionaries({"spec": st.fixed_dictionaries({
                     "nodeSelector": st.dictionaries(names, names, max_size=2),
-                    "containers": st.just([{"name": "ray-worker",
-                                            "env": [{"name": "DOCKYARD_FLEET_ROLE", "value": "x"},
-                                                    *STORAGE_OVERLAY["env"]],
-                                            "volumeMounts": STORAGE_OVERLAY["volumeMounts"]}]),
+                    "containers": st.sampled_from([[{"name": "ray-worker",
+                                                     "env": [{"name": "DOCKYARD_FLEET_ROLE", "value": "x"},
+                                                             *STORAGE_OVERLAY["env"]],
+                                                     "volumeMounts": STORAGE_OVERLAY["volumeMounts"]}],
+                                                   FABRIC_ATTACK]),
                     "volumes": st.just(STORAGE_OVERLAY["volumes"] + [{"name": "scratch", "emptyDir": {}}]),
                 })}),
             }), max_size=2, unique_by=lambda g: g["groupName"]),
@@ -90,6 +105,9 @@ infra_over = st.fixed_dictionaries({
 def test_any_valid_values_render_validate_and_keep_invariants(over):
     if over["launch"]["mode"] == "attach":
         over["launch"]["clusterName"] = "shared"
+    gpu_security = over["infra"]["security"]
+    if gpu_security["enabled"] and gpu_security["profile"] == "restricted":  # refused with rdma and hostNetwork
+        over["kuberay"]["network"] = {"profile": "efa", "efa": {"perPod": 1}}
     values = chart_values(**over)
     ChartValues.model_validate(values)
     out = render_values(values)
@@ -113,7 +131,37 @@ def test_any_valid_values_render_validate_and_keep_invariants(over):
             assert group["replicas"] == shape["nodes"]
             limits = group["template"]["spec"]["containers"][0]["resources"]["limits"]
             assert limits["nvidia.com/gpu"] == shape["gpusPerNode"]
+    _fabric_pinned(over["kuberay"]["network"], out.groups())
     assert out.one("Deployment")["spec"]["replicas"] == over["sandbox"]["replicas"]
+
+
+def _fabric_pinned(network, groups):
+    """The trainer and inference pods carry the same fabric whatever the overlay did: the Ray container first,
+    the profile's device, IPC_LOCK under rdma, hostNetwork under hostNetwork only; the head none of it."""
+    profile = network["profile"]
+    device = {"rdma": network.get("rdma", {}).get("resourceName"), "efa": "vpc.amazonaws.com/efa"}.get(profile)
+
+    def fabric(group):
+        spec = group["template"]["spec"]
+        ray = spec["containers"][0]
+        caps = (ray.get("securityContext") or {}).get("capabilities") or {}
+        return {"first": ray["name"], "ipc_lock": "IPC_LOCK" in (caps.get("add") or []),
+                "ipc_dropped": profile == "rdma" and "IPC_LOCK" in (caps.get("drop") or []),
+                "device": [ray["resources"][side].get(device) for side in ("requests", "limits")],
+                "env": [(e["name"], e.get("value")) for e in ray["env"]
+                        if e["name"].startswith(("NCCL_", "GLOO_", "FI_"))],
+                "host": spec.get("hostNetwork", False),
+                "networks": group["template"].get("metadata", {}).get("annotations", {}).get(
+                    "k8s.v1.cni.cncf.io/networks")}
+
+    trainer, inference, head = fabric(groups["trainer"]), fabric(groups["inference"]), fabric(groups["head"])
+    assert trainer == inference
+    assert trainer["first"] == "ray-worker" and trainer["host"] is (profile == "hostNetwork")
+    assert trainer["ipc_lock"] is (profile == "rdma") and not trainer["ipc_dropped"]
+    assert trainer["device"] == ([network[profile]["perPod"]] * 2 if device else [None, None])
+    assert bool(trainer["networks"]) is (profile == "rdma")
+    assert (bool(trainer["env"]) or profile == "tcp") and head["env"] == []
+    assert (head["ipc_lock"], head["host"], head["networks"]) == (False, False, None)
 
 
 LAYOUT = {"checkpoints": ("dockyard-checkpoints", "/dockyard/checkpoints", "checkpoints", ["DOCKYARD_CHECKPOINT_DIR"]),

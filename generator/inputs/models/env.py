@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from generator.inputs.api_rules import divisor_problem
 from generator.inputs.credentials import CREDENTIAL_LITERAL, literal_problem, secret_ref_hint
+from generator.inputs.fabric_rules import FABRIC_ENV
 from generator.inputs.models.common import present
 from generator.inputs.models.types import (
     ANNOTATION_KEY_RE,
@@ -165,9 +166,10 @@ class GpuEnvVar(EnvVar):
     """A Kubernetes EnvVar of the Ray container of the head and both fleets."""
 
     name: EnvName = Field(
-        description=f"Variable name; not one the chart sets ({', '.join(GPU_CHART_ENV)}).",
+        description=f"Variable name; not one the chart sets ({', '.join(GPU_CHART_ENV)}) nor one of the fabric's "
+                    f"({', '.join(FABRIC_ENV)}: kuberay.network).",
         # JSON Schema twin of _not_the_charts, so Helm refuses the same values.
-        json_schema_extra={"not": {"enum": list(GPU_CHART_ENV)}},
+        json_schema_extra={"not": {"enum": list(GPU_CHART_ENV + FABRIC_ENV)}},
     )
 
     @field_validator("name")
@@ -176,6 +178,9 @@ class GpuEnvVar(EnvVar):
         if name in GPU_CHART_ENV:
             raise ValueError(f"{name} is set by the chart itself in every GPU pod ({', '.join(GPU_CHART_ENV)}); "
                              "choose another name")
+        if name in FABRIC_ENV:
+            raise ValueError(f"{name} is the fabric's, the same in both worker groups: say it in kuberay.network "
+                             "(socketInterface, rdma.hca, profile efa)")
         return name
 
 

@@ -18,6 +18,7 @@ from generator.inputs.models.kuberay import (
 )
 from generator.inputs.models.launch import LaunchSettings
 from generator.inputs.models.namespace import LimitRangeSettings, ResourceQuotaSettings
+from generator.inputs.models.network import RESTRICTED_FABRIC_RULE, restricted_fabric_problem
 from generator.inputs.models.sandbox import SANDBOX_CHART_LABELS, Sandbox, chart_label_problem
 from generator.inputs.models.security import GpuSecuritySettings
 from generator.inputs.models.storage import StorageSettings
@@ -140,7 +141,8 @@ class InfraSettings(InfraBase):
 class InfraSpec(Strict):
     """The infra spec file."""
 
-    model_config = Strict.model_config | {"json_schema_extra": KUEUE_AUTOSCALING_RULE}
+    model_config = Strict.model_config | {"json_schema_extra": {"allOf": [KUEUE_AUTOSCALING_RULE,
+                                                                          RESTRICTED_FABRIC_RULE]}}
 
     infra: InfraSettings = Field(description="Image, backend, namespace and cluster-wide settings.")
     launch: LaunchSettings = Field(LaunchSettings(), description="How the GPU fleet is launched.")
@@ -158,7 +160,8 @@ class InfraSpec(Strict):
 
     @model_validator(mode="after")
     def _kueue_overlay(self) -> InfraSpec:
-        problem = kueue_overlay_problem(self.launch, self.kuberay)
+        problem = kueue_overlay_problem(self.launch, self.kuberay) or restricted_fabric_problem(
+            self.infra.security, self.kuberay.network)
         if problem:
             raise problem
         return self

@@ -8,8 +8,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from generator import tool_table
+from generator.inputs.fabric_rules import fabric_overlay_problem
 from generator.inputs.models.common import PodResources
 from generator.inputs.models.launch import KUEUE_AUTOSCALING, QUEUED, LaunchSettings
+from generator.inputs.models.network import NetworkSettings
 from generator.inputs.models.placement import KubeRayPlacement
 from generator.inputs.models.types import INT32_MAX, STRICT_TYPES, FreeForm, Strict, refuse_non_finite, refused
 from generator.inputs.rules import duplicate_group, kuberay_overlay_problem, overlay_shape_problem
@@ -72,7 +74,7 @@ class RayClusterSpecOverlay(BaseModel):
             (("headGroupSpec",), "head", dict(self.headGroupSpec))]
         shapes += [(("workerGroupSpecs", i), g.groupName, g.model_dump()) for i, g in enumerate(self.workerGroupSpecs)]
         for where, role, spec in shapes:
-            found = overlay_shape_problem(role, spec)
+            found = overlay_shape_problem(role, spec) or (fabric_overlay_problem(spec) if role != "head" else None)
             if found:
                 raise refused(where + found[0], found[1], found[2])
         return self
@@ -100,6 +102,8 @@ class KubeRaySettings(Strict):
     spec: RayClusterSpecOverlay = Field(RayClusterSpecOverlay(),
                                         description="Free-form RayClusterSpec overlay, merged before the invariants.")
     pdb: GpuPdbSettings = Field(GpuPdbSettings(), description="Opt-in GPU PodDisruptionBudget (bringup).")
+    network: NetworkSettings = Field(NetworkSettings(), description="The fabric of the trainer and inference pods "
+                                     "(NCCL weight sync): tcp, rdma, efa or hostNetwork, the same in both groups.")
 
 
 # JSON Schema twin of kueue_overlay_problem (on InfraSpec and ChartValues), so Helm refuses the same values.

@@ -13,6 +13,7 @@ from generator.inputs.models.infra import (
     Sandbox,
     kueue_overlay_problem,
 )
+from generator.inputs.models.network import RESTRICTED_FABRIC_RULE, restricted_fabric_problem
 from generator.inputs.models.recipe import ClusterShape
 from generator.inputs.models.types import DNS1035_LABEL_RE, Strict, refused
 from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
@@ -51,6 +52,7 @@ class ChartValues(Strict):
             {"if": {"properties": {"launch": {"properties": {"mode": {"const": "rayjob"}}}}},
              "then": {"properties": {"recipe": {"properties": {"name": {"maxLength": MAX_RAYJOB_NAME}}}}}},
             KUEUE_AUTOSCALING_RULE,
+            RESTRICTED_FABRIC_RULE,
         ]}
     }
 
@@ -67,7 +69,8 @@ class ChartValues(Strict):
                 f"recipe name {self.recipe.name!r} has {len(self.recipe.name)} characters; "
                 f"KubeRay allows at most {MAX_RAYJOB_NAME} for a RayJob"
             )
-        problem = kueue_overlay_problem(self.launch, self.kuberay)
+        problem = kueue_overlay_problem(self.launch, self.kuberay) or restricted_fabric_problem(
+            self.infra.security, self.kuberay.network)
         if problem:
             raise problem
         for key, message, expected in gang_problems(self.infra.storage.model_dump(), self.recipe.cluster.model_dump()):

@@ -55,6 +55,7 @@ dict "ctx" $ "role" "trainer" -> [{"name": "RAY_ENABLE_UV_RUN_RUNTIME_ENV", "val
 {{- if .ctx.Values.sandbox.injectUrls -}}
 {{- $env = append $env (dict "name" "DOCKYARD_SANDBOX_URLS" "value" (include "dockyard.sandbox.url" .ctx)) -}}
 {{- end -}}
+{{- $env = concat $env (include "dockyard.ray.fabricEnv" . | fromJsonArray) -}}{{- /* the fabric's last (ray/_fabric.tpl) */ -}}
 {{- toJson $env -}}
 {{- end -}}
 
@@ -76,6 +77,7 @@ dict "ctx" $ "role" "trainer" "containers" [{"name": "ray-worker", "image": "evi
 {{- end -}}
 {{- $inv := include "dockyard.ray.invariantEnv" . | fromJsonArray -}}
 {{- $invNames := list "RAY_ENABLE_UV_RUN_RUNTIME_ENV" "DOCKYARD_FLEET_ROLE" "DOCKYARD_SANDBOX_URLS" -}}
+{{- $invNames = concat $invNames (include "dockyard.ray.fabricEnvNames" . | fromJsonArray) -}}
 {{- /* infra.env and infra.envFrom: the Ray container's own, after the overlay's (infra.env replaces an
 overlay variable of the same name), before the invariants (no name of theirs is kept). */ -}}
 {{- $infraEnv := list -}}
@@ -206,7 +208,9 @@ dict "ctx" $ "role" "trainer" "base" <dockyard.ray.workerBase> "overlay" {"group
 {{- range $key := list "replicas" "minReplicas" "maxReplicas" -}}{{- $_ := set $group $key $nodes -}}{{- end -}}
 {{- end -}}
 {{- $group = include "dockyard.ray.fleetTag" (dict "role" .role "group" $group) | fromJson -}}
-{{- $_ := set $tpl "spec" $spec -}}
+{{- $fabric := include "dockyard.ray.pinFabric" (dict "ctx" .ctx "role" .role "tpl" $tpl "spec" $spec) | fromJson -}}
+{{- $tpl = $fabric.tpl -}}
+{{- $_ := set $tpl "spec" $fabric.spec -}}
 {{- $_ := set $group "template" $tpl -}}
 {{- toJson $group -}}
 {{- end -}}

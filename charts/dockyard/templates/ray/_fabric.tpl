@@ -1,0 +1,109 @@
+{{/*
+kuberay.network in the trainer and inference groups (docs/fabric.md): the fabric the NCCL weight sync
+crosses. Both groups get the same fields, applied by dockyard.ray.group after the kuberay.spec overlay, so
+no overlay makes the groups differ or removes them; the head carries no NCCL traffic and gets none.
+generator/inputs/models/network.py holds the same names.
+*/}}
+
+{{/* The env names the fabric owns in every container of a GPU group (the overlay's are dropped). */}}
+{{- define "dockyard.ray.fabricEnvNames" -}}
+{{- toJson (list "NCCL_SOCKET_IFNAME" "GLOO_SOCKET_IFNAME" "NCCL_IB_HCA" "FI_PROVIDER") -}}
+{{- end -}}
+
+{{/* The fabric's env of one group.
+dict "ctx" $ "role" "trainer" with kuberay.network {profile: rdma, socketInterface: eth0, rdma: {hca: mlx5}}
+-> [{"name": "NCCL_SOCKET_IFNAME", "value": "eth0"}, {"name": "GLOO_SOCKET_IFNAME", "value": "eth0"},
+    {"name": "NCCL_IB_HCA", "value": "mlx5"}]
+dict "ctx" $ "role" "head" -> [] */}}
+{{- define "dockyard.ray.fabricEnv" -}}
+{{- $net := .ctx.Values.kuberay.network | default dict -}}
+{{- $env := list -}}
+{{- if ne .role "head" -}}
+{{- with $net.socketInterface -}}
+{{- $env = append $env (dict "name" "NCCL_SOCKET_IFNAME" "value" .) -}}
+{{- $env = append $env (dict "name" "GLOO_SOCKET_IFNAME" "value" .) -}}
+{{- end -}}
+{{- if eq $net.profile "rdma" -}}
+{{- with $net.rdma.hca -}}{{- $env = append $env (dict "name" "NCCL_IB_HCA" "value" .) -}}{{- end -}}
+{{- else if eq $net.profile "efa" -}}
+{{- $env = append $env (dict "name" "FI_PROVIDER" "value" "efa") -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $env -}}
+{{- end -}}
+
+{{/* The device a profile asks for per pod: {"name": resource, "count": n}, or {} (tcp, hostNetwork).
+$ with kuberay.network {profile: efa, efa: {perPod: 4}} -> {"name": "vpc.amazonaws.com/efa", "count": 4} */}}
+{{- define "dockyard.ray.fabricDevice" -}}
+{{- $net := .Values.kuberay.network | default dict -}}
+{{- if eq $net.profile "rdma" -}}
+{{- toJson (dict "name" $net.rdma.resourceName "count" (int64 $net.rdma.perPod)) -}}
+{{- else if eq $net.profile "efa" -}}
+{{- toJson (dict "name" "vpc.amazonaws.com/efa" "count" (int64 $net.efa.perPod)) -}}
+{{- else -}}
+{{- toJson dict -}}
+{{- end -}}
+{{- end -}}
+
+{{/* One Ray pod per node for hostNetwork: the trainer and inference pods of this release repel each other
+(two on one node would share its ports). */}}
+{{- define "dockyard.ray.fabricAntiAffinity" -}}
+{{- toJson (dict
+  "labelSelector" (dict "matchExpressions" (list
+    (dict "key" "app.kubernetes.io/instance" "operator" "In" "values" (list .Release.Name))
+    (dict "key" "dockyard.dev/fleet" "operator" "In" "values" (list "trainer" "inference"))))
+  "topologyKey" "kubernetes.io/hostname") -}}
+{{- end -}}
+
+{{/* A worker group's pod template with the fabric pinned: the device in the Ray container's (index 0)
+requests and limits, IPC_LOCK added (rdma), the Multus networks annotation (rdma), hostNetwork with its DNS
+policy and anti-affinity (hostNetwork); what the overlay set of these is replaced.
+dict "ctx" $ "role" "trainer" "tpl" {"metadata": …} "spec" {"containers": […], …}
+-> {"tpl": {"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": "ib-net"}}}, "spec": {…}} */}}
+{{- define "dockyard.ray.pinFabric" -}}
+{{- $net := .ctx.Values.kuberay.network | default dict -}}
+{{- $tpl := .tpl -}}
+{{- $spec := .spec -}}
+{{- if ne .role "head" -}}
+{{- $main := first $spec.containers -}}
+{{- $device := include "dockyard.ray.fabricDevice" .ctx | fromJson -}}
+{{- if $device -}}
+{{- $res := $main.resources | default dict -}}
+{{- range $side := list "requests" "limits" -}}
+{{- $_ := set $res $side (set (index $res $side | default dict) $device.name $device.count) -}}
+{{- end -}}
+{{- $_ := set $main "resources" $res -}}
+{{- end -}}
+{{- if eq $net.profile "rdma" -}}
+{{- $sc := $main.securityContext | default dict -}}
+{{- $caps := $sc.capabilities | default dict -}}
+{{- $add := without ($caps.add | default list) "IPC_LOCK" -}}
+{{- $_ := set $caps "add" (append $add "IPC_LOCK") -}}
+{{- $drop := without ($caps.drop | default list) "IPC_LOCK" -}}
+{{- if $drop -}}{{- $_ := set $caps "drop" $drop -}}{{- else -}}{{- $_ := unset $caps "drop" -}}{{- end -}}
+{{- $_ := set $sc "capabilities" $caps -}}
+{{- $_ := set $main "securityContext" $sc -}}
+{{- end -}}
+{{- $meta := $tpl.metadata | default dict -}}
+{{- $notes := omit ($meta.annotations | default dict) "k8s.v1.cni.cncf.io/networks" -}}
+{{- if and (eq $net.profile "rdma") $net.rdma.networks -}}
+{{- $_ := set $notes "k8s.v1.cni.cncf.io/networks" (join "," $net.rdma.networks) -}}
+{{- end -}}
+{{- if $notes -}}{{- $_ := set $meta "annotations" $notes -}}{{- else -}}{{- $_ := unset $meta "annotations" -}}{{- end -}}
+{{- $_ := set $tpl "metadata" $meta -}}
+{{- $_ := unset $spec "hostNetwork" -}}
+{{- if eq $net.profile "hostNetwork" -}}
+{{- $_ := set $spec "hostNetwork" true -}}
+{{- $_ := set $spec "dnsPolicy" "ClusterFirstWithHostNet" -}}
+{{- $aff := $spec.affinity | default dict -}}
+{{- $anti := $aff.podAntiAffinity | default dict -}}
+{{- $term := include "dockyard.ray.fabricAntiAffinity" .ctx | fromJson -}}
+{{- $terms := $anti.requiredDuringSchedulingIgnoredDuringExecution | default list -}}
+{{- if not (has $term $terms) -}}{{- $terms = append $terms $term -}}{{- end -}}
+{{- $_ := set $anti "requiredDuringSchedulingIgnoredDuringExecution" $terms -}}
+{{- $_ := set $aff "podAntiAffinity" $anti -}}
+{{- $_ := set $spec "affinity" $aff -}}
+{{- end -}}
+{{- end -}}
+{{- toJson (dict "tpl" $tpl "spec" $spec) -}}
+{{- end -}}
