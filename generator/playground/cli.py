@@ -66,7 +66,12 @@ def _up(args: argparse.Namespace) -> int:
         cpu_nodes=args.cpu_nodes,
         node_cpu=args.node_cpu,
         node_memory=args.node_memory,
+        gpu_node_devices=args.gpu_node_devices,
     )
+    try:
+        shape.devices()
+    except ValueError as exc:
+        raise _usage_error(f"--gpu-node-devices: {exc}") from None
     return up(_state_dir(args), shape, timeout=args.timeout, real_node=args.real_node, kueue=args.kueue)
 
 
@@ -111,6 +116,9 @@ def add_parser(subparsers: Any) -> None:
                     help=f"cpu capacity of every node (default {d.node_cpu})")
     up.add_argument("--node-memory", default=d.node_memory, metavar="X",
                     help=f"memory capacity of every node (default {d.node_memory})")
+    up.add_argument("--gpu-node-devices", default=d.gpu_node_devices, metavar="R=N[,R=N]",
+                    help="fabric devices every GPU node advertises beside its GPUs, as a device plugin would, e.g. "
+                         "rdma/ib=2,vpc.amazonaws.com/efa=4 (kuberay.network's rdma and efa profiles; default none)")
     up.add_argument("--timeout", type=float, default=120.0, metavar="S", help="give up after S seconds (default 120)")
     up.add_argument("--real-node", action="store_true",
                     help="add one real CPU node (kubelet, containerd, CNI, kube-proxy, CoreDNS, kube-router) in "

@@ -1,4 +1,5 @@
-"""Simulated nodes: GPU nodes with `nvidia.com/gpu` capacity and GPU-operator style labels, CPU nodes.
+"""Simulated nodes: GPU nodes with `nvidia.com/gpu` capacity (and, when asked, fabric devices such as rdma/ib
+or vpc.amazonaws.com/efa) and GPU-operator style labels, CPU nodes.
 
 Every node reports InternalIP 127.0.0.1 (kwok's kubelet endpoint is there) and gets its own pod
 CIDR inside 127.64.0.0/10, so every pod IP kwok hands out is a loopback address.
@@ -14,6 +15,7 @@ runs for real; there the apiserver also runs ExtendedResourceToleration (generat
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass
 
 POD_CIDR = "127.64.0.0/10"  # per-node /20 slices: 1024 nodes of 4094 pods
@@ -21,6 +23,9 @@ NODE_IP = "127.0.0.1"
 GPU_PRODUCT = "NVIDIA-H100-80GB-HBM3"
 GPU_MEMORY_MIB = "81559"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+# An extended resource name: a domain prefix and a name (the API's qualified name).
+DEVICE_RE = (r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+             r"/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 SIMULATED_TAINT = {"key": "playground.dockyard.dev/simulated", "value": "true", "effect": "NoSchedule"}
 
 
@@ -34,6 +39,22 @@ class Shape:
     cpu_nodes: int = 1
     node_cpu: str = "64"
     node_memory: str = "512Gi"
+    # Fabric devices every GPU node advertises beside its GPUs, as an RDMA or EFA device plugin would:
+    # "rdma/ib=2,vpc.amazonaws.com/efa=4" (`up --gpu-node-devices`); none by default.
+    gpu_node_devices: str = ""
+
+    def devices(self) -> dict[str, int]:
+        """gpu_node_devices as {resource: count}; ValueError naming what is wrong."""
+        out: dict[str, int] = {}
+        for item in filter(None, (i.strip() for i in self.gpu_node_devices.split(","))):
+            name, eq, count = item.partition("=")
+            if not eq or not re.fullmatch(DEVICE_RE, name) or not count.isdigit() or not 1 <= int(count) <= 1000:
+                raise ValueError(f"{item!r} is not RESOURCE=COUNT (an extended resource with a domain, e.g. "
+                                 "rdma/ib=2, a count 1..1000)")
+            if name.split("/")[0].endswith("kubernetes.io") or name == "nvidia.com/gpu":
+                raise ValueError(f"{name} is not a fabric device (kubernetes.io's, or the GPUs themselves)")
+            out[name] = int(count)
+        return out
 
     def names(self) -> tuple[list[str], list[str]]:
         return (
@@ -79,6 +100,7 @@ def node_manifest(name: str, index: int, shape: Shape, gpus: int, kube_version: 
             }
         )
         capacity["nvidia.com/gpu"] = str(gpus)
+        capacity.update({name: str(count) for name, count in shape.devices().items()})
     cidr = node_pod_cidr(index)
     spec: dict = {"podCIDR": cidr, "podCIDRs": [cidr]}
     if gpus:

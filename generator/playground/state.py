@@ -159,10 +159,14 @@ class PlaygroundState:
             failed=bool(d.get("failed")), ready_seconds=d.get("ready_seconds"), version=int(d.get("version", VERSION)),
         )
 
+    def _shape(self) -> dict[str, Any]:
+        """As saved: gpu_node_devices only when set (an older file reads and writes back as it was)."""
+        return {k: v for k, v in asdict(self.shape).items() if v or k != "gpu_node_devices"}
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "version": self.version, "state_dir": self.state_dir, "created": self.created,
-            "shape": asdict(self.shape), "ports": self.ports.to_dict(), "server": self.server,
+            "shape": self._shape(), "ports": self.ports.to_dict(), "server": self.server,
             "service_cidr": self.service_cidr, "pod_cidr": self.pod_cidr, "kubeconfig": self.kubeconfig,
             "kube_version": self.kube_version, "components": {n: asdict(r) for n, r in self.components.items()},
         }

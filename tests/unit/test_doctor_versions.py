@@ -31,10 +31,17 @@ def test_every_claimed_minor_is_ok(minor):
     assert versions.kubernetes_version_verdict(f"v1.{minor}.2-eks-1234").mark == OK
 
 
+def test_the_charts_kube_version_floor_is_the_oldest_claimed_minor():
+    """Chart.yaml's kubeVersion says the range the project claims: helm refuses a server older than the oldest
+    minor, and sets no ceiling (a newer minor is doctor's ! row, not a refusal)."""
+    assert versions._chart_kube_floor() == KUBE_MINORS[0]
+
+
 @pytest.mark.parametrize("version, mark, words", [
-    (f"v1.{KUBE_MINORS[0] - 1}.9", WARN, ("older than the supported", f"--kube-version 1.{KUBE_MINORS[0]}")),
+    (f"v1.{KUBE_MINORS[0] - 1}.9", FAIL, (f"the chart requires Kubernetes >= 1.{KUBE_MINORS[0]}",
+                                          "helm install refuses")),
     (f"v1.{KUBE_MINORS[-1] + 1}.0", WARN, ("newer than the supported", f"--kube-version 1.{KUBE_MINORS[-1]}")),
-    ("v1.28.15", FAIL, ("the chart requires Kubernetes >= 1.29", "helm install refuses")),
+    ("v1.28.15", FAIL, (f"the chart requires Kubernetes >= 1.{KUBE_MINORS[0]}", "helm install refuses")),
     ("v2.0.0", WARN, ("newer than the supported",)),
     ("weird", WARN, ("not v1.N",)),
 ])

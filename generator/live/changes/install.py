@@ -65,7 +65,7 @@ def install(p: Plan, *, kubeconfig: str | None, context: str | None, timeout: fl
         if wait:
             from generator.live.doctor.capacity import refuse_never_fits
 
-            refuse_never_fits(kube, p.cluster, "`run --wait`")
+            refuse_never_fits(kube, p.cluster, "`run --wait`", (p.values.get("kuberay") or {}).get("network"))
     kube.require_priority_class(p.priority_class)
     if not kube.namespace_exists(p.namespace):
         if not create_namespace:

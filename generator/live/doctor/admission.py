@@ -27,8 +27,10 @@ def _dry_run_pod(role: str, template: dict[str, Any], drop_priority_class: bool)
             "spec": spec}
 
 
-def pod_security_row(kube: Kube, ns: Namespace, templates: dict[str, dict[str, Any]], drop_priority_class: bool) -> Row:
-    """A server-side dry run of each rendered pod (drop_priority_class: the PriorityClass is not known to exist)."""
+def pod_security_row(kube: Kube, ns: Namespace, templates: dict[str, dict[str, Any]], drop_priority_class: bool,
+                     fabric: str = "") -> Row:
+    """A server-side dry run of each rendered pod (drop_priority_class: the PriorityClass is not known to exist);
+    `fabric`: what the fabric profile asks of PodSecurity, the remedy when a worker pod is refused."""
     from kubernetes.client.exceptions import ApiException
 
     if ns.deleting:
@@ -56,8 +58,9 @@ def pod_security_row(kube: Kube, ns: Namespace, templates: dict[str, dict[str, A
                                      "(a server-side dry run needs the create verb)"))
             refused.append(f"{role}: {msg}")
     if refused:
+        workers = fabric and any(r.startswith(("trainer:", "inference:")) for r in refused)
         return Row(FAIL, "PodSecurity admission", f"enforce={level}: " + "; ".join(refused)[:600],
-                   "relax the namespace's pod-security.kubernetes.io/enforce label, or harden "
+                   fabric if workers else "relax the namespace's pod-security.kubernetes.io/enforce label, or harden "
                    "sandbox.security / infra.security (profile: restricted)")
     return Row(OK, "PodSecurity admission",
                f"enforce={level}: admits all {len(templates)} pod templates (server-side dry run)")

@@ -3,7 +3,8 @@
 The rows are made by the modules of `generator.live.doctor`, which checks() calls in this order: access (helm,
 the API server, namespace, release, RBAC, PriorityClass, pull secrets), versions, kuberay, kueue_rows (Kueue's
 queues and quota, only when launch.queue is set), credentials (the Secrets and ConfigMaps the pods read env from),
-capacity (the room for the GPU fleets, the sandbox pool and the quotas), placement, storage (infra.storage's claims
+capacity (the room for the GPU fleets, the sandbox pool and the quotas), fabric (the profile's devices beside the
+GPUs, its Multus networks), placement, storage (infra.storage's claims
 and classes), runtime_class and admission (PodSecurity by a server-side dry run, NetworkPolicy).
 Exit 1 when a row is ✗.
 """
@@ -23,6 +24,7 @@ from generator.live.doctor import (
     admission,
     capacity,
     credentials,
+    fabric,
     kuberay,
     kueue_rows,
     placement,
@@ -66,8 +68,11 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     rows += credentials.rows(kube, templates, ns)  # the Secrets and ConfigMaps the pods read env from
     room = capacity.read_room(kube, release, namespace)
     cluster = inputs.recipe.cluster
+    network = (values.get("kuberay") or {}).get("network")
     if inputs.infra.launch.mode != "attach":
         rows += capacity.gpu_rows(room, cluster)
+        rows += fabric.device_rows(room, cluster, network)  # the profile's device beside the GPUs
+        rows += fabric.networks_rows(kube, namespace, network)  # Multus' NetworkAttachmentDefinitions
         rows += placement.placement_rows(room, templates)
         rows += storage_rows(kube, values, release, namespace)  # infra.storage: claims, classes, access modes
     replicas = int((values.get("sandbox") or {}).get("replicas", 0))
@@ -84,7 +89,8 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     counts = {"sandbox": replicas, "head": 1, "trainer": cluster.trainer.nodes, "inference": cluster.inference.nodes,
               "submitter": 1}
     rows += capacity.quota_rows(kube, ns, admitted, counts)
-    rows.append(admission.pod_security_row(kube, ns, templates, drop_priority_class=priority_class.mark != OK))
+    rows.append(admission.pod_security_row(kube, ns, templates, drop_priority_class=priority_class.mark != OK,
+                                           fabric=fabric.admission_remedy(network)))
     rows += admission.network_policy_rows(values)
     return rows
 

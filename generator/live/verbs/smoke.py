@@ -136,7 +136,7 @@ def smoke(args: Any) -> int:
     kube.require_ray()
     from generator.live.doctor.capacity import refuse_never_fits
 
-    refuse_never_fits(kube, p.cluster, "`smoke`")
+    refuse_never_fits(kube, p.cluster, "`smoke`", (values.get("kuberay") or {}).get("network"))
     queue = (values.get("launch") or {}).get("queue")
     if queue:  # Kueue admits the probe as it would the job: refused now if it never would
         from generator.live.doctor.kueue_rows import refuse_never_admitted
