@@ -265,6 +265,20 @@ build_kueue() {
   cp "$src/config/components/webhook/manifests.yaml" "$1/webhook.yaml" && chmod -R u+w "$1"
 }
 
+# SIG Apps' agent-sandbox: the controller (its Sandbox controllers, and with --extensions the SandboxTemplate,
+# SandboxClaim and SandboxWarmPool ones), version-stamped as its Makefile does, and its CRDs (k8s/crds).
+build_agent_sandbox() {
+  local mod=sigs.k8s.io/agent-sandbox
+  GOBIN=$1 go install -trimpath -ldflags "-s -w -X $mod/internal/version.gitVersion=$2" "$mod/cmd/agent-sandbox-controller@$2"
+  mkdir -p "$1/crds" && build_agent_sandbox_crds "$1/crds" "$2"
+}
+
+# Only agent-sandbox's CRDs (no build): what `check` needs to validate the sandbox backend's kinds offline.
+build_agent_sandbox_crds() {
+  local src; src=$(go mod download -json "sigs.k8s.io/agent-sandbox@$2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  cp "$src"/k8s/crds/*.yaml "$1/" && chmod -R u+w "$1"
+}
+
 # metrics-server: the resource metrics API the real node's HPA reads, version-stamped as its own
 # Makefile does (client-go's version package).
 build_metrics_server() {
