@@ -209,9 +209,40 @@ def _zero(value: Any) -> bool:
     return value == 0 and not isinstance(value, bool)
 
 
+# The keys only one backend reads, with their defaults: under the other backend such a key must keep its default
+# (a changed value would mean nothing there). The model's JSON Schema twin and the chart's
+# dockyard.validate.sandboxBackend are written from these.
+POOL_ONLY_KEYS: tuple[tuple[Where, Any], ...] = (
+    (("autoscaling", "enabled"), False), (("rollingUpdate", "maxSurge"), "25%"),
+    (("rollingUpdate", "maxUnavailable"), 0), (("minReadySeconds",), 5), (("pdb", "maxUnavailable"), 1),
+)
+AGENT_SANDBOX_ONLY_KEYS: tuple[tuple[Where, Any], ...] = ((("warmPool", "updateStrategy"), "Recreate"),)
+
+
+def sandbox_backend_problem(sandbox: dict[str, Any]) -> tuple[Where, str, str] | None:
+    """Why a key of one sandbox backend is set under the other (`sandbox.backend`): (key path inside `sandbox`,
+    message, expected), or None. `sandbox` as dumped: defaults in."""
+    backend = sandbox.get("backend", "pool")
+    other = "pool" if backend == "agent-sandbox" else "agent-sandbox"
+    for where, default in POOL_ONLY_KEYS if backend == "agent-sandbox" else AGENT_SANDBOX_ONLY_KEYS:
+        value: Any = sandbox
+        for key in where:
+            value = value.get(key, default) if isinstance(value, dict) else default
+        if value != default or type(value) is not type(default):
+            shown = json.dumps(default)
+            message = (f"{'.'.join(map(str, where))} is a setting of the {other} backend, which means nothing with "
+                       f"backend {backend}")
+            return (where, message, f"{shown} (its default), or backend {other}")
+    return None
+
+
 def sandbox_pool_problem(sandbox: dict[str, Any]) -> tuple[Where, str, str] | None:
-    """Why the sandbox pool's autoscaling, PDB, rolling update or shutdown settings contradict each other:
-    (key path inside `sandbox`, message, expected), or None. `sandbox` as dumped: defaults in, None is unset."""
+    """Why the sandbox pool's backend keys, autoscaling, PDB, rolling update or shutdown settings contradict each
+    other: (key path inside `sandbox`, message, expected), or None. `sandbox` as dumped: defaults in, None is
+    unset."""
+    backend_found = sandbox_backend_problem(sandbox)
+    if backend_found:
+        return backend_found
     hpa = sandbox.get("autoscaling") or {}
     on, low, high = hpa.get("enabled", False), hpa.get("minReplicas", 2), hpa.get("maxReplicas", 10)
     pdb = sandbox.get("pdb") or {}

@@ -62,8 +62,10 @@ def _finding(f: dict[str, Any]) -> Finding:
 
 # The CRDs of the kinds the chart renders, at the version it renders (kube-validate loads <Kind>.json
 # when an object of that kind arrives).
-CHART_CRDS = ("ray.io_rayjobs.yaml", "ray.io_rayclusters.yaml")
-CHART_CRD_VERSION = "v1"
+# The CRDs of the kinds the chart renders: (the tool holding them, file, the version the chart writes).
+CHART_CRDS = (("kuberay-crds", "ray.io_rayjobs.yaml", "v1"), ("kuberay-crds", "ray.io_rayclusters.yaml", "v1"),
+              ("agent-sandbox-crds", "extensions.agents.x-k8s.io_sandboxtemplates.yaml", "v1beta1"),
+              ("agent-sandbox-crds", "extensions.agents.x-k8s.io_sandboxwarmpools.yaml", "v1beta1"))
 
 
 def _is_pod_template(schema: Any) -> bool:
@@ -97,29 +99,33 @@ def _open_pod_templates(node: Any) -> None:
 
 
 def crd_json() -> Path:
-    """The pinned KubeRay CRDs for kube-validate, once per version: JSON, the rendered version only,
-    pod templates opened (see `_open_pod_templates`)."""
+    """The pinned KubeRay and agent-sandbox CRDs for kube-validate, once per pair of versions: JSON, the rendered
+    version only, pod templates opened (see `_open_pod_templates`)."""
     from generator.render.kubeconform import _atomic_dir, not_a_crd
 
-    src = tool_dir("kuberay-crds")
-    if not src.is_dir():
-        raise ToolMissing(f"the KubeRay CRDs are not fetched; run `make tools` (expected {src})")
+    srcs = {tool: tool_dir(tool) for tool in ("kuberay-crds", "agent-sandbox-crds")}
+    for src in srcs.values():
+        if not src.is_dir():
+            raise ToolMissing(f"the CRDs of the chart's custom kinds are not fetched; run `make tools` "
+                              f"(expected {src})")
 
     def build(out: Path) -> None:
         import yaml
 
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        for name in CHART_CRDS:
+        for tool, name, version in CHART_CRDS:
+            src = srcs[tool]
             try:
                 crd = yaml.load((src / name).read_text(), Loader=loader)
-                crd["spec"]["versions"] = [v for v in crd["spec"]["versions"] if v["name"] == CHART_CRD_VERSION]
+                crd["spec"]["versions"] = [v for v in crd["spec"]["versions"] if v["name"] == version]
                 kind = crd["spec"]["names"]["kind"]
             except (yaml.YAMLError, LookupError, TypeError) as exc:
                 raise not_a_crd(src / name, exc) from None
             _open_pod_templates(crd)
             (out / f"{kind}.json").write_text(json.dumps(crd))
 
-    return _atomic_dir(cache_dir() / "schemas" / f"kuberay-{kuberay_version()}-kube-validate-v3", build)
+    folder = f"kuberay-{kuberay_version()}-{srcs['agent-sandbox-crds'].name}-kube-validate-v3"
+    return _atomic_dir(cache_dir() / "schemas" / folder, build)
 
 
 class Run:

@@ -128,14 +128,20 @@ def _strict(node: Any) -> Any:
 
 
 def crd_schemas() -> Path:
+    """The CRDs' schemas for kubeconform: KubeRay's (the chosen version) and agent-sandbox's (the pinned one, the
+    kinds of sandbox.backend agent-sandbox), in one folder per pair of versions."""
     src = tool_dir("kuberay-crds")
     if not src.is_dir():
         raise ToolMissing(f"the KubeRay {kuberay_version()} CRDs are not fetched; {fetch_crds_hint()} (expected {src})")
+    sandbox = tool_dir("agent-sandbox-crds")
+    if not sandbox.is_dir():
+        raise ToolMissing(f"the agent-sandbox CRDs are not fetched; run `bash hack/tools.sh agent-sandbox-crds` "
+                          f"(expected {sandbox})")
 
     def build(out: Path) -> None:
         import yaml
 
-        for path in sorted(src.glob("*.yaml")):
+        for path in sorted(src.glob("*.yaml")) + sorted(sandbox.glob("*.yaml")):
             try:
                 crd = yaml.safe_load(path.read_text())
                 spec = crd["spec"]
@@ -148,12 +154,12 @@ def crd_schemas() -> Path:
                 schema["properties"]["kind"] = {"type": "string", "enum": [spec["names"]["kind"]]}
                 (out / f"{kind}-{spec['group']}-{version}.json").write_text(json.dumps(schema))
 
-    return _atomic_dir(cache_dir() / "schemas" / f"kuberay-{kuberay_version()}-v2", build)
+    return _atomic_dir(cache_dir() / "schemas" / f"kuberay-{kuberay_version()}-{sandbox.name}-v2", build)
 
 
 def not_a_crd(path: Path, exc: Exception) -> CheckFailed:
     return CheckFailed(f"{path}: not a CRD with the fields expected ({type(exc).__name__}: "
-                       f"{procs.first_line(str(exc))}); fetch the KubeRay CRDs again: `make tools`")
+                       f"{procs.first_line(str(exc))}); fetch the CRDs again: `make tools`")
 
 
 def schema_failure(exc: OSError) -> CheckFailed:

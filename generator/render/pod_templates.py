@@ -1,6 +1,7 @@
 """Pod templates by role, read from rendered objects: the one reading of "which pod is which fleet".
 
-Roles: sandbox (the Deployment), test (the `helm test` Pod), submitter (a RayJob's submitterPodTemplate),
+Roles: sandbox (the pool's Deployment, or agent-sandbox's SandboxTemplate: the same pod), test (the `helm test`
+Pod), submitter (a RayJob's submitterPodTemplate),
 head and each worker group by its groupName (trainer, inference). `check --security`, `doctor` and the
 chart tests all read pods through here.
 """
@@ -19,6 +20,8 @@ def pod_templates(docs: list[dict[str, Any]]) -> dict[str, Template]:
         kind, spec = d.get("kind"), d.get("spec") or {}
         if kind == "Deployment":
             out["sandbox"] = spec["template"]
+        elif kind == "SandboxTemplate":
+            out["sandbox"] = spec["podTemplate"]
         elif kind == "Pod":
             out["test"] = {"metadata": d.get("metadata") or {}, "spec": spec}
         elif kind in ("RayJob", "RayCluster"):

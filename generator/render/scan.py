@@ -26,10 +26,29 @@ class ScanReport:
     skipped: list[Finding]
 
 
+def scannable(manifests: str) -> str:
+    """`manifests` with, after them, each SandboxTemplate's pod as the Pod every sandbox of it becomes: checkov
+    knows no custom kind, so without this it would never read the pod agent-sandbox runs. The Pod takes the
+    template's name and annotations (the chart's reasoned skips are there, as on the pool's Deployment)."""
+    import yaml
+
+    pods = []
+    for doc in yaml.safe_load_all(manifests):
+        if isinstance(doc, dict) and doc.get("kind") == "SandboxTemplate":
+            meta, template = doc.get("metadata") or {}, (doc.get("spec") or {}).get("podTemplate") or {}
+            pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": {
+                "name": meta.get("name"), "namespace": meta.get("namespace"),
+                "labels": (template.get("metadata") or {}).get("labels") or {},
+                "annotations": meta.get("annotations") or {}}, "spec": template.get("spec") or {}})
+    if not pods:
+        return manifests
+    return manifests.rstrip("\n") + "\n---\n" + yaml.safe_dump_all(pods, sort_keys=False)
+
+
 def checkov(manifests: str) -> ScanReport:
     with tempfile.TemporaryDirectory(prefix="dockyard-scan-") as tmp:
         path = Path(tmp) / "manifests.yaml"
-        path.write_text(manifests)
+        path.write_text(scannable(manifests))
         proc = subprocess.run(
             [binary("checkov"), "-f", str(path), "--framework", "kubernetes", "--skip-download", "-o", "json"],
             capture_output=True, text=True, check=False,

@@ -269,22 +269,31 @@ def test_every_kind_the_chart_can_render_is_validated_by_kube_validate():
     reading of the templates misses none."""
     in_templates = _template_kinds()
     rendered: set[tuple[str, str]] = set()
-    for mode in ("rayjob", "bringup"):
-        docs = render_values(chart_values(**deep_merge(ALL_ON, {"launch": {"mode": mode}}))).docs
-        rendered |= {(d["apiVersion"], d["kind"]) for d in docs}
+    for values in _all_on():
+        rendered |= {(d["apiVersion"], d["kind"]) for d in render_values(values).docs}
     assert rendered == in_templates, f"the renders and the templates differ (add the switch to ALL_ON): " \
                                      f"{sorted(rendered ^ in_templates)}"
     validated = {(k.api_version, k.kind): k.by for k in apivalidate.kinds()}
-    assert {k: validated[k] for k in [("ray.io/v1", "RayJob"), ("ray.io/v1", "RayCluster")]} == {
-        ("ray.io/v1", "RayJob"): "CRD", ("ray.io/v1", "RayCluster"): "CRD"}  # the pinned KubeRay CRDs
+    custom = [("ray.io/v1", "RayJob"), ("ray.io/v1", "RayCluster"),
+              ("extensions.agents.x-k8s.io/v1beta1", "SandboxTemplate"),
+              ("extensions.agents.x-k8s.io/v1beta1", "SandboxWarmPool")]
+    assert {k: validated[k] for k in custom} == dict.fromkeys(custom, "CRD")  # KubeRay's and agent-sandbox's CRDs
     missing = sorted(in_templates - set(validated))
     assert not missing, f"the chart renders kinds kube-validate does not validate: {missing} " \
                         "(add their registry strategy to tools/kube-validate/main.go's table)"
 
 
+def _all_on() -> list[dict]:
+    """ALL_ON in each mode that renders a RayJob or RayCluster, with each sandbox backend (agent-sandbox without the
+    pool's HPA, a key it refuses)."""
+    agent_sandbox = {"sandbox": {"backend": "agent-sandbox", "autoscaling": {"enabled": False}}}
+    return [chart_values(**deep_merge(deep_merge(ALL_ON, {"launch": {"mode": mode}}), backend))
+            for mode in ("rayjob", "bringup") for backend in ({}, agent_sandbox)]
+
+
 def test_every_object_rendered_with_every_switch_on_is_validated():
-    for mode in ("rayjob", "bringup"):
-        text = render_values(chart_values(**deep_merge(ALL_ON, {"launch": {"mode": mode}}))).text
+    for values in _all_on():
+        text = render_values(values).text
         report = apivalidate.validate(text)
         assert report.skipped == [] and report.findings == [], report
         assert report.objects == len([d for d in yaml.safe_load_all(text) if d])

@@ -132,6 +132,25 @@ SCHEMA_FIRST = [
      ("sandbox.rollingUpdate: maxSurge and maxUnavailable are both zero, a rollout Kubernetes refuses; expected "
       "maxSurge of at least 1 (maxUnavailable 0 keeps every replica serving)"),
      "sandbox.rollingUpdate: maxSurge and maxUnavailable are both zero"),
+    ("hpa under agent-sandbox", {"sandbox": {"backend": "agent-sandbox", "autoscaling": {
+        "enabled": True, "targetCPUUtilizationPercentage": 70}}},
+     ("sandbox.autoscaling.enabled: autoscaling.enabled is a setting of the pool backend, which means nothing with "
+      "backend agent-sandbox; expected false (its default), or backend pool"),
+     ("sandbox.autoscaling.enabled: autoscaling.enabled is a setting of the pool backend, which means nothing with "
+      "backend agent-sandbox")),
+    ("rollout knob under agent-sandbox", {"sandbox": {"backend": "agent-sandbox", "rollingUpdate": {
+        "maxUnavailable": "10%"}}},
+     ("sandbox.rollingUpdate.maxUnavailable: rollingUpdate.maxUnavailable is a setting of the pool backend, which "
+      "means nothing with backend agent-sandbox; expected 0 (its default), or backend pool"),
+     "sandbox.rollingUpdate.maxUnavailable: rollingUpdate.maxUnavailable is a setting of the pool backend"),
+    ("pdb knob under agent-sandbox", {"sandbox": {"backend": "agent-sandbox", "pdb": {"maxUnavailable": 2}}},
+     ("sandbox.pdb.maxUnavailable: pdb.maxUnavailable is a setting of the pool backend, which means nothing with "
+      "backend agent-sandbox; expected 1 (its default), or backend pool"),
+     "sandbox.pdb.maxUnavailable: pdb.maxUnavailable is a setting of the pool backend"),
+    ("warm pool under the pool", {"sandbox": {"warmPool": {"updateStrategy": "OnReplenish"}}},
+     ("sandbox.warmPool.updateStrategy: warmPool.updateStrategy is a setting of the agent-sandbox backend, which "
+      'means nothing with backend pool; expected "Recreate" (its default), or backend agent-sandbox'),
+     "sandbox.warmPool.updateStrategy: warmPool.updateStrategy is a setting of the agent-sandbox backend"),
     ("unknown group", {"kuberay": {"spec": {"workerGroupSpecs": [{"groupName": "bogus"}]}}},
      'kuberay.spec.workerGroupSpecs: unknown groupName "bogus" (expected trainer or inference)',
      "kuberay.spec.workerGroupSpecs[0].groupName: 'bogus' is not allowed"),

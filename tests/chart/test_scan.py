@@ -1,11 +1,12 @@
-"""The scanner gate: checkov finds nothing on the restricted pool, only reasoned skips on the default."""
+"""The scanner gate: checkov finds nothing on the restricted pool, only reasoned skips on the default; the same
+of the pod agent-sandbox's SandboxTemplate makes (sandbox.backend agent-sandbox)."""
 
 from __future__ import annotations
 
 import pytest
 
 from generator.render.scan import checkov
-from tests.conftest import chart_values, render_values
+from tests.conftest import chart_values, deep_merge, render_values
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 # Each skip the chart renders on the default pool, and why a reviewer accepts it (see sandbox/_helpers.tpl).
@@ -18,8 +19,16 @@ def pool(**over) -> str:
     return render_values(values, tests=False).text
 
 
-def test_default_pool_has_only_reasoned_skips():
-    report = checkov(pool())
+AGENT = {"backend": "agent-sandbox"}
+
+
+def _sandbox_pod_findings(findings) -> list:
+    return [f for f in findings if f.resource == "Pod.dockyard.grpo-swe-sandbox"]
+
+
+@pytest.mark.parametrize("backend", [{}, AGENT], ids=["pool", "agent-sandbox"])
+def test_default_pool_has_only_reasoned_skips(backend):
+    report = checkov(pool(sandbox=backend))
     assert report.failed == [], [(f.check_id, f.name) for f in report.failed]
     assert {f.check_id for f in report.skipped} == DEFAULT_SKIPS
     for f in report.skipped:
@@ -27,8 +36,10 @@ def test_default_pool_has_only_reasoned_skips():
     assert report.passed > 50
 
 
-def test_restricted_pool_has_zero_findings():
-    report = checkov(pool(sandbox={"security": {"profile": "restricted"}}, infra={"image": {"digest": DIGEST}}))
+@pytest.mark.parametrize("backend", [{}, AGENT], ids=["pool", "agent-sandbox"])
+def test_restricted_pool_has_zero_findings(backend):
+    report = checkov(pool(sandbox={"security": {"profile": "restricted"}, **backend},
+                          infra={"image": {"digest": DIGEST}}))
     assert report.failed == [], [(f.check_id, f.name) for f in report.failed]
     assert report.skipped == []  # every skip is conditional on its control being off
 
@@ -41,3 +52,6 @@ def test_restricted_pool_has_zero_findings():
 def test_the_gate_fails_on_a_new_finding(over, finding):
     report = checkov(pool(**over))
     assert finding in {f.check_id for f in report.failed}
+    # the same change under agent-sandbox is found on the pod its template makes
+    report = checkov(pool(**deep_merge(over, {"sandbox": AGENT})))
+    assert finding in {f.check_id for f in _sandbox_pod_findings(report.failed)}

@@ -226,6 +226,22 @@ CASES = [
       "expected: autoscaling.minReplicas of at least 2 (a maxUnavailable of 0 would block every node drain)"]),
     ("rollout neither surges nor drops", ("infra", "sandbox.rollingUpdate", {"maxSurge": "0%"}),
      ["sandbox.rollingUpdate: maxSurge and maxUnavailable are both zero", "expected: maxSurge of at least 1"]),
+    ("hpa under agent-sandbox", ("infra", None, {"sandbox.backend": "agent-sandbox", "sandbox.autoscaling": {
+        "enabled": True, "targetCPUUtilizationPercentage": 70}}),
+     [("sandbox.autoscaling.enabled: autoscaling.enabled is a setting of the pool backend, which means nothing with "
+       "backend agent-sandbox"), "expected: false (its default), or backend pool"]),
+    ("rollout knob under agent-sandbox", ("infra", None, {"sandbox.backend": "agent-sandbox",
+                                                          "sandbox.rollingUpdate": {"maxSurge": 1}}),
+     ["sandbox.rollingUpdate.maxSurge: rollingUpdate.maxSurge is a setting of the pool backend",
+      'expected: "25%" (its default), or backend pool']),
+    ("minReadySeconds under agent-sandbox", ("infra", None, {"sandbox.backend": "agent-sandbox",
+                                                             "sandbox.minReadySeconds": 0}),
+     ["sandbox.minReadySeconds: minReadySeconds is a setting of the pool backend", "expected: 5 (its default)"]),
+    ("warm pool under the pool", ("infra", "sandbox.warmPool", {"updateStrategy": "OnReplenish"}),
+     [("sandbox.warmPool.updateStrategy: warmPool.updateStrategy is a setting of the agent-sandbox backend, which "
+       "means nothing with backend pool"), 'expected: "Recreate" (its default), or backend agent-sandbox']),
+    ("unknown backend", ("infra", "sandbox.backend", "knative"),
+     ["sandbox.backend: 'knative' is not allowed", "one of: pool, agent-sandbox"]),
     ("maxSurge a bare string", ("infra", "sandbox.rollingUpdate", {"maxSurge": "1"}),
      ["sandbox.rollingUpdate.maxSurge"]),
     ("preStop eats the grace period", ("infra", "sandbox.preStopSleepSeconds", 300),

@@ -8,7 +8,8 @@
 // decoding (pruning, defaulting) and custom resource strategy, CEL rules included (crd.go).
 // Pod templates embedded in KubeRay RayJob/RayCluster objects (head group, every worker group, the
 // submitter) are validated the same way as PodTemplates: KubeRay creates the pods from them, and a
-// template the apiserver refuses leaves the RayJob waiting for pods that never appear.
+// template the apiserver refuses leaves the RayJob waiting for pods that never appear. So is the pod
+// template of an agent-sandbox SandboxTemplate, which its controller creates every sandbox's pod from.
 //
 // Output: one JSON document on stdout (see report). Exit 0 when the stream was read, whatever the
 // findings; 2 when the stream itself cannot be read.
@@ -272,12 +273,12 @@ func run(in io.Reader, namespace string, custom *crds) (*report, error) {
 			}
 			rep.add(at, errs, warns, "", "")
 		}
-		if gv.Group == "ray.io" {
+		if gv.Group == "ray.io" || gk == sandboxTemplateKind {
 			var obj map[string]any
 			if err := json.Unmarshal(js, &obj); err != nil {
 				return nil, fmt.Errorf("document %d: %w", doc, err)
 			}
-			for _, t := range rayTemplates(head.Kind, obj) {
+			for _, t := range podTemplates(head.Kind, obj) {
 				rep.PodTemplates++
 				errs, warns := podTemplate(t.template, ns)
 				rep.add(at, errs, warns, "template", t.path)
@@ -328,10 +329,19 @@ type embedded struct {
 	template any
 }
 
-// rayTemplates: the pod templates KubeRay creates pods from.
-func rayTemplates(kind string, obj map[string]any) []embedded {
+// sandboxTemplateKind: agent-sandbox's SandboxTemplate, whose spec.podTemplate every sandbox's pod is made from.
+var sandboxTemplateKind = schema.GroupKind{Group: "extensions.agents.x-k8s.io", Kind: "SandboxTemplate"}
+
+// podTemplates: the pod templates KubeRay (or agent-sandbox, for a SandboxTemplate) creates pods from.
+func podTemplates(kind string, obj map[string]any) []embedded {
 	spec, _ := obj["spec"].(map[string]any)
 	var out []embedded
+	if kind == sandboxTemplateKind.Kind {
+		if spec["podTemplate"] != nil {
+			out = append(out, embedded{"spec.podTemplate", spec["podTemplate"]})
+		}
+		return out
+	}
 	cluster := func(c map[string]any, at string) {
 		if head, ok := c["headGroupSpec"].(map[string]any); ok && head["template"] != nil {
 			out = append(out, embedded{at + ".headGroupSpec.template", head["template"]})

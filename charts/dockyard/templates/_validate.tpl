@@ -146,6 +146,9 @@ sandbox.autoscaling {minReplicas: 5, maxReplicas: 3}
 -> sandbox.autoscaling.maxReplicas: minReplicas 5 is more than maxReplicas 3; expected maxReplicas of at least 5, … */}}
 {{- define "dockyard.validate.sandboxPool" -}}
 {{- $sb := .Values.sandbox -}}
+{{- with include "dockyard.validate.sandboxBackend" . -}}
+{{- . -}}
+{{- else -}}
 {{- $hpa := $sb.autoscaling -}}
 {{- $low := int64 $hpa.minReplicas -}}
 {{- $high := int64 $hpa.maxReplicas -}}
@@ -164,6 +167,29 @@ sandbox.autoscaling: autoscaling is enabled but sets no target, so the HPA has n
 sandbox.rollingUpdate: maxSurge and maxUnavailable are both zero, a rollout Kubernetes refuses; expected maxSurge of at least 1 (maxUnavailable 0 keeps every replica serving)
 {{- else if ge (int64 $sb.preStopSleepSeconds) $grace -}}
 {{- printf "sandbox.preStopSleepSeconds: preStopSleepSeconds %d leaves no time of terminationGracePeriodSeconds %d to finish the tasks in flight; expected preStopSleepSeconds below %d, or a longer terminationGracePeriodSeconds" (int64 $sb.preStopSleepSeconds) $grace $grace -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A key only the other sandbox backend reads, changed from its default (generator/inputs/rules.py
+sandbox_backend_problem: POOL_ONLY_KEYS and AGENT_SANDBOX_ONLY_KEYS, the same keys and words).
+backend agent-sandbox with autoscaling.enabled true -> sandbox.autoscaling.enabled: autoscaling.enabled is a
+setting of the pool backend, which means nothing with backend agent-sandbox; expected false (its default), or backend pool */}}
+{{- define "dockyard.validate.sandboxBackend" -}}
+{{- $sb := .Values.sandbox -}}
+{{- $keys := list (list "warmPool.updateStrategy" $sb.warmPool.updateStrategy "\"Recreate\"") -}}
+{{- $other := "agent-sandbox" -}}
+{{- if eq $sb.backend "agent-sandbox" -}}
+{{- $other = "pool" -}}
+{{- $keys = list (list "autoscaling.enabled" $sb.autoscaling.enabled "false") (list "rollingUpdate.maxSurge" $sb.rollingUpdate.maxSurge "\"25%\"") (list "rollingUpdate.maxUnavailable" $sb.rollingUpdate.maxUnavailable "0") (list "minReadySeconds" $sb.minReadySeconds "5") (list "pdb.maxUnavailable" $sb.pdb.maxUnavailable "1") -}}
+{{- end -}}
+{{- $changed := list -}}
+{{- range $keys -}}
+{{- if ne (toJson (index . 1)) (index . 2) -}}{{- $changed = append $changed . -}}{{- end -}}
+{{- end -}}
+{{- with $changed -}}
+{{- $key := first . -}}
+{{- printf "sandbox.%s: %s is a setting of the %s backend, which means nothing with backend %s; expected %s (its default), or backend %s" (index $key 0) (index $key 0) $other $sb.backend (index $key 2) $other -}}
 {{- end -}}
 {{- end -}}
 

@@ -159,7 +159,10 @@ class SandboxEnvVar(EnvVar):
 
 # What the chart sets itself in every container of a GPU group, after infra.env (charts/dockyard/templates/ray/
 # _group.tpl, dockyard.ray.invariantEnv): infra.env may not set these.
-GPU_CHART_ENV = ("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "DOCKYARD_FLEET_ROLE", "DOCKYARD_SANDBOX_URLS")
+GPU_CHART_ENV = ("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "DOCKYARD_FLEET_ROLE", "DOCKYARD_SANDBOX_URLS",
+                 # sandbox.backend agent-sandbox's (charts/dockyard/templates/sandbox/_helpers.tpl, gpuEnv)
+                 "DOCKYARD_SANDBOX_WARM_POOL", "DOCKYARD_SANDBOX_TEMPLATE", "DOCKYARD_SANDBOX_NAMESPACE",
+                 "DOCKYARD_SANDBOX_PORT")
 
 
 class GpuEnvVar(EnvVar):

@@ -1,5 +1,6 @@
-"""`sandbox`: the GPU-free pool of executors that run untrusted agent code (a Deployment, its Service,
-NetworkPolicy, PDB and, opt-in, an HPA)."""
+"""`sandbox`: the GPU-free executors that run untrusted agent code: a pool (a Deployment, its Service, PDB and,
+opt-in, an HPA) or agent-sandbox's per-claim sandboxes (a SandboxTemplate and SandboxWarmPool); a NetworkPolicy
+under both."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from generator.inputs.models.types import (
     Strict,
     refused,
 )
-from generator.inputs.rules import sandbox_pool_problem
+from generator.inputs.rules import AGENT_SANDBOX_ONLY_KEYS, POOL_ONLY_KEYS, sandbox_pool_problem
 
 
 class SandboxResources(Strict):
@@ -161,15 +162,54 @@ def chart_label_problem(key: str) -> str | None:
     return f'"{key}" is a label the chart sets itself on the executor pods ({reserved}); choose another key'
 
 
-class Sandbox(Strict):
-    """The GPU-free pool of executors that run untrusted agent code."""
+class SandboxWarmPool(Strict):
+    """agent-sandbox's SandboxWarmPool (sandbox.backend agent-sandbox): `sandbox.replicas` ready sandboxes."""
 
+    updateStrategy: Literal["Recreate", "OnReplenish"] = Field(
+        "Recreate",
+        description="When the template changes (a `run` with a new image or env): `Recreate` replaces the unclaimed "
+                    "sandboxes at once, `OnReplenish` only as claims take them (claimed ones are never touched).")
+
+
+def _keeps_defaults(keys: tuple[tuple[tuple[str | int, ...], Any], ...]) -> dict[str, Any]:
+    """A JSON Schema that holds each key path of `keys` to its default (absent keys pass)."""
+    schema: dict[str, Any] = {"properties": {}}
+    for where, default in keys:
+        node = schema
+        for key in where[:-1]:
+            node = node["properties"].setdefault(key, {"properties": {}})
+        node["properties"][where[-1]] = {"const": default}
+    return schema
+
+
+_AGENT_SANDBOX: dict[str, Any] = {"required": ["backend"], "properties": {"backend": {"const": "agent-sandbox"}}}
+
+
+class Sandbox(Strict):
+    """The GPU-free executors that run untrusted agent code."""
+
+    # JSON Schema twin of rules.sandbox_backend_problem, so Helm refuses the same values.
+    model_config = ConfigDict(json_schema_extra={"allOf": [
+        {"if": _AGENT_SANDBOX, "then": _keeps_defaults(POOL_ONLY_KEYS)},
+        {"if": {"not": _AGENT_SANDBOX}, "then": _keeps_defaults(AGENT_SANDBOX_ONLY_KEYS)},
+    ]})
+
+    backend: Literal["pool", "agent-sandbox"] = Field(
+        "pool",
+        description="`pool`: a Deployment of long-lived executors behind a Service (many episodes each); "
+                    "`agent-sandbox`: a SandboxTemplate and SandboxWarmPool, one claimed sandbox per use "
+                    "(docs/sandbox-pool.md).")
     replicas: int = Field(2, ge=0, le=10000,
-                          description="Executor replicas; ignored when autoscaling.enabled (the HPA sets them).")
+                          description="Executor replicas (pool), or ready sandboxes in the warm pool (agent-sandbox); "
+                                      "ignored when autoscaling.enabled (the HPA sets them).")
+    warmPool: SandboxWarmPool = Field(SandboxWarmPool(), description="The warm pool (backend agent-sandbox only).")
     image: OptionalImage = Field(OptionalImage(),
                                  description="Executor image; defaults to the infra image (the same ubuntu-swe build).")
     port: int = Field(9090, ge=1, le=65535, description="Executor port (POST /task/submit).")
-    injectUrls: bool = Field(True, description="Inject DOCKYARD_SANDBOX_URLS (the Service DNS) into every GPU pod.")
+    injectUrls: bool = Field(
+        True, description="Tell every GPU pod where the executors are: DOCKYARD_SANDBOX_URLS (the pool's Service DNS), "
+                          "or with agent-sandbox what a claim needs (DOCKYARD_SANDBOX_WARM_POOL and the rest, "
+                          "docs/sandbox-pool.md).")
     resources: SandboxResources = Field(SandboxResources(), description="Requests and limits per replica.")
     security: SecuritySettings = Field(SecuritySettings(), description="securityContext baseline (on by default).")
     networkPolicy: NetworkPolicySettings = Field(NetworkPolicySettings(), description="The sandbox NetworkPolicy.")
@@ -237,7 +277,8 @@ class Sandbox(Strict):
     @model_validator(mode="after")
     def _pool_rules(self) -> Sandbox:
         found = sandbox_pool_problem(self.model_dump(include={
-            "autoscaling", "pdb", "rollingUpdate", "terminationGracePeriodSeconds", "preStopSleepSeconds"}))
+            "backend", "warmPool", "minReadySeconds", "autoscaling", "pdb", "rollingUpdate",
+            "terminationGracePeriodSeconds", "preStopSleepSeconds"}))
         if found:
             raise refused(*found)
         return self

@@ -49,11 +49,11 @@ dict "main" {"name": "ray-worker", "env": [{"name": "A"}]}
 {{/* The env every container of a GPU group ends with.
 dict "ctx" $ "role" "trainer" -> [{"name": "RAY_ENABLE_UV_RUN_RUNTIME_ENV", "value": "0"},
   {"name": "DOCKYARD_FLEET_ROLE", "value": "trainer"}, {"name": "DOCKYARD_SANDBOX_URLS", "value": "http://…:9090"}]
-(the last with sandbox.injectUrls only) */}}
+(the last with sandbox.injectUrls only: dockyard.sandbox.gpuEnv, the agent-sandbox backend's names instead) */}}
 {{- define "dockyard.ray.invariantEnv" -}}
 {{- $env := list (dict "name" "RAY_ENABLE_UV_RUN_RUNTIME_ENV" "value" "0") (dict "name" "DOCKYARD_FLEET_ROLE" "value" .role) -}}
 {{- if .ctx.Values.sandbox.injectUrls -}}
-{{- $env = append $env (dict "name" "DOCKYARD_SANDBOX_URLS" "value" (include "dockyard.sandbox.url" .ctx)) -}}
+{{- $env = concat $env (include "dockyard.sandbox.gpuEnv" .ctx | fromJsonArray) -}}
 {{- end -}}
 {{- $env = concat $env (include "dockyard.ray.fabricEnv" . | fromJsonArray) -}}{{- /* the fabric's last (ray/_fabric.tpl) */ -}}
 {{- toJson $env -}}
@@ -76,7 +76,7 @@ dict "ctx" $ "role" "trainer" "containers" [{"name": "ray-worker", "image": "evi
 {{- $_ := set $main.resources.requests "nvidia.com/gpu" $gpus -}}
 {{- end -}}
 {{- $inv := include "dockyard.ray.invariantEnv" . | fromJsonArray -}}
-{{- $invNames := list "RAY_ENABLE_UV_RUN_RUNTIME_ENV" "DOCKYARD_FLEET_ROLE" "DOCKYARD_SANDBOX_URLS" -}}
+{{- $invNames := list "RAY_ENABLE_UV_RUN_RUNTIME_ENV" "DOCKYARD_FLEET_ROLE" "DOCKYARD_SANDBOX_URLS" "DOCKYARD_SANDBOX_WARM_POOL" "DOCKYARD_SANDBOX_TEMPLATE" "DOCKYARD_SANDBOX_NAMESPACE" "DOCKYARD_SANDBOX_PORT" -}}
 {{- $invNames = concat $invNames (include "dockyard.ray.fabricEnvNames" . | fromJsonArray) -}}
 {{- /* infra.env and infra.envFrom: the Ray container's own, after the overlay's (infra.env replaces an
 overlay variable of the same name), before the invariants (no name of theirs is kept). */ -}}

@@ -72,6 +72,10 @@ metadata:
   labels:
     {{- include "dockyard.componentLabels" (dict "ctx" $ctx "component" "ray" "fleet" .role) | nindent 4 }}
 spec:
+  {{- if eq $ctx.Values.sandbox.backend "agent-sandbox" }}
+  # The release's own account, the one the sandbox claims' RoleBinding names (an overlay may name another).
+  serviceAccountName: {{ include "dockyard.ray.serviceAccountName" $ctx | quote }}
+  {{- end }}
   {{- with $ctx.Values.infra.priorityClassName }}
   priorityClassName: {{ . | quote }}
   {{- end }}

@@ -40,6 +40,44 @@ $ -> http://grpo-swe-sandbox.dockyard.svc.cluster.local:9090 */}}
 http://{{ include "dockyard.sandbox.name" . }}.{{ .Release.Namespace }}.svc.cluster.local:{{ int64 .Values.sandbox.port }}
 {{- end -}}
 
+{{/* The Role and RoleBinding that let the Ray pods claim sandboxes (backend agent-sandbox).
+$ -> grpo-swe-sandbox-claims */}}
+{{- define "dockyard.sandbox.claimsName" -}}{{ include "dockyard.fullname" . }}-sandbox-claims{{- end -}}
+
+{{/* The Ray pods' own ServiceAccount under sandbox.backend agent-sandbox, so that the right to claim sandboxes
+goes to this release's Ray pods, not to every pod of the namespace running as "default".
+$ -> grpo-swe-ray */}}
+{{- define "dockyard.ray.serviceAccountName" -}}{{ include "dockyard.fullname" . }}-ray{{- end -}}
+
+{{/* The ServiceAccounts the Ray pods run as: each group's serviceAccountName from kuberay.spec, else the
+release's (dockyard.ray.serviceAccountName), each once (the subjects of the claims' RoleBinding).
+$ (no overlay names one) -> ["grpo-swe-ray"] */}}
+{{- define "dockyard.ray.serviceAccounts" -}}
+{{- $spec := .Values.kuberay.spec | default dict -}}
+{{- $groups := list ($spec.headGroupSpec | default dict) -}}
+{{- range ($spec.workerGroupSpecs | default list) -}}{{- $groups = append $groups . -}}{{- end -}}
+{{- $names := list -}}
+{{- range $groups -}}
+{{- $names = append $names (dig "template" "spec" "serviceAccountName" (include "dockyard.ray.serviceAccountName" $) .) -}}
+{{- end -}}
+{{- if lt (len $groups) 3 -}}{{- $names = append $names (include "dockyard.ray.serviceAccountName" $) -}}{{- end -}}
+{{- toJson (uniq $names) -}}
+{{- end -}}
+
+{{/* What a GPU pod needs to find its executors, injected with sandbox.injectUrls: the pool's Service URL, or
+with agent-sandbox what a SandboxClaim needs (the warm pool to name, the namespace, the executor port) and the
+template's name (docs/sandbox-pool.md).
+backend pool -> [{"name": "DOCKYARD_SANDBOX_URLS", "value": "http://grpo-swe-sandbox.dockyard.svc.cluster.local:9090"}]
+backend agent-sandbox -> [{"name": "DOCKYARD_SANDBOX_WARM_POOL", "value": "grpo-swe-sandbox"}, …] */}}
+{{- define "dockyard.sandbox.gpuEnv" -}}
+{{- if eq .Values.sandbox.backend "agent-sandbox" -}}
+{{- $name := include "dockyard.sandbox.name" . -}}
+{{- toJson (list (dict "name" "DOCKYARD_SANDBOX_WARM_POOL" "value" $name) (dict "name" "DOCKYARD_SANDBOX_TEMPLATE" "value" $name) (dict "name" "DOCKYARD_SANDBOX_NAMESPACE" "value" .Release.Namespace) (dict "name" "DOCKYARD_SANDBOX_PORT" "value" (toString (int64 .Values.sandbox.port)))) -}}
+{{- else -}}
+{{- toJson (list (dict "name" "DOCKYARD_SANDBOX_URLS" "value" (include "dockyard.sandbox.url" .))) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The executor's env the chart sets itself (sandbox.extraEnv may not set these names).
 $ -> - name: DOCKYARD_EXECUTOR_PORT
        value: "9090"
