@@ -72,7 +72,8 @@ def _up(args: argparse.Namespace) -> int:
         shape.devices()
     except ValueError as exc:
         raise _usage_error(f"--gpu-node-devices: {exc}") from None
-    return up(_state_dir(args), shape, timeout=args.timeout, real_node=args.real_node, kueue=args.kueue)
+    return up(_state_dir(args), shape, timeout=args.timeout, real_node=args.real_node, kueue=args.kueue,
+              agent_sandbox=args.agent_sandbox)
 
 
 def _down(args: argparse.Namespace) -> int:
@@ -129,6 +130,9 @@ def add_parser(subparsers: Any) -> None:
     up.add_argument("--kueue", action="store_true",
                     help="also run the Kueue controller (sigs.k8s.io/kueue) with its webhooks, a ClusterQueue "
                          "`playground` over the nodes' capacity and LocalQueue `training` in namespace `dockyard`")
+    up.add_argument("--agent-sandbox", action="store_true",
+                    help="also run agent-sandbox's controller (sigs.k8s.io/agent-sandbox, --extensions) with its CRDs, "
+                         "for sandbox.backend agent-sandbox")
     common(up)
     up.set_defaults(func=_up)
 

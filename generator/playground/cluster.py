@@ -113,7 +113,7 @@ def _sayer(out: TextIO) -> Say:
 
 
 def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.stdout, real_node: bool = False,
-       kueue: bool = False) -> int:
+       kueue: bool = False, agent_sandbox: bool = False) -> int:
     """Start the playground (idempotent: a healthy one is left as it is); returns 0 or raises."""
     say = _sayer(out)
     with locked(state_dir):
@@ -127,6 +127,8 @@ def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.
                 unhealthy.append(("real node", "wanted" if real_node else "not wanted"))
             if kueue and not state.kueue:  # a playground with Kueue serves an `up` without --kueue as it is
                 unhealthy.append(("kueue", "wanted"))
+            if agent_sandbox and not state.agent_sandbox:
+                unhealthy.append(("agent-sandbox", "wanted"))
             if not unhealthy:
                 say(f"playground already running ({state_dir})")
                 if state.shape != shape:
@@ -135,6 +137,8 @@ def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.
                     say(f"  note: it runs Kubernetes {state.kube_version}; `down` first to change it")
                 if state.kueue and not kueue:
                     say("  note: it runs Kueue (started with --kueue); `down` first to drop it")
+                if state.agent_sandbox and not agent_sandbox:
+                    say("  note: it runs agent-sandbox (started with --agent-sandbox); `down` first to drop it")
                 for name, detail in restarting:  # its supervisor starts it again: no reason to start afresh
                     say(f"  note: {name} is not healthy yet, its supervisor restarts it: {detail}")
                 print_summary(state, say)
@@ -150,7 +154,7 @@ def up(state_dir: Path, shape: Shape, timeout: float = 120.0, out: TextIO = sys.
                                  "pick another --state-dir")
             remove_tree(state_dir)
         bins = control_plane.ensure_binaries(say)
-        return _fresh_up(state_dir, shape, bins, timeout, say, real_node, kueue)
+        return _fresh_up(state_dir, shape, bins, timeout, say, real_node, kueue, agent_sandbox)
 
 
 def _new_state(state_dir: Path, shape: Shape, kube_version: str) -> PlaygroundState:
@@ -187,7 +191,7 @@ def _write_files(state: PlaygroundState, state_dir: Path) -> None:
 
 
 def _fresh_up(state_dir: Path, shape: Shape, bins: control_plane.Binaries, timeout: float, say: Say,
-              real_node: bool = False, kueue: bool = False) -> int:
+              real_node: bool = False, kueue: bool = False, agent_sandbox: bool = False) -> int:
     t0 = time.monotonic()
     state_dir.mkdir(parents=True, exist_ok=True)
     state_dir.chmod(0o700)
@@ -196,6 +200,7 @@ def _fresh_up(state_dir: Path, shape: Shape, bins: control_plane.Binaries, timeo
     (state_dir / "kubeconfigs").mkdir()
     state = _new_state(state_dir, shape, bins.kube_version)
     state.kueue = kueue
+    state.agent_sandbox = agent_sandbox
     try:
         _write_files(state, state_dir)
         state.save(state_dir)
@@ -210,6 +215,8 @@ def _fresh_up(state_dir: Path, shape: Shape, bins: control_plane.Binaries, timeo
             real.start(state, state_dir, say, time.monotonic() + max(timeout, 240.0))
         if kueue:
             _start_kueue(state, state_dir, t0, time.monotonic() + timeout, say)
+        if agent_sandbox:
+            _start_agent_sandbox(state, state_dir, t0, time.monotonic() + timeout, say)
     except BaseException as exc:
         _clean_up_failed(state, state_dir, exc, say)
         if not isinstance(exc, Exception):
@@ -274,6 +281,24 @@ def _start_kueue(state: PlaygroundState, state_dir: Path, t0: float, deadline: f
     nominal = kq.create_queues(api, deadline)
     say(f"  Kueue ready: ClusterQueue {kq.CLUSTER_QUEUE} ({', '.join(f'{k} {v}' for k, v in nominal.items())}), "
         f"LocalQueue {kq.NAMESPACE}/{kq.LOCAL_QUEUE} ({time.monotonic() - t0:.1f} s)")
+
+
+def _start_agent_sandbox(state: PlaygroundState, state_dir: Path, t0: float, deadline: float, say: Say) -> None:
+    """agent-sandbox's CRDs (Sandbox; SandboxTemplate, SandboxClaim, SandboxWarmPool), then its controller with
+    --extensions, supervised like the operator. It needs no webhook and no certificate."""
+    from generator.playground import crds
+
+    adir = control_plane.ensure_agent_sandbox(say)
+    api = api_for(state)
+    names = crds.install(api, adir / "crds")
+    launch.wait("agent-sandbox CRDs to be Established", lambda: crds.established(api, names), deadline,
+                "agent-sandbox")
+    name = "agent-sandbox"
+    launch.start(state, state_dir, state.components, name, name,
+                 control_plane.agent_sandbox_argv(str(adir / "agent-sandbox-controller"), state),
+                 control_plane.env(name, state_dir), supervised=name in control_plane.SUPERVISED)
+    launch.wait("agent-sandbox /readyz", _alive_check(state, name), deadline, name)
+    say(f"  agent-sandbox ready: {len(names)} CRDs, its controller with --extensions ({time.monotonic() - t0:.1f} s)")
 
 
 def _alive_check(state: PlaygroundState, name: str) -> launch.Check:

@@ -23,12 +23,14 @@ COMPONENTS = [
     "kwok",
     "kuberay-operator",
     "kueue",  # only with `up --kueue` (wanted())
+    "agent-sandbox",  # only with `up --agent-sandbox`
 ]
-OPTIONAL = {"kueue": "kueue"}  # component -> the PlaygroundState flag that wants it
+# component -> the PlaygroundState flag that wants it
+OPTIONAL = {"kueue": "kueue", "agent-sandbox": "agent_sandbox"}
 # Started through a supervisor that restarts them when they exit (supervise.py), as a kubelet restarts a
 # pod's containers: the clients of the apiserver, which end by design when they lose it (the operator's
 # leader election). etcd and the apiserver are the cluster's state, not supervised: docs/playground.md.
-SUPERVISED = ("kube-controller-manager", "kube-scheduler", "kwok", "kuberay-operator", "kueue")
+SUPERVISED = ("kube-controller-manager", "kube-scheduler", "kwok", "kuberay-operator", "kueue", "agent-sandbox")
 SERVICE_CIDR = "127.32.0.0/16"  # the apiserver accepts a loopback range; nothing routes it
 SERVICE_IP = "127.32.0.1"  # the `kubernetes` Service's ClusterIP (first address of the range)
 FALLBACK_POD_CIDR = "127.63.0.0/16"  # kwok's --cidr, only for nodes created without a podCIDR
@@ -44,6 +46,7 @@ HEALTH = {
     "kwok": ("https", "kwok", "/healthz"),
     "kuberay-operator": ("http", "kuberay_probe", "/readyz"),
     "kueue": ("http", "kueue_probe", "/readyz"),
+    "agent-sandbox": ("http", "agent_sandbox_probe", "/readyz"),
 }
 
 
@@ -119,6 +122,26 @@ def ensure_kueue(say: Callable[[str], None]) -> Path:
         if subprocess.call(["bash", str(REPO / "hack" / "tools.sh"), "kueue"]) != 0:
             raise UpError("building Kueue failed (hack/tools.sh kueue)", "kueue")
     return kdir
+
+
+def ensure_agent_sandbox(say: Callable[[str], None]) -> Path:
+    """The agent-sandbox tool cache entry (controller, CRDs), built by hack/tools.sh when missing."""
+    from generator.tools import REPO, tool_dir
+
+    adir = tool_dir("agent-sandbox")
+    if not (adir / ".complete").is_file():
+        say("building agent-sandbox with hack/tools.sh agent-sandbox (a cold build takes ~4 min on 2 cores)")
+        if subprocess.call(["bash", str(REPO / "hack" / "tools.sh"), "agent-sandbox"]) != 0:
+            raise UpError("building agent-sandbox failed (hack/tools.sh agent-sandbox)", "agent-sandbox")
+    return adir
+
+
+def agent_sandbox_argv(binary: str, state: PlaygroundState) -> list[str]:
+    """agent-sandbox's controller with its extensions (SandboxTemplate, SandboxClaim, SandboxWarmPool), its
+    probe on 127.0.0.1, no metrics server; leader election on in kube-system, as KubeRay's operator here, so
+    `doctor` judges whether it reconciles by its Lease. Its kubeconfig comes from KUBECONFIG (`env`)."""
+    return [binary, "--extensions", "--leader-elect=true", "--leader-election-namespace=kube-system",
+            "--metrics-bind-address=0", f"--health-probe-bind-address=127.0.0.1:{state.ports.agent_sandbox_probe}"]
 
 
 def argv(state: PlaygroundState, bins: Binaries, state_dir: Path) -> dict[str, list[str]]:
@@ -232,6 +255,6 @@ def argv(state: PlaygroundState, bins: Binaries, state_dir: Path) -> dict[str, l
 
 def env(name: str, state_dir: Path) -> dict[str, str] | None:
     """Extra environment of a component (the operator and Kueue read their kubeconfig from KUBECONFIG)."""
-    if name in ("kuberay-operator", "kueue"):
+    if name in ("kuberay-operator", "kueue", "agent-sandbox"):
         return {"KUBECONFIG": str(state_dir / "kubeconfigs" / f"{name}.kubeconfig")}
     return None

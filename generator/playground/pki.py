@@ -142,6 +142,7 @@ USERS: dict[str, tuple[str, str, list[str]]] = {
     "kwok": ("system:kwok-controller", "dockyard-kwok", ["system:masters"]),
     "kuberay-operator": ("system:kuberay-operator", "dockyard-kuberay", ["system:masters"]),
     "kueue": ("system:kueue", "dockyard-kueue", ["system:masters"]),
+    "agent-sandbox": ("system:agent-sandbox", "dockyard-agent-sandbox", ["system:masters"]),
 }
 
 

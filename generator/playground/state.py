@@ -53,6 +53,7 @@ class Ports:
     kuberay_probe: int
     kueue_probe: int = 0  # `up --kueue` (older state files have neither)
     kueue_webhook: int = 0
+    agent_sandbox_probe: int = 0  # `up --agent-sandbox`
 
     @classmethod
     def names(cls) -> list[str]:
@@ -60,7 +61,7 @@ class Ports:
 
     def to_dict(self) -> dict[str, int]:
         """As saved: the optional ports only when set (an older file reads and writes back as it was)."""
-        return {k: v for k, v in asdict(self).items() if v or not k.startswith("kueue_")}
+        return {k: v for k, v in asdict(self).items() if v or not k.startswith(("kueue_", "agent_sandbox_"))}
 
 
 @dataclass
@@ -131,6 +132,7 @@ class PlaygroundState:
     tokens: dict[str, str] = field(default_factory=dict)
     real_node: RealNodeState | None = None
     kueue: bool = False  # `up --kueue` (generator/playground/kueue.py)
+    agent_sandbox: bool = False  # `up --agent-sandbox` (cluster.py: _start_agent_sandbox)
     failed: bool = False
     ready_seconds: float | None = None
     version: int = VERSION
@@ -155,7 +157,7 @@ class PlaygroundState:
             pki=Pki(**d["pki"]) if d.get("pki") else None,
             tokens=dict(d.get("tokens") or {}),
             real_node=RealNodeState.from_dict(d["real_node"]) if d.get("real_node") else None,
-            kueue=bool(d.get("kueue")),
+            kueue=bool(d.get("kueue")), agent_sandbox=bool(d.get("agent_sandbox")),
             failed=bool(d.get("failed")), ready_seconds=d.get("ready_seconds"), version=int(d.get("version", VERSION)),
         )
 
@@ -178,6 +180,8 @@ class PlaygroundState:
             out["real_node"] = self.real_node.to_dict()
         if self.kueue:
             out["kueue"] = True
+        if self.agent_sandbox:
+            out["agent_sandbox"] = True
         if self.failed:
             out["failed"] = True
         if self.ready_seconds is not None:

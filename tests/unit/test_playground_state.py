@@ -74,10 +74,14 @@ def test_the_state_file_reads_and_writes_as_before(tmp_path):
     failed = {k: v for k, v in plain.items() if k not in ("pki", "tokens", "ready_seconds")} | {"failed": True}
     with_kueue = {**copy.deepcopy(plain), "kueue": True}
     with_kueue["ports"].update(kueue_probe=4711, kueue_webhook=4712)
-    for doc in (plain, with_node, failed, with_kueue):
+    with_agent_sandbox = {**copy.deepcopy(plain), "agent_sandbox": True}
+    with_agent_sandbox["ports"].update(agent_sandbox_probe=4713)
+    for doc in (plain, with_node, failed, with_kueue, with_agent_sandbox):
         state = PlaygroundState.from_dict(copy.deepcopy(doc))
         assert json.loads(json.dumps(state.to_dict())) == doc
     assert PlaygroundState.from_dict(with_kueue).kueue and not PlaygroundState.from_dict(plain).kueue
+    assert PlaygroundState.from_dict(with_agent_sandbox).agent_sandbox
+    assert not PlaygroundState.from_dict(plain).agent_sandbox
     typed = PlaygroundState.from_dict(with_node)
     assert typed.components["etcd"] == Process("etcd", 7, 9, "etcd", "l")
     assert typed.real_node and typed.real_node.serving[0].endswith("kubelet-serving.crt") and typed.real_node.gpus == 2

@@ -71,3 +71,14 @@ def test_kept_claims_that_rbac_hides_are_a_note_not_a_failure(capsys):
 
     with pytest.raises(ApiException):  # any other error is not hidden
         teardown.kept_claims(ClaimsRefused(500), "small", "ns")
+
+
+def test_the_warm_pools_whose_claims_an_uninstall_deletes_are_read_from_the_manifest():
+    from generator.live.changes.teardown import pool_claims, warm_pools
+
+    manifest = ("kind: SandboxWarmPool\nmetadata: {name: grpo-swe-sandbox}\n---\n"
+                "kind: Deployment\nmetadata: {name: other}\n")
+    assert warm_pools(manifest) == {"grpo-swe-sandbox"}
+    assert warm_pools("kind: Deployment\nmetadata: {name: grpo-swe-sandbox}\n") == set()
+    assert warm_pools(None) == set()
+    assert pool_claims(None, "dockyard", set()) == []  # no pool: no read at all (kube is never touched)

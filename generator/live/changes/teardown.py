@@ -1,7 +1,9 @@
 """Removing a release: helm uninstall under the run lock, then waiting until none of its objects is left —
 Kueue's Workloads of its queued RayJob or RayCluster included (they carry no release label: found by the
 object's UID; the garbage collector removes them with their owner). After a rollback, the Workloads of
-objects it removed are waited for the same way."""
+objects it removed are waited for the same way. With sandbox.backend agent-sandbox, the SandboxClaims that name
+the release's warm pool are the runtime's, not Helm's: they are deleted after the uninstall (each takes its
+Sandbox and pod with it) and waited for too."""
 
 from __future__ import annotations
 
@@ -43,6 +45,37 @@ def readded_kept_claims(kube: Kube, ns: str, current: str | None, target: str | 
             raise
         out.append(name)
     return out
+
+
+CLAIMS = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{ns}/sandboxclaims"
+
+
+def warm_pools(manifest: str | None) -> set[str]:
+    """The names of the manifest's SandboxWarmPools (sandbox.backend agent-sandbox)."""
+    return {o["metadata"]["name"] for o in manifest_objects(manifest or "") if o.get("kind") == "SandboxWarmPool"}
+
+
+def pool_claims(kube: Kube, ns: str, pools: set[str]) -> list[str]:
+    """The SandboxClaims in `ns` that name one of `pools` (one list; none read without a pool)."""
+    if not pools:
+        return []
+    return [c["metadata"]["name"] for c in kube.list(CLAIMS.format(ns=ns))
+            if ((c.get("spec") or {}).get("warmPoolRef") or {}).get("name") in pools]
+
+
+def delete_pool_claims(kube: Kube, ns: str, pools: set[str]) -> list[str]:
+    """Delete the claims naming `pools` (background: the garbage collector removes each one's Sandbox and pod,
+    which `leftovers` waits for by the pods' release label); returns their names."""
+    from kubernetes.client.exceptions import ApiException
+
+    names = pool_claims(kube, ns, pools)
+    for name in names:
+        try:
+            kube.request("DELETE", f"{CLAIMS.format(ns=ns)}/{name}")
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+    return names
 
 
 def queued_objects(kube: Kube, ns: str, manifest: str | None) -> dict[str, tuple[str, str]]:
@@ -123,24 +156,27 @@ def remove(kube: Kube, name: str, ns: str, manifest: str | None, deadline: float
     'Workloads not checked (why)'. CheckFailed names what is left and what holds it. `uninstall` and
     `smoke` both remove a release this way; the caller holds the run lock if it takes one."""
     uids = queued_objects(kube, ns, manifest)
+    pools = warm_pools(manifest)
     try:
         Helm(kube, deadline=deadline).uninstall(name, ns, timeout=max(1.0, deadline - time.monotonic()))
     except CheckFailed as exc:
         raise CheckFailed(f"{exc}{_why_held(kube, name, ns)}") from None
+    for claim in delete_pool_claims(kube, ns, pools):  # after the pool is gone: no claim takes a new sandbox
+        print(f"{name}: deleted SandboxClaim {claim} (its sandbox and pod go with it)", file=sys.stderr, flush=True)
     unchecked: list[str] = []
     leaders = LeaderWatch(kube)
 
     def clear() -> bool:
         for line in leaders.poll():  # a controller gone is said when seen, not at the timeout
             print(f"{name}: {line}", file=sys.stderr, flush=True)
-        if leftovers(kube, name, ns):
+        if leftovers(kube, name, ns) or pool_claims(kube, ns, pools):
             return False
         names, why = workloads_left(kube, ns, uids) if uids else ([], None)
         unchecked[:] = [why] if why else []
         return not names
 
     if not wait_until(clear, max(1.0, deadline - time.monotonic())):
-        remain = leftovers(kube, name, ns, uids)
+        remain = leftovers(kube, name, ns, uids) + [f"sandboxclaims/{c}" for c in pool_claims(kube, ns, pools)]
         raise CheckFailed(f"release {name} uninstalled, but objects remain: {', '.join(remain)}"
                           + _why_held(kube, name, ns) + _why_workloads(kube, ns, uids) + leaders.held())
     return f"Workloads not checked ({unchecked[0]})" if unchecked else ""

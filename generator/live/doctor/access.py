@@ -34,6 +34,16 @@ RBAC = [
 
 # Only when the release renders a HorizontalPodAutoscaler (sandbox.autoscaling.enabled); list: status, uninstall.
 HPA_RBAC = ("autoscaling", "horizontalpodautoscalers", ("get", "list", "create", "patch", "delete"))
+# sandbox.backend agent-sandbox: its objects, the claims' Role and RoleBinding (granting a Role takes holding its
+# verbs, or `escalate`), and the claims `uninstall` deletes
+AGENT_SANDBOX_RBAC = [
+    ("extensions.agents.x-k8s.io", "sandboxtemplates", ("get", "create", "patch", "delete")),
+    ("extensions.agents.x-k8s.io", "sandboxwarmpools", ("get", "list", "create", "patch", "delete")),
+    ("extensions.agents.x-k8s.io", "sandboxclaims", ("create", "get", "list", "watch", "delete")),
+    ("agents.x-k8s.io", "sandboxes", ("list",)),
+    ("rbac.authorization.k8s.io", "roles", ("get", "create", "patch", "delete")),
+    ("rbac.authorization.k8s.io", "rolebindings", ("get", "create", "patch", "delete")),
+]
 
 
 # Cluster-scope reads: not needed to work in a namespace; without them a row says what is unknown.
@@ -132,11 +142,13 @@ def _allowed(kube: Kube, group: str, resource: str, verb: str, namespace: str | 
     return bool(status and status.allowed)
 
 
-def rbac_rows(kube: Kube, namespace: str, hpa: bool = False) -> list[Row]:
-    """Every verb the live path uses in the namespace (the HPA's with `hpa`), then the optional cluster-scope reads."""
+def rbac_rows(kube: Kube, namespace: str, hpa: bool = False, agent_sandbox: bool = False) -> list[Row]:
+    """Every verb the live path uses in the namespace (the HPA's with `hpa`, agent-sandbox's with `agent_sandbox`),
+    then the optional cluster-scope reads."""
     from kubernetes.client.exceptions import ApiException
 
-    needed = [(g, r, v) for g, r, verbs in [*RBAC, *([HPA_RBAC] if hpa else [])] for v in verbs]
+    extra = [*([HPA_RBAC] if hpa else []), *(AGENT_SANDBOX_RBAC if agent_sandbox else [])]
+    needed = [(g, r, v) for g, r, verbs in [*RBAC, *extra] for v in verbs]
     try:
         denied = [(g, r, v) for g, r, v in needed if not _allowed(kube, g, r, v, namespace)]
         cluster_denied = [(g, r, v, m) for g, r, v, m in CLUSTER_READS if not _allowed(kube, g, r, v, None)]

@@ -22,7 +22,7 @@ from typing import Any
 
 from generator.live.cluster.kube import GPU, INSTANCE, Kube, Objects
 from generator.live.helm.records import labels, release_records
-from generator.live.state import pool, queueing
+from generator.live.state import pool, queueing, warm_pool
 from generator.live.state.pulls import FailedPull, failed_pulls
 
 FLEETS = ("head", "trainer", "inference", "sandbox", "submitter")
@@ -62,6 +62,7 @@ class Snapshot:
     namespace_deleting: str | None = None  # set by `status`: why the namespace is Terminating
     pool: dict[str, int] | None = None  # the sandbox Deployment's replica counts (pool.py)
     hpa: dict[str, Any] | None = None  # its HorizontalPodAutoscaler, read only when the release renders one
+    warm_pool: dict[str, Any] | None = None  # agent-sandbox's warm pool and claims (warm_pool.py), likewise
     pulls: list[FailedPull] = field(default_factory=list)  # containers whose image pull failed (pulls.py)
 
     # end states --------------------------------------------------------------------------------
@@ -216,6 +217,12 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
     per_pod_gpu = _desired(snap, ray_spec, deployments, bool(records))
     if snap.pool is not None and pool.renders_hpa(records):  # one more list, only with an HPA
         snap.hpa = pool.read_hpa(kube, namespace, release)
+    if warm_pool.renders_warm_pool(records):  # sandbox.backend agent-sandbox: the warm pool is the sandbox fleet
+        snap.warm_pool = warm_pool.read(kube, namespace, release)
+        if snap.warm_pool and not snap.warm_pool.get("forbidden"):
+            snap.fleets["sandbox"] = Fleet("sandbox", desired=snap.warm_pool["replicas"])
+            if snap.mode is None and records:
+                snap.mode = "attach"
     for f in snap.fleets.values():
         f.gpus_requested = f.desired * per_pod_gpu.get(f.fleet, 0)
     reasons, nodes = _observe(snap, pods)

@@ -22,6 +22,7 @@ from generator.live.cluster.kube import Kube, describe_error, is_forbidden
 from generator.live.doctor import (
     access,
     admission,
+    agent_sandbox,
     capacity,
     credentials,
     fabric,
@@ -52,10 +53,12 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     rows.append(access.namespace_row(ns))
     rows.append(access.release_row(kube, release, namespace))
     autoscaling = (values.get("sandbox") or {}).get("autoscaling") or {}
-    rows += access.rbac_rows(kube, namespace, hpa=bool(autoscaling.get("enabled")))
+    rows += access.rbac_rows(kube, namespace, hpa=bool(autoscaling.get("enabled")),
+                             agent_sandbox=(values.get("sandbox") or {}).get("backend") == "agent-sandbox")
     rows.append(kuberay.kuberay_crds_row(kube))
     rows.append(kuberay.kuberay_operator_row(kube))
     rows.append(kuberay.kuberay_reconciling_row(kube))
+    rows += agent_sandbox.rows(kube, values)  # only with sandbox.backend agent-sandbox
     infra = values.get("infra") or {}
     priority_class = access.priority_class_row(kube, infra.get("priorityClassName"))
     rows.append(priority_class)

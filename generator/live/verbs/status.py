@@ -10,7 +10,7 @@ from generator.errors import EXIT_OK
 from generator.live.cluster.kube import Kube
 from generator.live.helm.resolve import resolve
 from generator.live.output.show import columns, emit
-from generator.live.state import driver_log, pool, queueing
+from generator.live.state import driver_log, pool, queueing, warm_pool
 from generator.live.state.snapshot import FLEETS, Snapshot, attempts_line, take
 
 
@@ -39,6 +39,7 @@ def status_table(snap: Snapshot) -> str:
         judged = "no retry fixes this" if pull.final else "the kubelet retries"
         lines.append(f"pull       {pull.line()}  ({judged})")
     lines.extend(pool.lines(snap.pool, snap.hpa))
+    lines.extend(warm_pool.lines(snap.warm_pool))
     rows = [["FLEET", "READY", "GPUS REQ/ALLOC", "NODES", "REASON"]]
     for name in FLEETS:
         f = snap.fleets.get(name)

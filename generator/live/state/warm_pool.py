@@ -1,0 +1,70 @@
+"""agent-sandbox's warm pool, for `status` (sandbox.backend agent-sandbox): the SandboxWarmPool's size and ready
+sandboxes, and the SandboxClaims that name it, bound or not, warm (taken from the pool) or cold (made for the
+claim because the pool had none ready). Read only when the release renders a SandboxWarmPool: two more lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generator.live.cluster.kube import INSTANCE, Kube
+
+WARM_POOL_KIND = "kind: SandboxWarmPool"
+EXT = "/apis/extensions.agents.x-k8s.io/v1beta1"
+LAUNCH_TYPE = "agents.x-k8s.io/launch-type"  # on a Sandbox a claim took: warm or cold
+
+
+def renders_warm_pool(records: list[dict[str, Any]]) -> bool:
+    """Whether the newest Helm record's manifest has a SandboxWarmPool: no read otherwise."""
+    from generator.live.helm.records import live_manifest
+
+    try:
+        return WARM_POOL_KIND in (live_manifest(records) or "")
+    except Exception:  # a record this cannot read: no warm pool line, status goes on
+        return False
+
+
+def _bound(claim: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (claim.get("status") or {}).get("conditions") or [])
+
+
+def read(kube: Kube, namespace: str, release: str) -> dict[str, Any] | None:
+    """The release's warm pool: name, size, ready; its claims: total, bound, warm, cold. None when it has none;
+    {"forbidden": True} when RBAC forbids the reads."""
+    from generator.live.cluster.kube import is_forbidden
+
+    try:
+        pools = kube.list(f"{EXT}/namespaces/{namespace}/sandboxwarmpools", label_selector=f"{INSTANCE}={release}")
+        if not pools:
+            return None
+        wp = pools[0]
+        name = wp["metadata"]["name"]
+        claims = [c for c in kube.list(f"{EXT}/namespaces/{namespace}/sandboxclaims")
+                  if ((c.get("spec") or {}).get("warmPoolRef") or {}).get("name") == name]
+        sandboxes = {s["metadata"]["name"]: s for s in
+                     kube.list(f"/apis/agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxes")} if claims else {}
+    except Exception as exc:
+        if is_forbidden(exc):
+            return {"forbidden": True}
+        raise
+    launch = {"warm": 0, "cold": 0}
+    for c in claims:
+        sandbox = sandboxes.get(((c.get("status") or {}).get("sandbox") or {}).get("name") or "")
+        kind = ((sandbox or {}).get("metadata", {}).get("labels") or {}).get(LAUNCH_TYPE)
+        if kind in launch:
+            launch[kind] += 1
+    st = wp.get("status") or {}
+    return {"name": name, "replicas": int((wp.get("spec") or {}).get("replicas") or 0),
+            "ready": int(st.get("readyReplicas") or 0), "claims": len(claims),
+            "bound": sum(_bound(c) for c in claims), **launch}
+
+
+def lines(warm: dict[str, Any] | None) -> list[str]:
+    """status's `warm pool` line."""
+    if not warm:
+        return []
+    if warm.get("forbidden"):
+        return ["warm pool  not readable: RBAC forbids listing sandboxwarmpools, sandboxclaims or sandboxes here"]
+    line = (f"warm pool  {warm['name']}  ready {warm['ready']}/{warm['replicas']}  claimed {warm['claims']} "
+            f"(bound {warm['bound']}: warm {warm['warm']}, cold {warm['cold']})")
+    return [line]

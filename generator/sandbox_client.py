@@ -1,0 +1,168 @@
+"""A reference client for sandbox.backend agent-sandbox, for a runtime to copy: claim a sandbox from the release's
+warm pool, wait until the claim is bound, send the claimed executor a task, release the claim.
+
+One file of the standard library only, so it runs in any image with Python 3 (the Ray pods' included) and can be
+copied as it is: it needs no package of this repository. Inside a Ray pod of the release everything comes from
+the environment the chart gives it: DOCKYARD_SANDBOX_WARM_POOL, DOCKYARD_SANDBOX_NAMESPACE, DOCKYARD_SANDBOX_PORT
+(sandbox.injectUrls), the API server's address (KUBERNETES_SERVICE_HOST/PORT) and the pod's ServiceAccount token
+and CA, which the chart's Role lets create, get, watch and delete SandboxClaims (charts/dockyard/templates/sandbox/
+claims-rbac.yaml). It uses no more than that: the executor's address is the claim's own status
+(status.sandbox.podIPs), so it never reads a Sandbox or a pod.
+
+    from sandbox_client import Claims
+
+    claims = Claims.from_env()
+    with claims.episode() as executor:           # claim, wait until bound; released on the way out
+        answer = executor.submit({"command": "pytest -q"})
+
+Why not the published client (PyPI k8s-agent-sandbox 1.0.8): its in-cluster mode reads the pod IP from the
+Sandbox object (one more RBAC grant) and speaks agent-sandbox's own runtime API, not the executor's
+POST /task/submit; it also brings kubernetes, requests, pydantic and prometheus-client into the runtime's image.
+The claim protocol itself is small: what follows is all of it.
+
+Run as a program it does one episode and prints its timings as JSON (the live tests and the bench use that):
+    python3 sandbox_client.py '{"command": "echo hi"}'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import ssl
+import sys
+import time
+import urllib.error
+import urllib.request
+
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+CLAIMS = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{ns}/sandboxclaims"
+POLL = 0.1  # seconds between reads of a claim that is not bound yet
+
+
+class ClaimError(RuntimeError):
+    """A claim that could not be made, bound or released; the message says which and why."""
+
+
+class Executor:
+    """The claimed sandbox's executor: POST /task/submit on its pod IP and the executor port."""
+
+    def __init__(self, claim: str, url: str):
+        self.claim, self.url = claim, url
+
+    def submit(self, task: dict, timeout: float = 600.0) -> dict:
+        req = urllib.request.Request(self.url + "/task/submit", data=json.dumps(task).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return json.loads(resp.read())
+
+
+class Claims:
+    """SandboxClaims of one warm pool, made with the pod's ServiceAccount."""
+
+    def __init__(self, warm_pool: str, namespace: str, port: int, server: str, token: str, ca_file: str | None):
+        self.warm_pool, self.namespace, self.port = warm_pool, namespace, port
+        self.server, self.token = server.rstrip("/"), token
+        self.tls = ssl.create_default_context(cafile=ca_file) if server.startswith("https") else None
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, sa_dir: str = SA_DIR) -> Claims:
+        env = dict(os.environ if env is None else env)
+        missing = [k for k in ("DOCKYARD_SANDBOX_WARM_POOL", "DOCKYARD_SANDBOX_NAMESPACE", "DOCKYARD_SANDBOX_PORT",
+                               "KUBERNETES_SERVICE_HOST") if not env.get(k)]
+        if missing:
+            raise ClaimError(f"not set: {', '.join(missing)} (a Ray pod of a release with sandbox.backend "
+                             "agent-sandbox and sandbox.injectUrls has them)")
+        host, port = env["KUBERNETES_SERVICE_HOST"], env.get("KUBERNETES_SERVICE_PORT", "443")
+        host = f"[{host}]" if ":" in host else host
+        try:
+            with open(os.path.join(sa_dir, "token")) as f:
+                token = f.read().strip()
+        except OSError as exc:
+            raise ClaimError(f"no ServiceAccount token at {sa_dir} ({exc.strerror}): the pod must mount its "
+                             "account's token to claim sandboxes") from None
+        if not os.path.isfile(os.path.join(sa_dir, "ca.crt")):
+            raise ClaimError(f"no cluster CA at {sa_dir}/ca.crt: the pod must mount its account's token")
+        return cls(env["DOCKYARD_SANDBOX_WARM_POOL"], env["DOCKYARD_SANDBOX_NAMESPACE"],
+                   int(env["DOCKYARD_SANDBOX_PORT"]), f"https://{host}:{port}", token,
+                   os.path.join(sa_dir, "ca.crt"))
+
+    def _call(self, method: str, path: str, body: dict | None = None) -> dict:
+        req = urllib.request.Request(self.server + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json",
+                                              "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=30, context=self.tls) as resp:
+                return json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode(errors="replace")
+            try:
+                detail = json.loads(detail).get("message", detail)
+            except ValueError:
+                pass
+            raise ClaimError(f"{method} {path}: HTTP {exc.code}: {detail}") from None
+
+    def claim(self) -> str:
+        """Create a SandboxClaim on the warm pool; its name (the API server picks it)."""
+        body = {"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxClaim",
+                "metadata": {"generateName": f"{self.warm_pool}-"},
+                "spec": {"warmPoolRef": {"name": self.warm_pool}}}
+        return self._call("POST", CLAIMS.format(ns=self.namespace), body)["metadata"]["name"]
+
+    def wait_bound(self, name: str, timeout: float = 300.0) -> Executor:
+        """Wait until the claim is Ready (bound to a sandbox whose pod is ready); its executor."""
+        deadline, last = time.monotonic() + timeout, "not read yet"
+        while True:
+            obj = self._call("GET", f"{CLAIMS.format(ns=self.namespace)}/{name}")
+            st = obj.get("status") or {}
+            ready = next((c for c in st.get("conditions") or [] if c.get("type") == "Ready"), None)
+            ips = (st.get("sandbox") or {}).get("podIPs") or []
+            if ready and ready.get("status") == "True" and ips:
+                host = f"[{ips[0]}]" if ":" in ips[0] else ips[0]
+                return Executor(name, f"http://{host}:{self.port}")
+            if ready:
+                last = f"{ready.get('reason')}: {ready.get('message', '')}"
+            if time.monotonic() > deadline:
+                raise ClaimError(f"SandboxClaim {self.namespace}/{name} not bound after {timeout:.0f}s ({last})")
+            time.sleep(POLL)
+
+    def release(self, name: str) -> None:
+        """Delete the claim: its sandbox and pod go with it; the warm pool makes a new one."""
+        try:
+            self._call("DELETE", f"{CLAIMS.format(ns=self.namespace)}/{name}")
+        except ClaimError as exc:
+            if "HTTP 404" not in str(exc):
+                raise
+
+    @contextlib.contextmanager
+    def episode(self, timeout: float = 300.0):
+        """One claimed executor for the `with` block, released however the block ends."""
+        name = self.claim()
+        try:
+            yield self.wait_bound(name, timeout)
+        finally:
+            self.release(name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One episode: claim, bound, the task given as JSON, release; the timings and the answer as JSON."""
+    argv = sys.argv[1:] if argv is None else argv
+    task = json.loads(argv[0]) if argv else {"command": "echo dockyard-sandbox"}
+    claims = Claims.from_env()
+    t0 = time.monotonic()
+    name = claims.claim()
+    try:
+        executor = claims.wait_bound(name)
+        bound = time.monotonic()
+        answer = executor.submit(task)
+        answered = time.monotonic()
+    finally:
+        claims.release(name)
+    print(json.dumps({"claim": name, "executor": executor.url, "bound_s": round(bound - t0, 3),
+                      "answered_s": round(answered - t0, 3), "answer": answer}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
