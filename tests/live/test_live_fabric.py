@@ -9,6 +9,7 @@ here: docs/fabric.md."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -58,7 +59,7 @@ def test_the_gang_schedules_on_the_nodes_advertising_the_profiles_device(playgro
                                                                          tmp_path, network, device, count):
     infra, kc = _network(tmp_path, network["profile"], network), playground.kubeconfig
     rc, out, err = cli(capsys, "doctor", RECIPE, infra, "-n", namespace, "--kubeconfig", kc)
-    row = _rows(out)[f"fabric: {device}"]
+    row = _rows(out)["fabric devices"]
     assert row.startswith("✓") and f"2/2 worker pods find {count} {device} beside their GPUs" in row, out
     rc, out, err = cli(capsys, "run", RECIPE, infra, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120)
     assert rc == 0, err
@@ -75,7 +76,7 @@ def test_a_device_the_nodes_lack_is_refused_before_installing_in_doctors_words(p
     lacking = _network(tmp_path, "shared", {"profile": "rdma", "rdma": {"resourceName": "rdma/shared_device_a"}})
     kc = playground.kubeconfig
     rc, out, err = cli(capsys, "doctor", RECIPE, lacking, "-n", namespace, "--kubeconfig", kc)
-    row = _rows(out)["fabric: rdma/shared_device_a"]
+    row = _rows(out)["fabric devices"]
     assert rc == 1 and row.startswith("✗"), out
     assert "0/2 worker pods find 1 rdma/shared_device_a" in row and "0 of 2 GPU node(s) advertise" in row, row
     assert "2 worker pod(s) short: run the fabric's device plugin on the GPU nodes" in row, row
@@ -83,7 +84,7 @@ def test_a_device_the_nodes_lack_is_refused_before_installing_in_doctors_words(p
     rc, out, err = cli(capsys, "run", RECIPE, lacking, "-n", namespace, "--wait", "--kubeconfig", kc,
                        "--timeout", 120)
     assert rc == 1 and time.monotonic() - t0 < 30, err  # refused before Helm, not after the wait
-    assert "can never schedule this gang (fabric: rdma/shared_device_a: 0/2 worker pods" in err, err
+    assert "can never schedule this gang (fabric devices: 0/2 worker pods find 1 rdma/shared_device_a" in err, err
     assert "nothing was changed" in err, err
     from generator.live.helm.records import release_records
 
@@ -91,7 +92,7 @@ def test_a_device_the_nodes_lack_is_refused_before_installing_in_doctors_words(p
     # the control: more of the advertised device than a node has is refused alike; the count it has runs
     more = _network(tmp_path, "more", {"profile": "rdma", "rdma": {"resourceName": "rdma/ib", "perPod": 3}})
     rc, out, err = cli(capsys, "doctor", RECIPE, more, "-n", namespace, "--kubeconfig", kc)
-    assert rc == 1 and _rows(out)["fabric: rdma/ib"].startswith("✗"), out
+    assert rc == 1 and _rows(out)["fabric devices"].startswith("✗"), out
 
 
 @pytest.mark.parametrize("network, asked", [(RDMA, "IPC_LOCK"), ({"profile": "hostNetwork"}, "host")],
@@ -120,7 +121,8 @@ def test_a_baseline_namespace_refuses_the_gang_and_doctor_says_so_first(playgrou
     pod = _dry_run_pod("trainer", pod_templates(docs)["trainer"], drop_priority_class=True)
     with pytest.raises(client.ApiException) as refused:
         client.CoreV1Api(playground.api_client()).create_namespaced_pod(ns, pod)
-    assert refused.value.status == 403 and "violates PodSecurity \"baseline:" in refused.value.body
+    message = json.loads(refused.value.body)["message"]
+    assert refused.value.status == 403 and 'violates PodSecurity "baseline:' in message and asked in message, message
 
 
 NAD_CRD = {

@@ -44,7 +44,7 @@ def device_rows(room: Room, cluster: Any, network: dict[str, Any] | None, empty:
     if device is None:
         return []
     name, per_pod = device
-    check = f"fabric: {name}"
+    check = "fabric devices"
     if room.nodes_denied:
         return [Row(WARN, check, forbidden("list", "nodes", None, f"whether the GPU nodes advertise {name} is unknown"),
                     "ask a cluster admin whether the fabric's device plugin runs on the GPU nodes")]
