@@ -35,8 +35,8 @@ SESSION_SHAPE = {"gpu_nodes": 2, "gpus_per_node": 8, "cpu_nodes": 1, "node_cpu":
 
 
 def session_kueue() -> bool:
-    """The session playground runs Kueue, except in `make test-matrix`'s legs: Kueue is claimed for
-    the pinned KubeRay and Kubernetes only, and those legs run no Kueue test."""
+    """The session playground runs Kueue and agent-sandbox's controller, except in `make test-matrix`'s legs: both
+    are claimed for the pinned KubeRay and Kubernetes only, and those legs run neither's tests."""
     from generator.tools import PLAYGROUND_KUBERAY_ENV, PLAYGROUND_KUBERNETES_ENV
 
     return not (os.environ.get(PLAYGROUND_KUBERAY_ENV) or os.environ.get(PLAYGROUND_KUBERNETES_ENV))
@@ -122,7 +122,8 @@ def playground():
     try:
         out = io.StringIO()
         t0 = time.monotonic()
-        rc = exit_code(up, state_dir, Shape(**SESSION_SHAPE), timeout=SESSION_UP, out=out, kueue=session_kueue())
+        rc = exit_code(up, state_dir, Shape(**SESSION_SHAPE), timeout=SESSION_UP, out=out, kueue=session_kueue(),
+                       agent_sandbox=session_kueue())
         if rc != 0:
             pytest.fail(f"playground up failed (exit {rc}):\n{out.getvalue()}", pytrace=False)
         print(f"\nsession playground started in {time.monotonic() - t0:.1f} s at {state_dir}")
