@@ -172,14 +172,15 @@ def test_cli_accepts_the_real_node_as_the_only_node(tmp_path, monkeypatch, capsy
     from generator.playground import cluster
 
     calls = []
-    monkeypatch.setattr(cluster, "up", lambda _dir, shape, timeout, real_node, kueue:
-                        calls.append((shape, real_node, kueue)) or 0)
+    monkeypatch.setattr(cluster, "up", lambda _dir, shape, timeout, real_node, kueue, agent_sandbox:
+                        calls.append((shape, real_node, kueue, agent_sandbox)) or 0)
     argv = ["playground", "up", "--state-dir", str(tmp_path / "pg"), "--gpu-nodes", "0", "--cpu-nodes", "0"]
     assert main([*argv, "--real-node"]) == 0, capsys.readouterr().err
     assert main([*argv, "--real-node", "--kueue"]) == 0, capsys.readouterr().err
-    assert [(s.gpu_nodes, s.cpu_nodes, real, kueue) for s, real, kueue in calls] == [(0, 0, True, False),
-                                                                                   (0, 0, True, True)]
-    assert main(argv) == 2 and len(calls) == 2  # without it there is no node at all
+    assert main([*argv, "--real-node", "--agent-sandbox"]) == 0, capsys.readouterr().err
+    assert [(s.gpu_nodes, s.cpu_nodes, real, kueue, sandbox) for s, real, kueue, sandbox in calls] == [
+        (0, 0, True, False, False), (0, 0, True, True, False), (0, 0, True, False, True)]
+    assert main(argv) == 2 and len(calls) == 3  # without it there is no node at all
     assert "needs at least one node (--gpu-nodes, --cpu-nodes or --real-node)" in capsys.readouterr().err
 
 
