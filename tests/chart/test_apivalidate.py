@@ -321,7 +321,7 @@ def test_an_hpa_behavior_the_apiserver_refuses_is_found(rules, field, message):
 def test_an_object_left_out_is_named_and_fails_the_row(tmp_path, capsys, monkeypatch):
     """A kube-validate that leaves an object out (here the real one, given no CRDs: it cannot validate the
     RayJob) makes the row ✗ and names the object and why; its object line is not ✓ either."""
-    from generator.tools import cache_dir, tool_dir
+    from generator.tools import cache_dir, tool_dir, versions
 
     real, fake = cache_dir(), tmp_path / "cache"
     fake.mkdir()
@@ -338,7 +338,8 @@ def test_an_object_left_out_is_named_and_fails_the_row(tmp_path, capsys, monkeyp
     code, out = _check(tmp_path, capsys)
     assert code == 1, out
     assert re.search(r"^  ✗ RayJob +grpo-swe$", out, re.M), out
-    assert ("      not validated by the apiserver's rules: kube-validate v1.36.3 has no validation of RayJob (ray.io): "
+    assert (f"      not validated by the apiserver's rules: kube-validate {versions()['KUBERNETES_VERSION']} has no "
+            "validation of RayJob (ray.io): "
             "no registry strategy of its own and no CRD of it given") in out, out
     assert re.search(r"^✗ api validation +8 of 9 objects validated \(left out: RayJob grpo-swe\), 4 pod templates ",
                      out, re.M), out
