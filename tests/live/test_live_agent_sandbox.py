@@ -163,3 +163,39 @@ def test_claims_beyond_the_warm_pool_bind_to_pods_of_their_own(playground, names
     rc, out, err = cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", kc, "--timeout", 90)
     assert rc == 0, out + err
     assert {c["metadata"]["name"] for c in _claims(playground, namespace)} == {"nowhere"}  # not the release's
+
+
+def _token(playground, ns: str, account: str) -> str:
+    from kubernetes import client
+
+    req = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=600))
+    return client.CoreV1Api(playground.api_client()).create_namespaced_service_account_token(account, ns, req) \
+        .status.token
+
+
+def test_the_reference_client_claims_with_the_ray_account_and_nothing_more(playground, namespace, capsys, tmp_path):
+    """generator/sandbox_client.py with the token of the Ray pods' account (<release>-ray) and the chart's Role:
+    claim, bound, release. Negative controls: the sandbox pods' account cannot claim, and the Ray account cannot
+    list claims (the Role grants create, get, watch and delete only). The executor's answer is the real node's
+    to prove: the simulated node runs no process."""
+    from generator.sandbox_client import ClaimError, Claims
+
+    rc, out, err = cli(capsys, "run", RECIPE, _agent_infra(tmp_path), "-n", namespace, "--kubeconfig",
+                       playground.kubeconfig, "--wait", "--timeout", 120)
+    assert rc == 0, out + err
+    ca = _state(playground)["pki"]["ca_crt"]
+    claims = Claims("small-sandbox", namespace, 9090, playground.server, _token(playground, namespace, "small-ray"), ca)
+    name = claims.claim()
+    executor = claims.wait_bound(name, 60)
+    assert executor.url.startswith("http://127.") and executor.url.endswith(":9090")
+    claims.release(name)
+    wait_for(lambda: name not in {c["metadata"]["name"] for c in _claims(playground, namespace)}, 30, "claim gone")
+    sandbox = Claims("small-sandbox", namespace, 9090, playground.server,
+                     _token(playground, namespace, "small-sandbox"), ca)
+    with pytest.raises(ClaimError, match="HTTP 403"):
+        sandbox.claim()
+    with pytest.raises(ClaimError, match="HTTP 403"):
+        claims._call("GET", f"/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxclaims")
+    rc, out, err = cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", playground.kubeconfig,
+                       "--timeout", 90)
+    assert rc == 0, out + err
