@@ -39,7 +39,7 @@ def docs(text: str) -> list[str]:
 @both
 def test_plain_template_needs_no_kube_version(helm):
     """The README's `helm template` / `helm install` of the chart folder: the chart's kubeVersion
-    (>=1.29) is met by the binary's default capabilities (Helm 3: built with the playground's minor)."""
+    (>=1.33) is met by the binary's default capabilities (Helm 3: built with the playground's minor)."""
     out = run_helm(helm, "template", "dockyard", CHART_DIR, "-f", PLAIN_VALUES).stdout
     kinds = [d["kind"] for d in yaml.safe_load_all(out) if d]
     assert "Deployment" in kinds and "Service" in kinds
