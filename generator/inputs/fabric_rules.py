@@ -10,6 +10,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+# The label every host-network trainer and inference pod carries, which its anti-affinity selects (one per node).
+HOST_NETWORK_LABEL = "dockyard.dev/host-network"
 # The env the fabric owns in every container of the trainer and inference groups (the chart's
 # dockyard.ray.fabricEnvNames holds the same): infra.env and the overlay may not set them.
 FABRIC_ENV = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_HCA", "FI_PROVIDER")
@@ -29,6 +31,9 @@ def fabric_overlay_problem(group: dict[str, Any]) -> tuple[tuple[str | int, ...]
     if "hostNetwork" in pod:
         return (("template", "spec", "hostNetwork"), f"hostNetwork in one group's overlay: {owned}",
                 "kuberay.network.profile: hostNetwork")
+    if HOST_NETWORK_LABEL in _map(meta, "labels"):
+        return (("template", "metadata", "labels", HOST_NETWORK_LABEL),
+                f"the host-network label in one group's overlay: {owned}", "no such label (the chart sets it)")
     if MULTUS_ANNOTATION in _map(meta, "annotations"):
         return (("template", "metadata", "annotations", MULTUS_ANNOTATION),
                 f"Multus networks in one group's overlay: {owned}", "kuberay.network.rdma.networks")

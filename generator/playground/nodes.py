@@ -48,7 +48,8 @@ class Shape:
         out: dict[str, int] = {}
         for item in filter(None, (i.strip() for i in self.gpu_node_devices.split(","))):
             name, eq, count = item.partition("=")
-            if not eq or not re.fullmatch(DEVICE_RE, name) or not count.isdigit() or not 1 <= int(count) <= 1000:
+            number = count.isascii() and count.isdigit()
+            if not eq or not re.fullmatch(DEVICE_RE, name) or not number or not 1 <= int(count) <= 1000:
                 raise ValueError(f"{item!r} is not RESOURCE=COUNT (an extended resource with a domain, e.g. "
                                  "rdma/ib=2, a count 1..1000)")
             if name.split("/")[0].endswith("kubernetes.io") or name == "nvidia.com/gpu":

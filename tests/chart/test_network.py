@@ -21,10 +21,8 @@ RDMA = {"profile": "rdma", "socketInterface": "eth0",
 EFA = {"profile": "efa", "efa": {"perPod": 4}}
 HOST = {"profile": "hostNetwork", "socketInterface": "^lo,docker"}
 PROFILES = {"tcp": {"profile": "tcp", "socketInterface": "eth0"}, "rdma": RDMA, "efa": EFA, "hostNetwork": HOST}
-ANTI = {"labelSelector": {"matchExpressions": [
-    {"key": "app.kubernetes.io/instance", "operator": "In", "values": ["grpo-swe"]},
-    {"key": "dockyard.dev/fleet", "operator": "In", "values": ["trainer", "inference"]}]},
-    "topologyKey": "kubernetes.io/hostname"}
+ANTI = {"labelSelector": {"matchExpressions": [{"key": "dockyard.dev/host-network", "operator": "Exists"}]},
+        "namespaceSelector": {}, "topologyKey": "kubernetes.io/hostname"}
 
 
 def _fabric(group: dict[str, Any]) -> dict[str, Any]:
@@ -39,27 +37,28 @@ def _fabric(group: dict[str, Any]) -> dict[str, Any]:
     return {"env": env, "devices": devices, "add": ray.get("securityContext", {}).get("capabilities", {}).get("add"),
             "annotations": group["template"].get("metadata", {}).get("annotations", {}),
             "hostNetwork": spec.get("hostNetwork"), "dnsPolicy": spec.get("dnsPolicy"),
-            "anti": spec.get("affinity", {}).get("podAntiAffinity")}
+            "anti": spec.get("affinity", {}).get("podAntiAffinity"),
+            "label": group["template"]["metadata"]["labels"].get("dockyard.dev/host-network")}
 
 
 EXPECTED = {
     "tcp": {"env": {"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"},
             "devices": {"requests": {}, "limits": {}}, "add": None, "annotations": {}, "hostNetwork": None,
-            "dnsPolicy": None, "anti": None},
+            "dnsPolicy": None, "anti": None, "label": None},
     "rdma": {"env": {"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0", "NCCL_IB_HCA": "mlx5"},
              "devices": {"requests": {"rdma/ib": 2}, "limits": {"rdma/ib": 2}}, "add": ["IPC_LOCK"],
              "annotations": {"k8s.v1.cni.cncf.io/networks": "ib-net,fabric/ib-b@net2"}, "hostNetwork": None,
-             "dnsPolicy": None, "anti": None},
+             "dnsPolicy": None, "anti": None, "label": None},
     "efa": {"env": {"FI_PROVIDER": "efa"}, "devices": {"requests": {"vpc.amazonaws.com/efa": 4},
                                                        "limits": {"vpc.amazonaws.com/efa": 4}},
-            "add": None, "annotations": {}, "hostNetwork": None, "dnsPolicy": None, "anti": None},
-    "hostNetwork": {"env": {"NCCL_SOCKET_IFNAME": "^lo,docker", "GLOO_SOCKET_IFNAME": "^lo,docker"},
+            "add": None, "annotations": {}, "hostNetwork": None, "dnsPolicy": None, "anti": None, "label": None},
+    "hostNetwork": {"env": {"NCCL_SOCKET_IFNAME": "^lo,docker"},  # Gloo takes no ^: left to its default
                     "devices": {"requests": {}, "limits": {}}, "add": None, "annotations": {}, "hostNetwork": True,
                     "dnsPolicy": "ClusterFirstWithHostNet",
-                    "anti": {"requiredDuringSchedulingIgnoredDuringExecution": [ANTI]}},
+                    "anti": {"requiredDuringSchedulingIgnoredDuringExecution": [ANTI]}, "label": "true"},
 }
 NONE = {"env": {}, "devices": {"requests": {}, "limits": {}}, "add": None, "annotations": {}, "hostNetwork": None,
-        "dnsPolicy": None, "anti": None}
+        "dnsPolicy": None, "anti": None, "label": None}
 
 
 @pytest.mark.parametrize("mode", ["rayjob", "bringup"])
@@ -117,6 +116,31 @@ def test_plain_helm_pins_what_the_models_refuse_in_an_overlay():
         assert trainer == inference == EXPECTED[network["profile"]]
 
 
+def test_plain_helm_without_per_pod_asks_for_one_device(tmp_path):
+    """values.yaml ships rdma: null; a hand-written rdma block without perPod gets the models' default, 1."""
+    bare = {"profile": "rdma", "rdma": {"resourceName": "rdma/ib"}}
+    values = deep_merge(chart_values(), {"kuberay": {"network": bare}})
+    for group in ("trainer", "inference"):
+        assert _fabric(render_values(values).groups()[group])["devices"]["limits"] == {"rdma/ib": 1}
+
+
+def test_gloo_gets_the_interface_only_as_exact_names():
+    """NCCL reads prefixes, ^ (exclude) and = (exact); Gloo only exact names: `=eth0` is eth0 to it, `^lo` nothing."""
+    for given, gloo in (("eth0,eth1", "eth0,eth1"), ("=eth0", "eth0"), ("^lo", None), ("^=docker0", None)):
+        env = _fabric(render_values(chart_values(kuberay={"network": {"socketInterface": given}})).groups()["trainer"])
+        assert env["env"].get("NCCL_SOCKET_IFNAME") == given and env["env"].get("GLOO_SOCKET_IFNAME") == gloo, given
+
+
+def test_the_heads_own_nccl_env_is_kept():
+    """The fabric owns the worker groups' NCCL env only: the head's overlay may set its own (the models accept it,
+    and the chart keeps it)."""
+    env = [{"name": "NCCL_SOCKET_IFNAME", "value": "eth9"}]
+    values = chart_values(kuberay={"network": RDMA, "spec": {"headGroupSpec": {"template": {"spec": {"containers": [
+        {"name": "ray-head", "env": env}]}}}}})
+    head = render_values(values).groups()["head"]["template"]["spec"]["containers"][0]
+    assert {"name": "NCCL_SOCKET_IFNAME", "value": "eth9"} in head["env"]
+
+
 def test_host_network_keeps_the_placements_anti_affinity_and_adds_its_own():
     own = {"labelSelector": {"matchLabels": {"team": "a"}}, "topologyKey": "topology.kubernetes.io/zone"}
     values = chart_values(kuberay={"network": HOST, "placement": {"gpu": {"affinity": {"podAntiAffinity": {
@@ -153,6 +177,9 @@ REFUSED = [
      "infra.env[0].name: NCCL_IB_HCA is the fabric's"),
 ]
 OVERLAY_REFUSED = [
+    ("the host-network label in one group",
+     {"template": {"metadata": {"labels": {"dockyard.dev/host-network": "false"}}}},
+     "kuberay.spec.workerGroupSpecs[0].template.metadata.labels.dockyard.dev/host-network"),
     ("hostNetwork in one group", {"template": {"spec": {"hostNetwork": True}}},
      "kuberay.spec.workerGroupSpecs[0].template.spec.hostNetwork: hostNetwork in one group's overlay"),
     ("the Multus annotation in one group",

@@ -221,7 +221,17 @@ def _valid(value: str, schema: dict[str, Any]) -> bool:
     pattern = schema.get("pattern")
     # JSON Schema (Go, pydantic) reads `$` as the end of the text, Python's `re` also before a final newline.
     return (len(value) >= schema.get("minLength", 0) and len(value) <= schema.get("maxLength", 10**6)
-            and (pattern is None or re.search(pattern.replace("$", r"\Z"), value) is not None))
+            and (pattern is None or re.search(pattern.replace("$", r"\Z"), value) is not None)
+            and not _refused_by_not(value, schema.get("not")))
+
+
+def _refused_by_not(value: str, nots: dict[str, Any] | None) -> bool:
+    """Whether a field's `not` (patterns and enums, alone or in an anyOf) refuses `value`."""
+    if not nots:
+        return False
+    if "anyOf" in nots:
+        return any(_refused_by_not(value, sub) for sub in nots["anyOf"])
+    return (value in nots.get("enum", ()) or ("pattern" in nots and re.search(nots["pattern"], value) is not None))
 
 
 SENTINELS = {slot.path: _sentinel(n, slot) for n, slot in enumerate(SLOTS)}

@@ -89,10 +89,46 @@ def test_a_device_the_nodes_lack_is_refused_before_installing_in_doctors_words(p
     from generator.live.helm.records import release_records
 
     assert release_records(kube(playground), "small", namespace) == []
-    # the control: more of the advertised device than a node has is refused alike; the count it has runs
+    # more of the advertised device than a node has is refused alike
     more = _network(tmp_path, "more", {"profile": "rdma", "rdma": {"resourceName": "rdma/ib", "perPod": 3}})
     rc, out, err = cli(capsys, "doctor", RECIPE, more, "-n", namespace, "--kubeconfig", kc)
     assert rc == 1 and _rows(out)["fabric devices"].startswith("✗"), out
+
+
+def test_the_devices_not_the_gpus_decide_where_the_gang_fits(playground, namespace, release, capsys, tmp_path, wait):
+    """Three 4-GPU worker pods fit the two 8-GPU nodes on their GPUs (the tcp control), not with 2 rdma/ib each of
+    the 2 a node has: doctor counts it, and the real scheduler leaves the third pod Pending on the device."""
+    recipe = tmp_path / "three.yaml"
+    recipe.write_text(RECIPE.read_text().replace("trainer:   {nodes: 1, gpusPerNode: 8}",
+                                                 "trainer:   {nodes: 2, gpusPerNode: 4}")
+                      .replace("inference: {nodes: 1, gpusPerNode: 8}", "inference: {nodes: 1, gpusPerNode: 4}"))
+    kc = playground.kubeconfig
+    rc, out, err = cli(capsys, "doctor", recipe, INFRA, "-n", namespace, "--kubeconfig", kc)
+    rows = _rows(out)
+    assert rows["GPU capacity: gang"].startswith("✓") and "fabric devices" not in rows, out  # the control
+    infra = _network(tmp_path, "rdma", RDMA)
+    rc, out, err = cli(capsys, "doctor", recipe, infra, "-n", namespace, "--kubeconfig", kc)
+    row = _rows(out)["fabric devices"]
+    assert rc == 1 and row.startswith("✗") and "2/3 worker pods find 2 rdma/ib" in row, out
+    rc, out, err = cli(capsys, "run", recipe, infra, "-n", namespace, "--kubeconfig", kc, "--timeout", 60)
+    assert rc == 0, err  # without --wait: installed, and the scheduler has the last word
+
+    def pending_on_the_device():
+        for pod in _workers(playground, namespace):
+            for cond in pod.status.conditions or []:
+                if cond.type == "PodScheduled" and cond.status == "False" and "Insufficient rdma/ib" in (
+                        cond.message or ""):
+                    return pod
+        return None
+
+    pod = wait(pending_on_the_device, 60, "a worker pod Pending on Insufficient rdma/ib")
+    def two_running():
+        running = [p for p in _workers(playground, namespace) if p.status.phase == "Running"]
+        return running if len(running) == 2 else None
+
+    running = wait(two_running, 60, "the two worker pods that found their devices Running")
+    assert len({p.spec.node_name for p in running}) == 2, running  # one per node: 2 rdma/ib each
+    assert pod.status.phase == "Pending"
 
 
 @pytest.mark.parametrize("network, asked", [(RDMA, "IPC_LOCK"), ({"profile": "hostNetwork"}, "host")],

@@ -27,7 +27,7 @@ def rdma(per_pod=2, name="rdma/ib"):
     return {"profile": "rdma", "rdma": {"resourceName": name, "perPod": per_pod}}
 
 
-@pytest.mark.parametrize("network", [None, {"profile": "tcp"}, {"profile": "hostNetwork"}])
+@pytest.mark.parametrize("network", [None, {"profile": "tcp"}])
 def test_no_row_without_a_device(network):
     assert fabric.device_rows(POOL, _cluster(), network) == []
 
@@ -59,6 +59,33 @@ def test_devices_are_counted_with_the_gpus_a_node_has_left():
     assert row.mark == OK and row.detail.startswith("4/4"), row
     (row,) = fabric.device_rows(POOL, _cluster(trainer=2, inference=2, gpus=4), rdma(2))
     assert row.mark == FAIL and row.detail.startswith("2/4"), row
+
+
+def test_a_fit_first_fit_misses_is_found():
+    """First fit, biggest first, puts the 8-GPU pod on A and then cannot place both 4-GPU pods; B takes the 8 and A
+    the two 4s. Refusing that gang would make `run --wait` refuse a job that runs."""
+    free = {"A": (8.0, 2.0), "B": (12.0, 1.0)}
+    assert fabric.place_pairs(free, [(8.0, 1.0), (4.0, 1.0), (4.0, 1.0)]) == 3
+    assert fabric.place_pairs(free, [(8.0, 1.0), (8.0, 1.0), (4.0, 1.0)]) == 2  # the control: this one cannot fit
+    assert fabric.place_pairs({f"n{i}": (8.0, 1.0) for i in range(40)}, [(8.0, 2.0)] * 30, budget=50) is not None
+
+
+def test_host_network_takes_a_gpu_node_per_pod():
+    """One 16-GPU node holds two 8-GPU pods on the pod network, never under hostNetwork (one pod per node)."""
+    big = room_of(nodes.manifests(nodes.Shape(gpu_nodes=1, gpus_per_node=16), "v1.37.2"))
+    (row,) = fabric.device_rows(big, _cluster(), {"profile": "hostNetwork"})
+    assert (row.mark, row.check) == (FAIL, "fabric: host network") and row.detail.startswith("1/2"), row
+    assert row.remedy.startswith("1 pod(s) short"), row
+    (row,) = fabric.device_rows(POOL, _cluster(), {"profile": "hostNetwork"})
+    assert row.mark == OK and row.detail.startswith("2/2"), row
+
+
+def test_host_network_beside_the_sandbox_policy_is_a_warning():
+    values = {"kuberay": {"network": {"profile": "hostNetwork"}}, "sandbox": {"networkPolicy": {"enabled": True}}}
+    (row,) = fabric.network_policy_rows(values)
+    assert row.mark == WARN and "sandbox.networkPolicy.enabled: false" in row.remedy
+    assert fabric.network_policy_rows({**values, "sandbox": {"networkPolicy": {"enabled": False}}}) == []
+    assert fabric.network_policy_rows({**values, "kuberay": {"network": {"profile": "rdma"}}}) == []
 
 
 def test_devices_other_pods_use_are_not_free():

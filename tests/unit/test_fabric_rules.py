@@ -15,6 +15,8 @@ CASES = [
     ({"template": {"spec": {"hostNetwork": False}}}, ("template", "spec", "hostNetwork")),
     ({"template": {"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": "ib"}}}},
      ("template", "metadata", "annotations", "k8s.v1.cni.cncf.io/networks")),
+    ({"template": {"metadata": {"labels": {"dockyard.dev/host-network": "true"}}}},
+     ("template", "metadata", "labels", "dockyard.dev/host-network")),
     *[({"template": {"spec": {"containers": [{"name": "log"}, {"name": "ray-worker", "env": [
         {"name": "A", "value": "1"}, {"name": name, "value": "x"}]}]}}},
        ("template", "spec", "containers", 1, "env", 1, "name")) for name in FABRIC_ENV],

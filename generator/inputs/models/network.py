@@ -27,9 +27,9 @@ EXTENDED_RESOURCE_RE = rf"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a
 NETWORK_RE = (rf"^({DNS1123_LABEL_RE[1:-1]}/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?(@[A-Za-z0-9_.-]{{1,15}})?$")
 # NCCL_SOCKET_IFNAME's syntax: interface names or prefixes, comma-separated, optionally led by ^ (exclude) or =
 # (exact); no spaces.
-IFNAME_RE = r"^[\^=]?[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*$"
+IFNAME_RE = r"^\^?=?[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*$"
 # NCCL_IB_HCA's syntax: HCA names with optional :port, comma-separated, optionally led by ^ or =.
-HCA_RE = r"^[\^=]?[A-Za-z0-9_.-]+(:[0-9]+)?(,[A-Za-z0-9_.-]+(:[0-9]+)?)*$"
+HCA_RE = r"^\^?=?[A-Za-z0-9_.-]+(:[0-9]+)?(,[A-Za-z0-9_.-]+(:[0-9]+)?)*$"
 
 NetworkName = Annotated[str, Field(pattern=NETWORK_RE, max_length=253)]
 Profile = Literal["tcp", "rdma", "efa", "hostNetwork"]
@@ -42,7 +42,7 @@ class RdmaFabric(Strict):
         pattern=EXTENDED_RESOURCE_RE, max_length=253 + 1 + 63,
         description="The extended resource the RDMA device plugin advertises, e.g. rdma/ib or "
                     "rdma/rdma_shared_device_a.",
-        json_schema_extra={"not": {"anyOf": [{"pattern": r"^([^/]*\.)?kubernetes\.io/"},
+        json_schema_extra={"not": {"anyOf": [{"pattern": r"kubernetes\.io/"}, {"pattern": r"^requests\."},
                                              {"enum": ["nvidia.com/gpu", EFA_RESOURCE]}]}})
     perPod: int = Field(1, ge=1, le=MAX_DEVICES_PER_POD,
                         description=f"Devices each trainer and inference pod requests (at most {MAX_DEVICES_PER_POD}).")
@@ -54,10 +54,9 @@ class RdmaFabric(Strict):
 
     @model_validator(mode="after")
     def _names(self) -> RdmaFabric:
-        prefix = self.resourceName.split("/", 1)[0]
-        if prefix == "kubernetes.io" or prefix.endswith(".kubernetes.io"):
-            raise refused(("resourceName",), f"{self.resourceName} is in kubernetes.io's namespace, not an "
-                          "extended resource a device plugin advertises", "e.g. rdma/ib")
+        if "kubernetes.io/" in self.resourceName or self.resourceName.startswith("requests."):
+            raise refused(("resourceName",), f"{self.resourceName} is not an extended resource the API takes (no "
+                          "kubernetes.io/ in it, no requests. prefix)", "the device plugin's resource, e.g. rdma/ib")
         if self.resourceName in ("nvidia.com/gpu", EFA_RESOURCE):
             other = "profile efa" if self.resourceName == EFA_RESOURCE else "the recipe's gpusPerNode"
             raise refused(("resourceName",), f"{self.resourceName} is not an RDMA device: {other} asks for it",
@@ -100,7 +99,8 @@ class NetworkSettings(Strict):
                            "node (NetworkPolicy does not apply to host-network pods).")
     socketInterface: str | None = Field(
         None, pattern=IFNAME_RE, max_length=1024,
-        description="NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME (bootstrap and socket transport), e.g. eth0 or ^lo.")
+        description="NCCL_SOCKET_IFNAME (NCCL's syntax: prefixes, ^ excludes, = exact), e.g. eth0 or ^lo,docker; "
+                    "GLOO_SOCKET_IFNAME gets it too unless it excludes (^): Gloo takes exact names only.")
     rdma: RdmaFabric | None = Field(None, description="Required under profile rdma; nothing else takes it.")
     efa: EfaFabric | None = Field(None, description="Required under profile efa; nothing else takes it.")
 
@@ -136,6 +136,8 @@ def restricted_fabric_problem(security: Any, network: NetworkSettings) -> Except
         needs = f"adding {IPC_LOCK}" if network.profile == "rdma" else "the host's network namespace"
         return refused(("kuberay", "network", "profile"),
                        f"profile {network.profile} needs {needs}, which infra.security.profile restricted (PodSecurity "
-                       "restricted) forbids", "infra.security.profile: baseline, or profile tcp or efa")
+                       "restricted) forbids, and so does baseline: only a namespace of pod-security level privileged "
+                       "admits it", "infra.security.profile: baseline (and a namespace labelled "
+                       "pod-security.kubernetes.io/enforce=privileged), or profile tcp or efa")
     return None
 

@@ -64,8 +64,10 @@ def install(p: Plan, *, kubeconfig: str | None, context: str | None, timeout: fl
         kube.require_ray()
         if wait:
             from generator.live.doctor.capacity import refuse_never_fits
+            from generator.live.doctor.fabric import gang_rows
 
-            refuse_never_fits(kube, p.cluster, "`run --wait`", (p.values.get("kuberay") or {}).get("network"))
+            network = (p.values.get("kuberay") or {}).get("network")
+            refuse_never_fits(kube, p.cluster, "`run --wait`", gang_rows(p.cluster, network))
     kube.require_priority_class(p.priority_class)
     if not kube.namespace_exists(p.namespace):
         if not create_namespace:

@@ -58,10 +58,11 @@ def pod_security_row(kube: Kube, ns: Namespace, templates: dict[str, dict[str, A
                                      "(a server-side dry run needs the create verb)"))
             refused.append(f"{role}: {msg}")
     if refused:
-        workers = fabric and any(r.startswith(("trainer:", "inference:")) for r in refused)
-        return Row(FAIL, "PodSecurity admission", f"enforce={level}: " + "; ".join(refused)[:600],
-                   fabric if workers else "relax the namespace's pod-security.kubernetes.io/enforce label, or harden "
-                   "sandbox.security / infra.security (profile: restricted)")
+        remedy = ("relax the namespace's pod-security.kubernetes.io/enforce label, or harden sandbox.security / "
+                  "infra.security (profile: restricted)")
+        if fabric and any(r.startswith(("trainer:", "inference:")) for r in refused):
+            remedy = f"{fabric}; else {remedy}"  # what the profile asks first, the general remedy after it
+        return Row(FAIL, "PodSecurity admission", f"enforce={level}: " + "; ".join(refused)[:600], remedy)
     return Row(OK, "PodSecurity admission",
                f"enforce={level}: admits all {len(templates)} pod templates (server-side dry run)")
 

@@ -6,6 +6,7 @@ each row function compares the rendered pod templates with that.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,25 +75,24 @@ def read_room(kube: Kube, release: str, namespace: str) -> Room:
     return room
 
 
-def never_fits(kube: Kube, cluster: Any, network: dict[str, Any] | None = None) -> Row | None:
-    """doctor's first failing GPU or fabric device row on an empty cluster (every node's allocatable, no other
-    pod): the gang can never be scheduled, however long one waits. None when it fits, or nodes cannot be read."""
-    from generator.live.doctor.fabric import device_rows
-
+def never_fits(kube: Kube, cluster: Any, more: Callable[[Room, bool], list[Row]] | None = None) -> Row | None:
+    """doctor's first failing GPU row on an empty cluster (every node's allocatable, no other pod), or of `more`
+    (room, empty=True) -> rows (e.g. the fabric's devices): the gang can never be scheduled, however long one
+    waits. None when it fits, or nodes cannot be read."""
     room = Room()
     _read_nodes(kube, room)
     if room.nodes_denied:
         return None
-    rows = gpu_rows(room, cluster, empty=True) + device_rows(room, cluster, network, empty=True)
+    rows = gpu_rows(room, cluster, empty=True) + (more(room, True) if more else [])
     return next((r for r in rows if r.mark == FAIL), None)
 
 
-def refuse_never_fits(kube: Kube, cluster: Any, what: str, network: dict[str, Any] | None = None) -> None:
-    """CheckFailed (exit 1) before anything is installed, in never_fits' row's words (`network`: kuberay.network,
-    whose device the worker pods ask for too)."""
+def refuse_never_fits(kube: Kube, cluster: Any, what: str,
+                      more: Callable[[Room, bool], list[Row]] | None = None) -> None:
+    """CheckFailed (exit 1) before anything is installed, in never_fits' row's words."""
     from generator.errors import CheckFailed
 
-    row = never_fits(kube, cluster, network)
+    row = never_fits(kube, cluster, more)
     if row is not None:
         raise CheckFailed(f"the cluster can never schedule this gang ({row.check}: {row.detail}): {what} would wait "
                           f"out its whole --timeout; nothing was changed. {row.remedy}")

@@ -95,6 +95,7 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     rows.append(admission.pod_security_row(kube, ns, templates, drop_priority_class=priority_class.mark != OK,
                                            fabric=fabric.admission_remedy(network)))
     rows += admission.network_policy_rows(values)
+    rows += fabric.network_policy_rows(values)  # hostNetwork beside the sandbox's NetworkPolicy
     return rows
 
 

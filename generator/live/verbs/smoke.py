@@ -135,8 +135,9 @@ def smoke(args: Any) -> int:
         print(f"smoke: {p.release} in namespace {p.namespace}, {kube.target()}", file=sys.stderr, flush=True)
     kube.require_ray()
     from generator.live.doctor.capacity import refuse_never_fits
+    from generator.live.doctor.fabric import gang_rows
 
-    refuse_never_fits(kube, p.cluster, "`smoke`", (values.get("kuberay") or {}).get("network"))
+    refuse_never_fits(kube, p.cluster, "`smoke`", gang_rows(p.cluster, (values.get("kuberay") or {}).get("network")))
     queue = (values.get("launch") or {}).get("queue")
     if queue:  # Kueue admits the probe as it would the job: refused now if it never would
         from generator.live.doctor.kueue_rows import refuse_never_admitted

@@ -10,10 +10,12 @@ generator/inputs/models/network.py holds the same names.
 {{- toJson (list "NCCL_SOCKET_IFNAME" "GLOO_SOCKET_IFNAME" "NCCL_IB_HCA" "FI_PROVIDER") -}}
 {{- end -}}
 
-{{/* The fabric's env of one group.
+{{/* The fabric's env of one group. Gloo reads GLOO_SOCKET_IFNAME as exact interface names, comma-separated:
+it has no exclusion (^) nor prefix match, so it gets the value only without a ^ (and without NCCL's leading =).
 dict "ctx" $ "role" "trainer" with kuberay.network {profile: rdma, socketInterface: eth0, rdma: {hca: mlx5}}
 -> [{"name": "NCCL_SOCKET_IFNAME", "value": "eth0"}, {"name": "GLOO_SOCKET_IFNAME", "value": "eth0"},
     {"name": "NCCL_IB_HCA", "value": "mlx5"}]
+socketInterface "^lo,docker" -> [{"name": "NCCL_SOCKET_IFNAME", "value": "^lo,docker"}]
 dict "ctx" $ "role" "head" -> [] */}}
 {{- define "dockyard.ray.fabricEnv" -}}
 {{- $net := .ctx.Values.kuberay.network | default dict -}}
@@ -21,7 +23,9 @@ dict "ctx" $ "role" "head" -> [] */}}
 {{- if ne .role "head" -}}
 {{- with $net.socketInterface -}}
 {{- $env = append $env (dict "name" "NCCL_SOCKET_IFNAME" "value" .) -}}
-{{- $env = append $env (dict "name" "GLOO_SOCKET_IFNAME" "value" .) -}}
+{{- if not (hasPrefix "^" .) -}}
+{{- $env = append $env (dict "name" "GLOO_SOCKET_IFNAME" "value" (trimPrefix "=" .)) -}}
+{{- end -}}
 {{- end -}}
 {{- if eq $net.profile "rdma" -}}
 {{- with $net.rdma.hca -}}{{- $env = append $env (dict "name" "NCCL_IB_HCA" "value" .) -}}{{- end -}}
@@ -37,7 +41,7 @@ $ with kuberay.network {profile: efa, efa: {perPod: 4}} -> {"name": "vpc.amazona
 {{- define "dockyard.ray.fabricDevice" -}}
 {{- $net := .Values.kuberay.network | default dict -}}
 {{- if eq $net.profile "rdma" -}}
-{{- toJson (dict "name" $net.rdma.resourceName "count" (int64 $net.rdma.perPod)) -}}
+{{- toJson (dict "name" $net.rdma.resourceName "count" (int64 (default 1 $net.rdma.perPod))) -}}
 {{- else if eq $net.profile "efa" -}}
 {{- toJson (dict "name" "vpc.amazonaws.com/efa" "count" (int64 $net.efa.perPod)) -}}
 {{- else -}}
@@ -45,19 +49,20 @@ $ with kuberay.network {profile: efa, efa: {perPod: 4}} -> {"name": "vpc.amazona
 {{- end -}}
 {{- end -}}
 
-{{/* One Ray pod per node for hostNetwork: the trainer and inference pods of this release repel each other
-(two on one node would share its ports). */}}
+{{/* One Ray pod per node for hostNetwork: every host-network trainer and inference pod (of any release, in
+any namespace) carries the fabric's own label, set after the overlay, and repels the others (two on one node
+would share its ports). */}}
 {{- define "dockyard.ray.fabricAntiAffinity" -}}
 {{- toJson (dict
-  "labelSelector" (dict "matchExpressions" (list
-    (dict "key" "app.kubernetes.io/instance" "operator" "In" "values" (list .Release.Name))
-    (dict "key" "dockyard.dev/fleet" "operator" "In" "values" (list "trainer" "inference"))))
+  "labelSelector" (dict "matchExpressions" (list (dict "key" "dockyard.dev/host-network" "operator" "Exists")))
+  "namespaceSelector" dict
   "topologyKey" "kubernetes.io/hostname") -}}
 {{- end -}}
 
 {{/* A worker group's pod template with the fabric pinned: the device in the Ray container's (index 0)
 requests and limits, IPC_LOCK added (rdma), the Multus networks annotation (rdma), hostNetwork with its DNS
-policy and anti-affinity (hostNetwork); what the overlay set of these is replaced.
+policy, the dockyard.dev/host-network label and anti-affinity (hostNetwork); what the overlay set of these is
+replaced.
 dict "ctx" $ "role" "trainer" "tpl" {"metadata": …} "spec" {"containers": […], …}
 -> {"tpl": {"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": "ib-net"}}}, "spec": {…}} */}}
 {{- define "dockyard.ray.pinFabric" -}}
@@ -90,6 +95,9 @@ dict "ctx" $ "role" "trainer" "tpl" {"metadata": …} "spec" {"containers": […
 {{- $_ := set $notes "k8s.v1.cni.cncf.io/networks" (join "," $net.rdma.networks) -}}
 {{- end -}}
 {{- if $notes -}}{{- $_ := set $meta "annotations" $notes -}}{{- else -}}{{- $_ := unset $meta "annotations" -}}{{- end -}}
+{{- $labels := omit ($meta.labels | default dict) "dockyard.dev/host-network" -}}
+{{- if eq $net.profile "hostNetwork" -}}{{- $_ := set $labels "dockyard.dev/host-network" "true" -}}{{- end -}}
+{{- $_ := set $meta "labels" $labels -}}
 {{- $_ := set $tpl "metadata" $meta -}}
 {{- $_ := unset $spec "hostNetwork" -}}
 {{- if eq $net.profile "hostNetwork" -}}
