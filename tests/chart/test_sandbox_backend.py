@@ -78,6 +78,18 @@ def test_the_network_policy_selects_the_sandbox_pods(render):
     assert selector.items() <= labels.items()
 
 
+def test_a_claimed_sandbox_admits_only_the_releases_ray_pods(render):
+    """One episode per sandbox: no other pod of the namespace (another sandbox's untrusted code above all) is
+    admitted to its executor port; the pool backend keeps its namespace-wide rule."""
+    (rule,) = render(sandbox=AGENT).one("NetworkPolicy")["spec"]["ingress"]
+    assert rule["from"] == [{"podSelector": {"matchLabels": {"app.kubernetes.io/instance": "grpo-swe",
+                                                             "app.kubernetes.io/component": "ray"}}}]
+    (rule,) = render().one("NetworkPolicy")["spec"]["ingress"]
+    assert rule["from"] == [{"podSelector": {}}]
+    ray = render(sandbox=AGENT).groups()["trainer"]["template"]["metadata"]["labels"]
+    assert {"app.kubernetes.io/instance": "grpo-swe", "app.kubernetes.io/component": "ray"}.items() <= ray.items()
+
+
 def _rbac(out: Rendered) -> tuple[dict[str, Any], dict[str, Any]]:
     return out.one("Role"), out.one("RoleBinding")
 
