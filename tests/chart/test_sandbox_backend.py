@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from generator.render import apivalidate, kubeconform
-from tests.conftest import Rendered
+from tests.conftest import Rendered, chart_values, deep_merge, render_values
 
 AGENT = {"backend": "agent-sandbox"}
 POOL_ONLY = {"Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler"}
@@ -76,6 +76,18 @@ def test_the_network_policy_selects_the_sandbox_pods(render):
     selector = out.one("NetworkPolicy")["spec"]["podSelector"]["matchLabels"]
     labels = out.one("SandboxTemplate")["spec"]["podTemplate"]["metadata"]["labels"]
     assert selector.items() <= labels.items()
+
+
+@pytest.mark.parametrize("name", ["", None])
+def test_an_empty_account_in_the_overlay_binds_the_releases(name):
+    """An overlay's empty serviceAccountName merges as nothing: the pod runs as the release's account, and the
+    RoleBinding names that one (an empty subject name is refused by the API)."""
+    values = deep_merge(chart_values(sandbox=AGENT), {"kuberay": {"spec": {"workerGroupSpecs": [
+        {"groupName": "trainer", "template": {"spec": {"serviceAccountName": name}}}]}}})
+    out = render_values(values)
+    assert out.one("RoleBinding")["subjects"] == [{"kind": "ServiceAccount", "name": "grpo-swe-ray",
+                                                   "namespace": "dockyard"}]
+    assert out.groups()["trainer"]["template"]["spec"]["serviceAccountName"] == "grpo-swe-ray"
 
 
 def test_a_claimed_sandbox_admits_only_the_releases_ray_pods(render):

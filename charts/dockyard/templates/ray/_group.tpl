@@ -193,6 +193,9 @@ dict "ctx" $ "role" "trainer" "base" <dockyard.ray.workerBase> "overlay" {"group
 {{- $group := mergeOverwrite (omit $base "template") $ov.group -}}
 {{- $tpl := mergeOverwrite (omit $base.template "spec") $ov.template -}}
 {{- $spec := mergeOverwrite (omit $base.template.spec "containers" "volumes") $ov.spec -}}
+{{- if not $spec.serviceAccountName -}}{{- /* an overlay's empty or null account is no account: the base's, else none */ -}}
+{{- with $base.template.spec.serviceAccountName -}}{{- $_ := set $spec "serviceAccountName" . -}}{{- else -}}{{- $_ := unset $spec "serviceAccountName" -}}{{- end -}}
+{{- end -}}
 {{- $containers := include "dockyard.ray.mergeContainers" (dict "main" (first $base.template.spec.containers) "overlay" $ov.containers) | fromJsonArray -}}
 {{- $_ := set $spec "containers" (include "dockyard.ray.pinContainers" (dict "ctx" .ctx "role" .role "containers" $containers) | fromJsonArray) -}}
 {{- with concat ($base.template.spec.volumes | default list) $ov.volumes -}}{{- $_ := set $spec "volumes" . -}}{{- end -}}

@@ -58,7 +58,8 @@ $ (no overlay names one) -> ["grpo-swe-ray"] */}}
 {{- range ($spec.workerGroupSpecs | default list) -}}{{- $groups = append $groups . -}}{{- end -}}
 {{- $names := list -}}
 {{- range $groups -}}
-{{- $names = append $names (dig "template" "spec" "serviceAccountName" (include "dockyard.ray.serviceAccountName" $) .) -}}
+{{- /* an empty or null name in the overlay merges as nothing: the pod keeps the release's account */ -}}
+{{- $names = append $names (default (include "dockyard.ray.serviceAccountName" $) (dig "template" "spec" "serviceAccountName" "" .)) -}}
 {{- end -}}
 {{- if lt (len $groups) 3 -}}{{- $names = append $names (include "dockyard.ray.serviceAccountName" $) -}}{{- end -}}
 {{- toJson (uniq $names) -}}
