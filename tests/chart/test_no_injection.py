@@ -282,6 +282,8 @@ def _strategy(slot: Slot) -> st.SearchStrategy[str]:
     anything = st.from_regex(pattern).filter(lambda s: s and _valid(s, valid) and "sglang" not in s)
     if re.search(r"(extraEnv|\.env)\[\d+\]\.name$", slot.path):  # a credential's name takes no literal value
         anything = anything.filter(lambda s: not reads_as_credential(s))
+    if slot.path == "kuberay.network.socketInterface":  # ^ drops GLOO_SOCKET_IFNAME, = is dropped from it (by design)
+        anything = anything.filter(lambda s: not s.startswith(("^", "=")))
     if slot.path == "sandbox.rollingUpdate.maxSurge":  # a zero maxSurge with a zero maxUnavailable is refused
         anything = anything.filter(lambda s: s.strip("0") != "%")
     return st.one_of(st.sampled_from(words), st.sampled_from(words), anything) if words else anything
