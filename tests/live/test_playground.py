@@ -423,12 +423,12 @@ def test_down_leaves_no_process_behind(playground, tmp_path):
         assert time.monotonic() - t0 < bounds.PLAYGROUND_UP + bounds.SLACK  # it was healthy within its --timeout
         assert f"export KUBECONFIG={state_dir / 'kubeconfig'}" in out.stdout
         state = PlaygroundState.load(state_dir)
-        assert state and len(state.components) == 6  # no Kueue here
+        assert state and len(state.components) == 6  # no Kueue, no agent-sandbox here
         # the recorded processes, a supervised component's being its supervisor, and the processes doing the
         # work: a supervisor's child, or the recorded process itself
         now = current_processes(state)
         children = [now[n] for n in state.components if n in SUPERVISED]
-        assert len(children) == len(SUPERVISED) - 1
+        assert len(children) == len(SUPERVISED) - 2  # neither Kueue nor agent-sandbox's controller here
         assert all(now[n] == r for n, r in state.components.items() if n not in SUPERVISED)
         recs = [*state.components.values(), *children]
         assert all(is_running(r) for r in recs) and len({r.pid for r in recs}) == len(recs)
