@@ -14,7 +14,7 @@ import time
 
 import pytest
 from kubernetes import client
-from live_helpers import INFRA, RECIPE, cli, infra_variant, kube
+from live_helpers import INFRA, RECIPE, cli, doctor_rows, infra_variant, kube
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -32,18 +32,6 @@ def release(playground, namespace, capsys):
         cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", playground.kubeconfig, "--timeout", 60)
 
 
-def _rows(out: str) -> dict[str, str]:
-    """doctor's table: check name -> its line and, when it has one, its remedy line."""
-    rows, last = {}, None
-    for line in out.splitlines():
-        if line[:1] in "✓✗!" and line[1:2] == " ":
-            last = line[2:26].strip()
-            rows[last] = line
-        elif last and line.strip().startswith("→"):
-            rows[last] += "\n" + line
-    return rows
-
-
 def _network(tmp_path, name: str, network: dict):
     return infra_variant(tmp_path, f"{name}.infra.yaml", lambda d: d["kuberay"].update(network=network))
 
@@ -59,7 +47,7 @@ def test_the_gang_schedules_on_the_nodes_advertising_the_profiles_device(playgro
                                                                          tmp_path, network, device, count):
     infra, kc = _network(tmp_path, network["profile"], network), playground.kubeconfig
     rc, out, err = cli(capsys, "doctor", RECIPE, infra, "-n", namespace, "--kubeconfig", kc)
-    row = _rows(out)["fabric devices"]
+    row = doctor_rows(out)["fabric devices"]
     assert row.startswith("✓") and f"2/2 worker pods find {count} {device} beside their GPUs" in row, out
     rc, out, err = cli(capsys, "run", RECIPE, infra, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120)
     assert rc == 0, err
@@ -76,7 +64,7 @@ def test_a_device_the_nodes_lack_is_refused_before_installing_in_doctors_words(p
     lacking = _network(tmp_path, "shared", {"profile": "rdma", "rdma": {"resourceName": "rdma/shared_device_a"}})
     kc = playground.kubeconfig
     rc, out, err = cli(capsys, "doctor", RECIPE, lacking, "-n", namespace, "--kubeconfig", kc)
-    row = _rows(out)["fabric devices"]
+    row = doctor_rows(out)["fabric devices"]
     assert rc == 1 and row.startswith("✗"), out
     assert "0/2 worker pods find 1 rdma/shared_device_a" in row and "0 of 2 GPU node(s) advertise" in row, row
     assert "2 worker pod(s) short: run the fabric's device plugin on the GPU nodes" in row, row
@@ -92,7 +80,7 @@ def test_a_device_the_nodes_lack_is_refused_before_installing_in_doctors_words(p
     # more of the advertised device than a node has is refused alike
     more = _network(tmp_path, "more", {"profile": "rdma", "rdma": {"resourceName": "rdma/ib", "perPod": 3}})
     rc, out, err = cli(capsys, "doctor", RECIPE, more, "-n", namespace, "--kubeconfig", kc)
-    assert rc == 1 and _rows(out)["fabric devices"].startswith("✗"), out
+    assert rc == 1 and doctor_rows(out)["fabric devices"].startswith("✗"), out
 
 
 def test_the_devices_not_the_gpus_decide_where_the_gang_fits(playground, namespace, release, capsys, tmp_path, wait):
@@ -104,11 +92,11 @@ def test_the_devices_not_the_gpus_decide_where_the_gang_fits(playground, namespa
                       .replace("inference: {nodes: 1, gpusPerNode: 8}", "inference: {nodes: 1, gpusPerNode: 4}"))
     kc = playground.kubeconfig
     rc, out, err = cli(capsys, "doctor", recipe, INFRA, "-n", namespace, "--kubeconfig", kc)
-    rows = _rows(out)
+    rows = doctor_rows(out)
     assert rows["GPU capacity: gang"].startswith("✓") and "fabric devices" not in rows, out  # the control
     infra = _network(tmp_path, "rdma", RDMA)
     rc, out, err = cli(capsys, "doctor", recipe, infra, "-n", namespace, "--kubeconfig", kc)
-    row = _rows(out)["fabric devices"]
+    row = doctor_rows(out)["fabric devices"]
     assert rc == 1 and row.startswith("✗") and "2/3 worker pods find 2 rdma/ib" in row, out
     rc, out, err = cli(capsys, "run", recipe, infra, "-n", namespace, "--kubeconfig", kc, "--timeout", 60)
     assert rc == 0, err  # without --wait: installed, and the scheduler has the last word
@@ -138,13 +126,13 @@ def test_a_baseline_namespace_refuses_the_gang_and_doctor_says_so_first(playgrou
     ns, kc = make_namespace(labels=BASELINE), playground.kubeconfig
     infra = _network(tmp_path, network["profile"], network)
     rc, out, err = cli(capsys, "doctor", RECIPE, infra, "-n", ns, "--kubeconfig", kc)
-    row = _rows(out)["PodSecurity admission"]
+    row = doctor_rows(out)["PodSecurity admission"]
     assert rc == 1 and row.startswith("✗ PodSecurity admission") and "enforce=baseline" in row, out
     assert asked in row and "trainer:" in row and "inference:" in row, row  # the apiserver's own words
     assert f"kuberay.network.profile {network['profile']}" in row and "enforce=privileged" in row, row
     # the control: the same namespace admits the tcp gang, the same recipe
     rc, out, err = cli(capsys, "doctor", RECIPE, INFRA, "-n", ns, "--kubeconfig", kc)
-    assert _rows(out)["PodSecurity admission"].startswith("✓"), out
+    assert doctor_rows(out)["PodSecurity admission"].startswith("✓"), out
     # and it is the apiserver that refuses the pods: a worker pod of the rendered template is Forbidden
     from generator.live.doctor.admission import _dry_run_pod
     from generator.render.helm import template
@@ -188,7 +176,7 @@ def test_doctor_names_each_multus_network_that_does_not_exist(playground, namesp
     infra, kc = _network(tmp_path, "multus", networks), playground.kubeconfig
     rc, out, err = cli(capsys, "doctor", RECIPE, infra, "-n", namespace, "--kubeconfig", kc)
     assert rc == 1 and "NetworkAttachmentDefinition (k8s.cni.cncf.io/v1) is not served: Multus is not installed" \
-        in _rows(out)["fabric: networks"], out
+        in doctor_rows(out)["fabric: networks"], out
 
 
 def test_doctor_finds_the_multus_networks_once_they_exist(playground, namespace, capsys, tmp_path, wait, multus_crd):
@@ -206,11 +194,11 @@ def test_doctor_finds_the_multus_networks_once_they_exist(playground, namespace,
 
     wait(served, 30, "the NetworkAttachmentDefinition CRD served")
     rc, out, err = cli(capsys, "doctor", RECIPE, infra, "-n", namespace, "--kubeconfig", kc)
-    row = _rows(out)["fabric: networks"]
+    row = doctor_rows(out)["fabric: networks"]
     assert row.startswith("✗") and f"no NetworkAttachmentDefinition {namespace}/ib-a, {namespace}/ib-b" in row, out
     for name in ("ib-a", "ib-b"):
         custom.create_namespaced_custom_object(group, version, namespace, plural, {
             "apiVersion": f"{group}/{version}", "kind": "NetworkAttachmentDefinition",
             "metadata": {"name": name}, "spec": {"config": "{}"}})
     rc, out, err = cli(capsys, "doctor", RECIPE, infra, "-n", namespace, "--kubeconfig", kc)
-    assert _rows(out)["fabric: networks"].startswith("✓ fabric: networks"), out
+    assert doctor_rows(out)["fabric: networks"].startswith("✓ fabric: networks"), out

@@ -163,7 +163,7 @@ def networks_rows(kube: Kube, namespace: str, network: dict[str, Any] | None) ->
                                                    "unknown"), "ask a cluster admin whether they exist")]
             if exc.status != 404:
                 raise
-            if not _served(kube):
+            if not missing and not _served(kube):  # asked once: the first 404 says whether Multus is there
                 return [Row(FAIL, check,
                             f"NetworkAttachmentDefinition ({group}/{version}) is not served: Multus is not installed",
                             "install Multus, or name no kuberay.network.rdma.networks")]
