@@ -151,7 +151,8 @@ def networks_rows(kube: Kube, namespace: str, network: dict[str, Any] | None) ->
     refs = ((network or {}).get("rdma") or {}).get("networks") or []
     if (network or {}).get("profile") != "rdma" or not refs:
         return []
-    check, missing = "fabric: networks", []
+    check = "fabric: networks"
+    missing: list[str] = []
     group, version, plural = NAD
     for ref in refs:
         ns, name = _nad(ref, namespace)
