@@ -108,7 +108,7 @@ def test_sandbox_pdb(render):
     pdb = render().one("PodDisruptionBudget")["spec"]
     assert pdb == {"maxUnavailable": 1, "selector": {"matchLabels": {
         "app.kubernetes.io/name": "dockyard", "app.kubernetes.io/instance": "grpo-swe",
-        "app.kubernetes.io/component": "sandbox"}}}
+        "app.kubernetes.io/component": "sandbox", "dockyard.dev/sandbox-backend": "pool"}}}
 
 
 def test_priority_class_on_every_managed_pod(render):

@@ -14,6 +14,7 @@ AGENT = {"backend": "agent-sandbox"}
 POOL_ONLY = {"Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler"}
 AGENT_ONLY = {"SandboxTemplate", "SandboxWarmPool", "Role", "RoleBinding"}
 RAY_ROLES = ("head", "trainer", "inference")
+BACKEND = "dockyard.dev/sandbox-backend"
 CLAIM_ENV = ("DOCKYARD_SANDBOX_WARM_POOL", "DOCKYARD_SANDBOX_TEMPLATE", "DOCKYARD_SANDBOX_NAMESPACE",
              "DOCKYARD_SANDBOX_PORT")
 
@@ -68,7 +69,25 @@ def test_the_template_holds_the_pools_executor_pod(render, over):
     backend runs it."""
     pool = render(sandbox=over).one("Deployment")["spec"]["template"]
     template = render(sandbox={**over, **AGENT}).one("SandboxTemplate")["spec"]["podTemplate"]
+    backends = [p["metadata"]["labels"].pop(BACKEND) for p in (pool, template)]
+    assert backends == ["pool", "agent-sandbox"]  # the one difference: which backend runs it
     assert template == pool
+
+
+def test_the_pools_service_never_selects_a_claimed_sandbox(render):
+    """After a switch from agent-sandbox back to pool, sandboxes still claimed keep running until released: the
+    pool's Service and PodDisruptionBudget select the Deployment's executors only."""
+    pool = render()
+    deployment = pool.one("Deployment")["spec"]
+    claimed = render(sandbox=AGENT).one("SandboxTemplate")["spec"]["podTemplate"]["metadata"]["labels"]
+    for selector in (pool.one("Service")["spec"]["selector"],
+                     pool.one("PodDisruptionBudget")["spec"]["selector"]["matchLabels"]):
+        assert selector.items() <= deployment["template"]["metadata"]["labels"].items()
+        assert not selector.items() <= claimed.items()
+        # without the backend label the claimed pod would match: the label is what keeps it out
+        assert {k: v for k, v in selector.items() if k != BACKEND}.items() <= claimed.items()
+    # the Deployment's own selector is what it was (immutable: an upgrade would be refused)
+    assert BACKEND not in deployment["selector"]["matchLabels"]
 
 
 def test_the_network_policy_selects_the_sandbox_pods(render):

@@ -151,6 +151,7 @@ class SandboxReadinessProbe(Strict):
 SANDBOX_CHART_LABELS = (
     "helm.sh/chart", "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version",
     "app.kubernetes.io/managed-by", "app.kubernetes.io/part-of", "app.kubernetes.io/component", "dockyard.dev/fleet",
+    "dockyard.dev/sandbox-backend",
 )
 
 

@@ -13,9 +13,21 @@ app.kubernetes.io/component: sandbox
 {{- end -}}
 
 {{/* The labels the chart puts on every object of the pool, the executor pods included
-(sandbox.podLabels may not set these keys). */}}
+(sandbox.podLabels may not set these keys). dockyard.dev/sandbox-backend tells a Deployment's executor from a
+claimed sandbox's: after a switch from agent-sandbox back to pool, the sandboxes still claimed keep running
+until released, and the pool's Service must not send tasks to them (dockyard.sandbox.serviceSelector). */}}
 {{- define "dockyard.sandbox.chartPodLabels" -}}
-{{- include "dockyard.componentLabels" (dict "ctx" . "component" "sandbox" "fleet" "sandbox") -}}
+{{- include "dockyard.componentLabels" (dict "ctx" . "component" "sandbox" "fleet" "sandbox") }}
+dockyard.dev/sandbox-backend: {{ .Values.sandbox.backend | quote }}
+{{- end -}}
+
+{{/* The executors the pool's Service and PodDisruptionBudget mean: the Deployment's (its selector, which cannot
+change, plus the backend label), never a claimed sandbox's.
+$ -> <dockyard.sandbox.selectorLabels>
+     dockyard.dev/sandbox-backend: pool */}}
+{{- define "dockyard.sandbox.serviceSelector" -}}
+{{ include "dockyard.sandbox.selectorLabels" . }}
+dockyard.dev/sandbox-backend: pool
 {{- end -}}
 
 {{/* The executor pods' labels: the chart's, then sandbox.podLabels.
