@@ -175,10 +175,12 @@ def _new_state(state_dir: Path, shape: Shape, kube_version: str) -> PlaygroundSt
 def _write_files(state: PlaygroundState, state_dir: Path) -> None:
     """PKI, tokens, kubeconfigs, kwok's configuration and the simulated pods' log."""
     from generator.playground import files, pki
+    from generator.playground.node import spec as node_spec
     from generator.playground.state import Pki
     from generator.tools import tool_dir
 
-    state.pki = Pki(**pki.generate(state_dir / "pki", SERVICE_IP))
+    # the real node's Service range too: its pods reach the apiserver on that range's `kubernetes` ClusterIP
+    state.pki = Pki(**pki.generate(state_dir / "pki", SERVICE_IP, node_spec.SERVICE_IP))
     state.tokens = pki.write_tokens(state_dir / "tokens.csv")
     for ident, token in state.tokens.items():
         doc = files.kubeconfig(state.server, state.pki.ca_crt, token, ident)

@@ -27,8 +27,10 @@ def _write(path: Path, data: bytes, private: bool = False) -> None:
     path.chmod(0o600 if private else 0o644)
 
 
-def generate(pki: Path, service_ip: str) -> dict[str, str]:
-    """Write ca.crt/ca.key, serving.crt/serving.key, sa.key/sa.pub under `pki`; return their paths."""
+def generate(pki: Path, *service_ips: str) -> dict[str, str]:
+    """Write ca.crt/ca.key, serving.crt/serving.key, sa.key/sa.pub under `pki`; return their paths. The serving
+    certificate names 127.0.0.1 and each of `service_ips` (the `kubernetes` Service's ClusterIP, whichever Service
+    range the apiserver runs with)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -71,7 +73,7 @@ def generate(pki: Path, service_ip: str) -> dict[str, str]:
 
     srv_key = ec.generate_private_key(ec.SECP256R1())
     sans: list[x509.GeneralName] = [x509.DNSName(n) for n in SERVICE_NAMES]
-    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ("127.0.0.1", service_ip)]
+    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ("127.0.0.1", *service_ips)]
     srv_cert = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "dockyard-playground")]))

@@ -257,6 +257,9 @@ def start(state: PlaygroundState, state_dir: Path, say: Say, deadline: float) ->
         except ApiError as exc:
             if exc.status != 409:
                 raise
+    # the pods' in-cluster API path: the `kubernetes` Service's endpoint is the relay on the node's address
+    api.apply("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes-real-node",
+              C.api_endpoint(state.ports.apiserver))
     if bins.metrics_server:  # the resource metrics API (metrics.py): its objects, then the server
         _start_metrics_server(state, state_dir, spec, bins.metrics_server, api, env)
     if bins.local_path:  # the default StorageClass local-path: its objects, then the provisioner (storage.py)

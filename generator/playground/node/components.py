@@ -145,6 +145,23 @@ def runtime_class() -> dict[str, Any]:
     }
 
 
+def api_endpoint(apiserver_port: int) -> dict[str, Any]:
+    """The `kubernetes` Service's endpoint while the real node is up: the relay on the node's address. The
+    apiserver advertises 127.0.0.1 and reconciles no endpoint of its own (--endpoint-reconciler-type=none), so
+    without it a pod's in-cluster client (KUBERNETES_SERVICE_HOST, the ClusterIP its certificate names) reaches
+    nothing."""
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {"name": "kubernetes-real-node", "namespace": "default",
+                     "labels": {"kubernetes.io/service-name": "kubernetes",
+                                "endpointslice.kubernetes.io/managed-by": "dockyard-playground"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [S.NODE_IP], "conditions": {"ready": True}, "nodeName": S.NODE_NAME}],
+        "ports": [{"name": "https", "port": apiserver_port, "protocol": "TCP"}],
+    }
+
+
 def cni_conflist(spec: S.NodeSpec) -> dict:
     return {
         "cniVersion": "1.0.0",
@@ -245,7 +262,8 @@ def corefile(spec: S.NodeSpec) -> str:
 def argv(name: str, spec: S.NodeSpec, bins: Binaries, apiserver_port: int, python: str) -> list[str]:
     c = spec.config_dir
     return {
-        "relay": [python, "-m", "generator.playground.node.relay", str(spec.netns_file), str(apiserver_port)],
+        "relay": [python, "-m", "generator.playground.node.relay", str(spec.netns_file), str(apiserver_port),
+                  S.NODE_IP],
         "containerd": [str(bins.containerd / "containerd"), f"--config={c / 'containerd.toml'}"],
         "kubelet": [
             str(bins.kubernetes_node / "kubelet"),

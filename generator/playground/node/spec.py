@@ -20,6 +20,7 @@ NODE_IP = "10.250.0.2"  # the node's InternalIP; kubelet, CoreDNS (port 53) list
 POD_CIDR = "10.244.0.0/24"
 POD_GATEWAY = "10.244.0.1"  # the CNI bridge inside the node's namespace
 SERVICE_CIDR = "10.96.0.0/16"  # the apiserver's ClusterIP range while a real node is up
+SERVICE_IP = "10.96.0.1"  # its `kubernetes` Service's ClusterIP (the first address), in the serving certificate
 DNS_IP = NODE_IP
 CLUSTER_DOMAIN = "cluster.local"
 # Stand-in hosts on a dummy interface inside the node's namespace, for the egress proofs: nothing
