@@ -11,7 +11,7 @@ claims-rbac.yaml). It uses no more than that: the executor's address is the clai
 
     from sandbox_client import Claims
 
-    claims = Claims.from_env()
+    claims = Claims.from_env()                   # lease=3600: a claim nobody releases ends after an hour
     with claims.episode() as executor:           # claim, wait until bound; released on the way out
         answer = executor.submit({"command": "pytest -q"})
 
@@ -27,6 +27,7 @@ Run as a program it does one episode and prints its timings as JSON (the live te
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
 import ssl
@@ -37,7 +38,10 @@ import urllib.request
 
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 CLAIMS = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{ns}/sandboxclaims"
-POLL = 0.1  # seconds between reads of a claim that is not bound yet
+# A claim ends at the latest this long after it is made, even when nobody releases it (a Ray worker killed
+# mid-episode): the controller deletes the claim, its sandbox and pod at spec.lifecycle.shutdownTime.
+LEASE = 3600.0
+UTC = datetime.timezone.utc  # noqa: UP017  (datetime.UTC is Python 3.11+; a runtime's image may be older)
 
 
 class ClaimError(RuntimeError):
@@ -60,13 +64,14 @@ class Executor:
 class Claims:
     """SandboxClaims of one warm pool, made with the pod's ServiceAccount."""
 
-    def __init__(self, warm_pool: str, namespace: str, port: int, server: str, token: str, ca_file: str | None):
-        self.warm_pool, self.namespace, self.port = warm_pool, namespace, port
+    def __init__(self, warm_pool: str, namespace: str, port: int, server: str, token: str, ca_file: str | None,
+                 lease: float = LEASE):
+        self.warm_pool, self.namespace, self.port, self.lease = warm_pool, namespace, port, lease
         self.server, self.token = server.rstrip("/"), token
         self.tls = ssl.create_default_context(cafile=ca_file) if server.startswith("https") else None
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None, sa_dir: str = SA_DIR) -> Claims:
+    def from_env(cls, env: dict[str, str] | None = None, sa_dir: str = SA_DIR, lease: float = LEASE) -> Claims:
         env = dict(os.environ if env is None else env)
         missing = [k for k in ("DOCKYARD_SANDBOX_WARM_POOL", "DOCKYARD_SANDBOX_NAMESPACE", "DOCKYARD_SANDBOX_PORT",
                                "KUBERNETES_SERVICE_HOST") if not env.get(k)]
@@ -85,47 +90,82 @@ class Claims:
             raise ClaimError(f"no cluster CA at {sa_dir}/ca.crt: the pod must mount its account's token")
         return cls(env["DOCKYARD_SANDBOX_WARM_POOL"], env["DOCKYARD_SANDBOX_NAMESPACE"],
                    int(env["DOCKYARD_SANDBOX_PORT"]), f"https://{host}:{port}", token,
-                   os.path.join(sa_dir, "ca.crt"))
+                   os.path.join(sa_dir, "ca.crt"), lease)
 
-    def _call(self, method: str, path: str, body: dict | None = None) -> dict:
+    @contextlib.contextmanager
+    def _open(self, method: str, path: str, body: dict | None = None, timeout: float = 30.0):
+        """The API server's response to one request; an HTTP error as a ClaimError with the server's message."""
         req = urllib.request.Request(self.server + path, method=method,
                                      data=None if body is None else json.dumps(body).encode(),
                                      headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json",
                                               "Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(req, timeout=30, context=self.tls) as resp:
-                return json.loads(resp.read() or b"{}")
+            resp = urllib.request.urlopen(req, timeout=timeout, context=self.tls)
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode(errors="replace")
             try:
                 detail = json.loads(detail).get("message", detail)
             except ValueError:
                 pass
-            raise ClaimError(f"{method} {path}: HTTP {exc.code}: {detail}") from None
+            raise ClaimError(f"{method} {path.split('?')[0]}: HTTP {exc.code}: {detail}") from None
+        with resp:
+            yield resp
+
+    def _call(self, method: str, path: str, body: dict | None = None) -> dict:
+        with self._open(method, path, body) as resp:
+            return json.loads(resp.read() or b"{}")
 
     def claim(self) -> str:
-        """Create a SandboxClaim on the warm pool; its name (the API server picks it)."""
+        """Create a SandboxClaim on the warm pool; its name (the API server picks it). The claim expires `lease`
+        seconds from now (this machine's clock), whether or not it is released: policy Delete removes it, its
+        sandbox and its pod then."""
+        ends = datetime.datetime.now(UTC) + datetime.timedelta(seconds=self.lease)
         body = {"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxClaim",
                 "metadata": {"generateName": f"{self.warm_pool}-"},
-                "spec": {"warmPoolRef": {"name": self.warm_pool}}}
+                "spec": {"warmPoolRef": {"name": self.warm_pool},
+                         "lifecycle": {"shutdownTime": ends.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                                       "shutdownPolicy": "Delete"}}}
         return self._call("POST", CLAIMS.format(ns=self.namespace), body)["metadata"]["name"]
 
+    def _executor(self, claim: dict) -> tuple[Executor | None, str]:
+        """The claim's executor once it is Ready (bound to a sandbox whose pod is ready), else why not yet."""
+        st = claim.get("status") or {}
+        ready = next((c for c in st.get("conditions") or [] if c.get("type") == "Ready"), None)
+        ips = (st.get("sandbox") or {}).get("podIPs") or []
+        if ready and ready.get("status") == "True" and ips:
+            host = f"[{ips[0]}]" if ":" in ips[0] else ips[0]
+            return Executor(claim["metadata"]["name"], f"http://{host}:{self.port}"), ""
+        return None, f"{ready.get('reason')}: {ready.get('message', '')}" if ready else "no Ready condition yet"
+
     def wait_bound(self, name: str, timeout: float = 300.0) -> Executor:
-        """Wait until the claim is Ready (bound to a sandbox whose pod is ready); its executor."""
-        deadline, last = time.monotonic() + timeout, "not read yet"
+        """Wait until the claim is Ready; its executor. One read, then a watch of this one claim from that read's
+        resourceVersion (the Role's `watch`): the change is seen as the controller writes it, not at the next
+        poll. A watch the server ends, or one too old to resume, is followed by a fresh read."""
+        deadline, path = time.monotonic() + timeout, f"{CLAIMS.format(ns=self.namespace)}"
         while True:
-            obj = self._call("GET", f"{CLAIMS.format(ns=self.namespace)}/{name}")
-            st = obj.get("status") or {}
-            ready = next((c for c in st.get("conditions") or [] if c.get("type") == "Ready"), None)
-            ips = (st.get("sandbox") or {}).get("podIPs") or []
-            if ready and ready.get("status") == "True" and ips:
-                host = f"[{ips[0]}]" if ":" in ips[0] else ips[0]
-                return Executor(name, f"http://{host}:{self.port}")
-            if ready:
-                last = f"{ready.get('reason')}: {ready.get('message', '')}"
-            if time.monotonic() > deadline:
+            obj = self._call("GET", f"{path}/{name}")
+            executor, last = self._executor(obj)
+            if executor:
+                return executor
+            left = deadline - time.monotonic()
+            if left <= 0:
                 raise ClaimError(f"SandboxClaim {self.namespace}/{name} not bound after {timeout:.0f}s ({last})")
-            time.sleep(POLL)
+            query = (f"?watch=1&fieldSelector=metadata.name%3D{name}&timeoutSeconds={max(1, int(min(left, 60)))}"
+                     f"&resourceVersion={obj['metadata']['resourceVersion']}")
+            try:
+                with self._open("GET", path + query, timeout=min(left, 60) + 5) as stream:
+                    for line in stream:
+                        event = json.loads(line)
+                        if event.get("type") == "DELETED":
+                            raise ClaimError(f"SandboxClaim {self.namespace}/{name} was deleted while waiting "
+                                             "for it to be bound (its lease ended, or something released it)")
+                        if event.get("type") not in ("ADDED", "MODIFIED"):
+                            break  # ERROR (the version expired, say): read again
+                        executor, last = self._executor(event["object"])
+                        if executor:
+                            return executor
+            except (OSError, ValueError):  # a timed-out or cut stream: read again, after a breath
+                time.sleep(0.2)
 
     def release(self, name: str) -> None:
         """Delete the claim: its sandbox and pod go with it; the warm pool makes a new one."""

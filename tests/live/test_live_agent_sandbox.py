@@ -199,3 +199,34 @@ def test_the_reference_client_claims_with_the_ray_account_and_nothing_more(playg
     rc, out, err = cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", playground.kubeconfig,
                        "--timeout", 90)
     assert rc == 0, out + err
+
+
+def test_a_claim_nobody_releases_ends_at_its_lease(playground, namespace, capsys, tmp_path):
+    """A Ray worker killed mid-episode never releases its claim: the reference client's lease (spec.lifecycle,
+    policy Delete) ends it anyway, and its sandbox's pod with it. The control, made at the same moment: a claim
+    with the default hour's lease is still bound."""
+    from generator.sandbox_client import Claims
+
+    rc, out, err = cli(capsys, "run", RECIPE, _agent_infra(tmp_path, replicas=2), "-n", namespace, "--kubeconfig",
+                       playground.kubeconfig, "--wait", "--timeout", 120)
+    assert rc == 0, out + err
+    ca, token = _state(playground)["pki"]["ca_crt"], _token(playground, namespace, "small-ray")
+    short = Claims("small-sandbox", namespace, 9090, playground.server, token, ca, lease=5)
+    hour = Claims("small-sandbox", namespace, 9090, playground.server, token, ca)
+    names = {"short": short.claim(), "hour": hour.claim()}
+    bound = {k: _bound_ip(playground, namespace, n) for k, n in names.items()}
+    assert _bound(playground, namespace, names["short"])["spec"]["lifecycle"]["shutdownPolicy"] == "Delete"
+    wait_for(lambda: names["short"] not in {c["metadata"]["name"] for c in _claims(playground, namespace)}, 60,
+             "the short lease's claim deleted by the controller")
+    wait_for(lambda: bound["short"] not in {p.status.pod_ip for p in _sandbox_pods(playground, namespace).values()},
+             60, "the expired claim's pod gone")
+    assert _bound(playground, namespace, names["hour"]) is not None
+    assert bound["hour"] in {p.status.pod_ip for p in _sandbox_pods(playground, namespace).values()}
+    hour.release(names["hour"])
+    rc, out, err = cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", playground.kubeconfig,
+                       "--timeout", 90)
+    assert rc == 0, out + err
+
+
+def _bound_ip(playground, ns: str, name: str) -> str:
+    return wait_for(lambda: _bound(playground, ns, name), 60, f"claim {name} bound")["status"]["sandbox"]["podIPs"][0]
