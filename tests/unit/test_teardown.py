@@ -74,11 +74,78 @@ def test_kept_claims_that_rbac_hides_are_a_note_not_a_failure(capsys):
 
 
 def test_the_warm_pools_whose_claims_an_uninstall_deletes_are_read_from_the_manifest():
-    from generator.live.changes.teardown import pool_claims, warm_pools
+    from generator.live.changes.teardown import warm_pools
 
     manifest = ("kind: SandboxWarmPool\nmetadata: {name: grpo-swe-sandbox}\n---\n"
                 "kind: Deployment\nmetadata: {name: other}\n")
     assert warm_pools(manifest) == {"grpo-swe-sandbox"}
     assert warm_pools("kind: Deployment\nmetadata: {name: grpo-swe-sandbox}\n") == set()
     assert warm_pools(None) == set()
-    assert pool_claims(None, "dockyard", set()) == []  # no pool: no read at all (kube is never touched)
+
+
+def _sandbox(owner_kind: str, owner: str, release: str) -> dict:
+    return {"metadata": {"ownerReferences": [{"kind": owner_kind, "name": owner}]},
+            "spec": {"podTemplate": {"metadata": {"labels": {"app.kubernetes.io/instance": release,
+                                                              "app.kubernetes.io/component": "sandbox"}}}}}
+
+
+class AgentSandboxApi:
+    """The two lists and the delete an uninstall makes, over objects in memory; `refuse` maps a path's kind
+    (sandboxclaims, sandboxes) to the status the API answers it with."""
+
+    def __init__(self, claims: dict[str, str], sandboxes: list[dict], refuse: dict[str, int] | None = None):
+        self.claims, self.sandboxes, self.refuse, self.deletes = claims, sandboxes, refuse or {}, []
+
+    def _check(self, path: str) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        kind = path.rstrip("/").split("/")[-1] if path.endswith(("sandboxclaims", "sandboxes")) else "sandboxclaims"
+        if kind in self.refuse:
+            raise ApiException(status=self.refuse[kind])
+
+    def list(self, path: str) -> list[dict]:
+        self._check(path)
+        if path.endswith("sandboxclaims"):
+            return [{"metadata": {"name": n}, "spec": {"warmPoolRef": {"name": p}}} for n, p in self.claims.items()]
+        return self.sandboxes
+
+    def request(self, method: str, path: str) -> None:
+        self.deletes.append((method, path.rsplit("/", 1)[1]))
+
+
+def test_an_uninstall_finds_the_releases_claims_by_pool_and_by_the_sandboxes_they_own():
+    """By the warm pool the manifest names, and by the Sandboxes made from the release's template: a claim whose
+    pool only an earlier revision had (a switch back to the pool backend) is found too; another release's claims,
+    and the warm pool's own unclaimed sandboxes, are not."""
+    from generator.live.changes.teardown import release_claims
+
+    api = AgentSandboxApi({"c1": "small-sandbox", "c2": "other-sandbox", "c3": "small-sandbox-of-old"},
+                          [_sandbox("SandboxClaim", "c3", "small"), _sandbox("SandboxClaim", "c2", "other"),
+                           _sandbox("SandboxWarmPool", "small-sandbox", "small")])
+    assert release_claims(api, "ns", "small", {"small-sandbox"}) == ["c1", "c3"]
+    assert release_claims(api, "ns", "small", set()) == ["c3"]  # the pool backend's manifest names no pool
+    # where agent-sandbox is not served there is no claim; a Sandbox list RBAC refuses leaves those found by pool
+    assert release_claims(AgentSandboxApi({}, [], {"sandboxclaims": 404, "sandboxes": 404}), "ns", "small",
+                          {"small-sandbox"}) == []
+    api.refuse = {"sandboxes": 403}
+    assert release_claims(api, "ns", "small", {"small-sandbox"}) == ["c1"]
+    from kubernetes.client.exceptions import ApiException
+
+    api.refuse = {"sandboxes": 500}
+    with pytest.raises(ApiException):  # any other error is not hidden
+        release_claims(api, "ns", "small", {"small-sandbox"})
+
+
+def test_the_sweep_deletes_a_claim_made_after_the_uninstall_and_each_claim_once(capsys):
+    from generator.live.changes.teardown import ClaimSweep
+
+    api = AgentSandboxApi({"c1": "small-sandbox"}, [])
+    sweep = ClaimSweep(api, "ns", "small", {"small-sandbox"})
+    assert sweep() == ["c1"] and api.deletes == [("DELETE", "c1")]
+    api.claims["late"] = "small-sandbox"  # a Ray worker still running claims once more
+    assert sweep() == ["c1", "late"]  # c1 is still finalizing: not deleted twice
+    assert api.deletes == [("DELETE", "c1"), ("DELETE", "late")]
+    api.claims.clear()
+    assert sweep() == []
+    err = capsys.readouterr().err
+    assert err.count("deleted SandboxClaim c1") == 1 and "deleted SandboxClaim late" in err

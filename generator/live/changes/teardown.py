@@ -1,9 +1,9 @@
 """Removing a release: helm uninstall under the run lock, then waiting until none of its objects is left —
 Kueue's Workloads of its queued RayJob or RayCluster included (they carry no release label: found by the
 object's UID; the garbage collector removes them with their owner). After a rollback, the Workloads of
-objects it removed are waited for the same way. With sandbox.backend agent-sandbox, the SandboxClaims that name
-the release's warm pool are the runtime's, not Helm's: they are deleted after the uninstall (each takes its
-Sandbox and pod with it) and waited for too."""
+objects it removed are waited for the same way. With sandbox.backend agent-sandbox, the SandboxClaims of
+the release's sandboxes are the runtime's, not Helm's: they are deleted after the uninstall, and while it is waited
+for (each takes its Sandbox and pod with it), and waited for too."""
 
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ def readded_kept_claims(kube: Kube, ns: str, current: str | None, target: str | 
 
 
 CLAIMS = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{ns}/sandboxclaims"
+SANDBOXES = "/apis/agents.x-k8s.io/v1beta1/namespaces/{ns}/sandboxes"
 
 
 def warm_pools(manifest: str | None) -> set[str]:
@@ -55,27 +56,54 @@ def warm_pools(manifest: str | None) -> set[str]:
     return {o["metadata"]["name"] for o in manifest_objects(manifest or "") if o.get("kind") == "SandboxWarmPool"}
 
 
-def pool_claims(kube: Kube, ns: str, pools: set[str]) -> list[str]:
-    """The SandboxClaims in `ns` that name one of `pools` (one list; none read without a pool)."""
-    if not pools:
-        return []
-    return [c["metadata"]["name"] for c in kube.list(CLAIMS.format(ns=ns))
-            if ((c.get("spec") or {}).get("warmPoolRef") or {}).get("name") in pools]
-
-
-def delete_pool_claims(kube: Kube, ns: str, pools: set[str]) -> list[str]:
-    """Delete the claims naming `pools` (background: the garbage collector removes each one's Sandbox and pod,
-    which `leftovers` waits for by the pods' release label); returns their names."""
+def release_claims(kube: Kube, ns: str, release: str, pools: set[str]) -> list[str]:
+    """The release's SandboxClaims in `ns`: those naming one of its warm pools (`pools`), and the owners of the
+    Sandboxes made from its template (their pod template carries the release's label), which finds a claim whose
+    pool an earlier revision had (a switch back to the pool backend). Nothing where agent-sandbox is not served;
+    a Sandbox list RBAC refuses leaves the claims found by pool."""
     from kubernetes.client.exceptions import ApiException
 
-    names = pool_claims(kube, ns, pools)
-    for name in names:
-        try:
-            kube.request("DELETE", f"{CLAIMS.format(ns=ns)}/{name}")
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-    return names
+    names: set[str] = set()
+    try:
+        if pools:
+            names |= {c["metadata"]["name"] for c in kube.list(CLAIMS.format(ns=ns))
+                      if ((c.get("spec") or {}).get("warmPoolRef") or {}).get("name") in pools}
+        for sb in kube.list(SANDBOXES.format(ns=ns)):
+            labels = (((sb.get("spec") or {}).get("podTemplate") or {}).get("metadata") or {}).get("labels") or {}
+            if labels.get(INSTANCE) == release and labels.get("app.kubernetes.io/component") == "sandbox":
+                names |= {o["name"] for o in sb["metadata"].get("ownerReferences") or []
+                          if o.get("kind") == "SandboxClaim"}
+    except ApiException as exc:
+        if exc.status not in (403, 404):  # 404: agent-sandbox is not served here, so no claim can exist
+            raise
+    return sorted(names)
+
+
+class ClaimSweep:
+    """Deletes the release's claims each time it is called, a claim made after the uninstall included (background:
+    the garbage collector removes each one's Sandbox and pod, which `leftovers` waits for by the pods' release
+    label); says each once. Returns the claims still there."""
+
+    def __init__(self, kube: Kube, ns: str, release: str, pools: set[str]) -> None:
+        self.kube, self.ns, self.release, self.pools = kube, ns, release, pools
+        self.deleted: set[str] = set()
+
+    def __call__(self) -> list[str]:
+        from kubernetes.client.exceptions import ApiException
+
+        names = release_claims(self.kube, self.ns, self.release, self.pools)
+        for name in names:
+            if name in self.deleted:
+                continue
+            try:
+                self.kube.request("DELETE", f"{CLAIMS.format(ns=self.ns)}/{name}")
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+            self.deleted.add(name)
+            print(f"{self.release}: deleted SandboxClaim {name} (its sandbox and pod go with it)", file=sys.stderr,
+                  flush=True)
+        return names
 
 
 def queued_objects(kube: Kube, ns: str, manifest: str | None) -> dict[str, tuple[str, str]]:
@@ -161,22 +189,22 @@ def remove(kube: Kube, name: str, ns: str, manifest: str | None, deadline: float
         Helm(kube, deadline=deadline).uninstall(name, ns, timeout=max(1.0, deadline - time.monotonic()))
     except CheckFailed as exc:
         raise CheckFailed(f"{exc}{_why_held(kube, name, ns)}") from None
-    for claim in delete_pool_claims(kube, ns, pools):  # after the pool is gone: no claim takes a new sandbox
-        print(f"{name}: deleted SandboxClaim {claim} (its sandbox and pod go with it)", file=sys.stderr, flush=True)
+    claims = ClaimSweep(kube, ns, name, pools)
+    claims()  # after the pool is gone: no claim takes a new sandbox
     unchecked: list[str] = []
     leaders = LeaderWatch(kube)
 
     def clear() -> bool:
         for line in leaders.poll():  # a controller gone is said when seen, not at the timeout
             print(f"{name}: {line}", file=sys.stderr, flush=True)
-        if leftovers(kube, name, ns) or pool_claims(kube, ns, pools):
+        if claims() or leftovers(kube, name, ns):
             return False
         names, why = workloads_left(kube, ns, uids) if uids else ([], None)
         unchecked[:] = [why] if why else []
         return not names
 
     if not wait_until(clear, max(1.0, deadline - time.monotonic())):
-        remain = leftovers(kube, name, ns, uids) + [f"sandboxclaims/{c}" for c in pool_claims(kube, ns, pools)]
+        remain = leftovers(kube, name, ns, uids) + [f"sandboxclaims/{c}" for c in claims()]
         raise CheckFailed(f"release {name} uninstalled, but objects remain: {', '.join(remain)}"
                           + _why_held(kube, name, ns) + _why_workloads(kube, ns, uids) + leaders.held())
     return f"Workloads not checked ({unchecked[0]})" if unchecked else ""

@@ -48,7 +48,7 @@ def read(kube: Kube, namespace: str, release: str) -> dict[str, Any] | None:
             return {"forbidden": True}
         raise
     launch = {"warm": 0, "cold": 0}
-    for c in claims:
+    for c in filter(_bound, claims):  # the launch types split the bound claims: a claim still binding has none yet
         sandbox = sandboxes.get(((c.get("status") or {}).get("sandbox") or {}).get("name") or "")
         kind = ((sandbox or {}).get("metadata", {}).get("labels") or {}).get(LAUNCH_TYPE)
         if kind in launch:
