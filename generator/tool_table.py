@@ -50,7 +50,7 @@ DOCS_BEGIN = "<!-- tools-table:begin (generated from generator/tools.toml by `ma
 DOCS_END = "<!-- tools-table:end -->"
 
 # Who can wait for a tool: the parts of `make test` (hack/suite.py's Part names), then everyone else.
-PARTS = ("real node", "real Ray", "live", "offline")
+PARTS = ("real node", "real Ray", "real sandbox", "live", "offline")
 USERS = (*PARTS, "lint", "check", "playground", "demo", "matrix")
 GROUPS = ("node",)
 _KEYS = {"pin", "build", "entry", "source", "debs", "group", "stream", "needed_by", "what"}

@@ -6,6 +6,7 @@ generator/tools.toml) and share nothing at run time:
 
 - real node: tests/live/test_real_node.py, on a playground with the machine's one real node;
 - real Ray: tests/live/test_real_ray.py, the same slot after it (plus Kueue and the Ray image);
+- real sandbox: tests/live/test_real_agent_sandbox.py, the same slot after that (plus agent-sandbox's controller);
 - live: the rest of tests/live, on the session playground (kwok nodes; the control plane, KubeRay, Kueue, the
   registry, Helm 4);
 - offline: the unit and chart tests (helm, kubeconform, kube-validate, checkov, the KubeRay CRDs).
@@ -77,7 +78,8 @@ MACHINE = _load("generator/playground/node/machine.py")  # whether this machine 
 
 REAL_NODE = "tests/live/test_real_node.py"
 REAL_RAY = "tests/live/test_real_ray.py"
-REAL_NODE_MODULES = [REAL_NODE, REAL_RAY]
+REAL_SANDBOX = "tests/live/test_real_agent_sandbox.py"
+REAL_NODE_MODULES = [REAL_NODE, REAL_RAY, REAL_SANDBOX]
 
 
 def lint_commands(py: str) -> dict[str, list[str]]:
@@ -109,6 +111,8 @@ PARTS = [
     Part("real node", [REAL_NODE], real_node=True),
     # the same machine-wide real node slot, so after the real node's part; Kueue admits its queued smoke
     Part("real Ray", [REAL_RAY], after="real node", real_node=True),
+    # the same slot again: agent-sandbox's claims from a pod of the Ray image, under runc and gVisor
+    Part("real sandbox", [REAL_SANDBOX], after="real Ray", real_node=True),
     Part("live", ["tests/live", *(f"--ignore={m}" for m in REAL_NODE_MODULES)]),
     # CPU-bound (a helm, kube-validate or kubeconform for each test), so after the builds, which it would only
     # slow: from then on the CPU is mostly idle while the live parts wait on pods and controllers
@@ -128,13 +132,14 @@ class RealNode:
 
 def real_node_plan(mode: str, lacks: list[str], ci: bool) -> RealNode:
     """`mode` (auto, 1, 0: `make test REAL_NODE=...`) against what this machine `lacks` for a real node."""
-    rest = ("The real node's tests (tests/live/test_real_node.py, test_real_ray.py; pytest marker `real_node`) "
+    rest = ("The real node's tests (tests/live/test_real_node.py, test_real_ray.py, test_real_agent_sandbox.py; "
+            "pytest marker `real_node`) "
             f"need {MACHINE.NEEDS}. Everything else runs without them: `make test REAL_NODE=0`, or "
             "`pytest -m 'not real_node'`.")
     if mode == "0":
         return RealNode(False, why="skipped: REAL_NODE=0",
-                        message="real node: skipped, as asked (REAL_NODE=0): the parts real node and real Ray do "
-                                "not run, and the tools only they need are not built.")
+                        message="real node: skipped, as asked (REAL_NODE=0): the parts real node, real Ray and real "
+                                "sandbox do not run, and the tools only they need are not built.")
     if not lacks:
         return RealNode(True)
     said = f"this machine cannot host the real node: it lacks {'; '.join(lacks)}. {rest}"
@@ -325,7 +330,8 @@ def report(run: Run, results: dict[str, tuple[int, dict[str, int]]], gate: bool,
     extra = f", {total['skipped']} skipped" if total.get("skipped") else ""
     if run.left_out:  # said again at the end, and counted: skipped, or failed when they had to run
         print(run.real_node.message)
-        names = " and ".join(p.name for p in run.left_out)
+        parts = [p.name for p in run.left_out]
+        names = " and ".join(parts) if len(parts) < 3 else f"{', '.join(parts[:-1])} and {parts[-1]}"
         tests = f"{left_out} tests" if left_out is not None else f"{len(run.left_out)} parts"
         if run.real_node.failing:
             bad += left_out if left_out is not None else len(run.left_out)

@@ -43,7 +43,7 @@ def session_kueue() -> bool:
 
 
 # The modules that need the real node (hack/suite.py runs them as the parts `real node` and `real Ray`).
-REAL_NODE_MODULES = ("test_real_node.py", "test_real_ray.py")
+REAL_NODE_MODULES = ("test_real_node.py", "test_real_ray.py", "test_real_agent_sandbox.py")
 
 
 def real_node_skip() -> str:

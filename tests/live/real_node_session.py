@@ -1,4 +1,5 @@
-"""The machine's one real node for the live tests that need it (test_real_node, test_real_ray).
+"""The machine's one real node for the live tests that need it (test_real_node, test_real_ray,
+test_real_agent_sandbox).
 
 Its address ranges are fixed, so sessions take turns; a killed session's node is removed at the
 next turn; and the host must look, after `down`, as it did before `up`.
@@ -17,7 +18,7 @@ from typing import Any
 
 from session_env import exit_code, reap_dead_sessions, sessions_root, wait_for
 
-PREFIXES = ("real-node-", "real-ray-")  # <prefix><pid>: the folders of the two modules' playgrounds
+PREFIXES = ("real-node-", "real-ray-", "real-sandbox-")  # <prefix><pid>: the folders of the modules' playgrounds
 SYSCTLS = ["kernel/panic", "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
            "vm/overcommit_memory", "vm/panic_on_oom", "net/ipv4/ip_forward", "net/ipv4/conf/all/route_localnet",
            "net/bridge/bridge-nf-call-iptables", "net/netfilter/nf_conntrack_max"]
@@ -87,8 +88,9 @@ def real_node_turn(timeout: float = 1800) -> Iterator[None]:
 
 @contextmanager
 def real_node_playground(prefix: str, timeout: float, env: dict[str, str] | None = None,
-                         kueue: bool = False) -> Iterator[tuple]:
-    """In this session's turn, a playground with one real node (and a kwok GPU node, and Kueue if `kueue`) in
+                         kueue: bool = False, agent_sandbox: bool = False) -> Iterator[tuple]:
+    """In this session's turn, a playground with one real node (and a kwok GPU node, Kueue if `kueue`,
+    agent-sandbox's controller if `agent_sandbox`) in
     <sessions root>/<prefix><pid>, with its own Helm homes and `env` set meanwhile: yields (its
     folder, its state, the host before it). Afterwards it is down and the host holds nothing new."""
     from generator.playground.cluster import down, load_state, up
@@ -107,7 +109,7 @@ def real_node_playground(prefix: str, timeout: float, env: dict[str, str] | None
         t0 = time.monotonic()
         try:
             rc = exit_code(up, state_dir, Shape(gpu_nodes=1, gpus_per_node=8, cpu_nodes=0), timeout=timeout, out=out,
-                           real_node=True, kueue=kueue)
+                           real_node=True, kueue=kueue, agent_sandbox=agent_sandbox)
             assert rc == 0, f"playground up --real-node failed (exit {rc}):\n{out.getvalue()}"
             print(f"\nplayground with a real node up in {time.monotonic() - t0:.1f} s\n{out.getvalue()}")
             yield state_dir, load_state(state_dir), before

@@ -15,138 +15,16 @@ import os
 import re
 import subprocess
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 import yaml
+from real_node_pods import REAL, RECIPE, RUNTIMES, TOLERATE, Node, executor_url, runtime_spec, status_fields
 from real_node_session import host_snapshot, real_node_playground
 from session_env import wait_for
 
 from generator.playground.node import components as C
 from generator.playground.node import spec as S
-
-REAL = {S.NODE_LABEL: "true"}
-TOLERATE = [{"key": S.NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}]
-DATA = Path(__file__).resolve().parent / "data"
-RECIPE = DATA / "small.yaml"
-# The pool's proofs run under both runtimes: runc (the host kernel) and gVisor (RuntimeClass gvisor)
-RUNTIMES = pytest.mark.parametrize("runtime", [None, C.RUNTIME_CLASS], ids=["runc", "gvisor"])
-
-
-def _on(runtime: str | None) -> dict:
-    return {"runtimeClassName": runtime} if runtime else {}
-
-
-# ---------------------------------------------------------------- the module's playground
-
-
-class Node:
-    def __init__(self, state_dir: Path, state: dict):
-        from generator.tools import tool_dir
-
-        self.state_dir, self.state = state_dir, state
-        self.kubeconfig = state["kubeconfig"]
-        self.kubectl_bin = str(tool_dir("kubernetes") / "kubectl")
-        self.helm_bin = str(tool_dir("helm") / "helm")
-        self.spec = S.NodeSpec(state_dir)
-        self.executor_bin = str(self._images_dir() / "executor")
-        self.image = state["real_node"]["images"]["executor"]
-
-    def _images_dir(self) -> Path:
-        from generator.playground.node import _tool_dirs
-
-        return _tool_dirs()["node-images"]
-
-    def kubectl(self, *args, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
-        proc = subprocess.run([self.kubectl_bin, f"--kubeconfig={self.kubeconfig}", *map(str, args)],
-                              capture_output=True, text=True, timeout=timeout)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(map(str, args))}: exit {proc.returncode}: {proc.stderr}")
-        return proc
-
-    def apply(self, ns: str, *docs: dict) -> None:
-        proc = subprocess.run([self.kubectl_bin, f"--kubeconfig={self.kubeconfig}", "-n", ns, "apply", "-f", "-"],
-                              input=yaml.safe_dump_all(docs), capture_output=True, text=True, timeout=60)
-        assert proc.returncode == 0, proc.stderr
-
-    def get(self, ns: str, *what) -> dict:
-        return json.loads(self.kubectl("-n", ns, "get", *what, "-o", "json").stdout)
-
-    def namespace(self, prefix: str = "rn") -> str:
-        name = f"{prefix}-{uuid.uuid4().hex[:6]}"
-        self.kubectl("create", "namespace", name)
-        wait_for(lambda: self.kubectl("-n", name, "get", "serviceaccount", "default", check=False).returncode == 0,
-                 30, f"the default ServiceAccount of {name}")
-        return name
-
-    def pod(self, ns: str, name: str, command: list[str] | None = None, labels: dict | None = None, **spec) -> dict:
-        container = {"name": "main", "image": self.image, "imagePullPolicy": "Never",
-                     "resources": {"limits": {"cpu": "50m", "memory": "64Mi"}}}
-        if command:
-            container["command"] = command
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels or {}},
-                "spec": {"terminationGracePeriodSeconds": 0, "nodeSelector": REAL, "tolerations": TOLERATE,
-                         "automountServiceAccountToken": False, "containers": [container], **spec}}
-
-    def client(self, ns: str, name: str = "client") -> str:
-        """A long-running client pod on the real node (it listens on 8081 itself, unprotected)."""
-        self.apply(ns, self.pod(ns, name, ["/executor", "listen", ":8081", "client"], {"role": "client"}))
-        self.ready(ns, name)
-        return name
-
-    def ready(self, ns: str, name: str, timeout: float = 60) -> dict:
-        def ok():
-            pod = self.get(ns, "pod", name)
-            conds = {c["type"]: c["status"] for c in pod.get("status", {}).get("conditions", [])}
-            return pod if conds.get("Ready") == "True" else None
-
-        return wait_for(ok, timeout, f"pod {ns}/{name} Ready")
-
-    def exec(self, ns: str, pod: str, *cmd, timeout: float = 90) -> tuple[int, str]:
-        proc = self.kubectl("-n", ns, "exec", pod, "--", *cmd, check=False, timeout=timeout)
-        return proc.returncode, proc.stdout + proc.stderr
-
-    def dial(self, ns: str, pod: str, target: str, seconds: float = 3) -> bool:
-        return self.exec(ns, pod, "/executor", "dial", target, str(seconds))[0] == 0
-
-    def task(self, ns: str, client: str, url: str, command: str, timeout: float = 60) -> dict:
-        body = json.dumps({"command": command, "timeout": timeout})
-        rc, out = self.exec(ns, client, "/executor", "post", url, body, timeout=timeout + 30)
-        assert rc == 0, f"POST {url} from {ns}/{client} failed: {out}"
-        return json.loads(out)
-
-    def pool(self, ns: str) -> list[dict]:
-        items = self.get(ns, "pods", "-l", "app.kubernetes.io/component=sandbox")["items"]
-        return [p for p in items if not p["metadata"].get("deletionTimestamp")]
-
-    def release(self, capsys, tmp_path: Path, ns: str, name: str = "rel", **sandbox) -> None:
-        """`dockyard-k8s run` of the small recipe in attach mode: only the sandbox pool, on the real node."""
-        from live_helpers import cli
-
-        infra = {
-            "infra": {"namespace": ns, "image": {"repository": self.image.rsplit(":", 1)[0],
-                                                 "tag": self.image.rsplit(":", 1)[1], "pullPolicy": "Never"}},
-            "launch": {"mode": "attach", "clusterName": "shared-gpu-cluster"},
-            "sandbox": {"replicas": 1, "resources": {"cpu": "100m", "memory": "128Mi", "ephemeralStorage": "256Mi"},
-                        "nodeSelector": REAL, "tolerations": TOLERATE, **sandbox},
-        }
-        path = tmp_path / f"{name}.infra.yaml"
-        path.write_text(yaml.safe_dump(infra, sort_keys=False))
-        self.infra_path = path
-        rc, out, err = cli(capsys, "run", RECIPE, path, "--kubeconfig", self.kubeconfig, "--create-namespace",
-                           "--wait", "-q", "--timeout", "120")
-        assert rc == 0, f"run failed: {out}\n{err}"
-        runtime = sandbox.get("runtimeClassName")
-        assert {p["spec"].get("runtimeClassName") for p in self.pool(ns)} == {runtime}, "the pool's runtime class"
-
-    def listener(self, ip: str, port: int, text: str) -> subprocess.Popen:
-        """A stand-in host: an HTTP listener on `ip` inside the node's network namespace."""
-        proc = subprocess.Popen(["nsenter", f"--net={self.spec.netns_file}", "--", self.executor_bin, "listen",
-                                 f"{ip}:{port}", text], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
-        assert proc.poll() is None, f"the stand-in listener on {ip}:{port} did not start"
-        return proc
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +96,7 @@ def test_clusterip_endpointslices_and_cluster_dns(node):
 @RUNTIMES
 def test_sandbox_pool_runs_on_the_real_node_and_helm_test_passes(node, capsys, tmp_path, runtime):
     ns = node.namespace("sb")
-    node.release(capsys, tmp_path, ns, replicas=2, **_on(runtime))
+    node.release(capsys, tmp_path, ns, replicas=2, **runtime_spec(runtime))
     pool = node.pool(ns)
     assert len(pool) == 2 and {p["spec"]["nodeName"] for p in pool} == {S.NODE_NAME}
     proc = subprocess.run([node.helm_bin, "test", "small", "-n", ns, "--kubeconfig", node.kubeconfig,
@@ -258,14 +136,10 @@ def _all_env(doc):
     return list(walk(doc))
 
 
-def _executor_url(pod: dict) -> str:
-    return f"http://{pod['status']['podIP']}:9090/task/submit"
-
-
 @RUNTIMES
 def test_network_policy_default_ingress_and_metadata(node, capsys, tmp_path, runtime):
     ns, other = node.namespace("np"), node.namespace("np-other")
-    node.release(capsys, tmp_path, ns, **_on(runtime))
+    node.release(capsys, tmp_path, ns, **runtime_spec(runtime))
     pool = node.pool(ns)[0]
     ip = pool["status"]["podIP"]
     client, stranger = node.client(ns), node.client(other)
@@ -273,23 +147,23 @@ def test_network_policy_default_ingress_and_metadata(node, capsys, tmp_path, run
     try:
         # a second port on the pool: something listens there, the policy must still refuse it
         listen = "/executor listen :8080 other >/dev/null 2>&1 & echo up"
-        assert node.task(ns, client, _executor_url(pool), listen)["exit_code"] == 0
-        assert node.task(ns, client, _executor_url(pool), "/executor dial 127.0.0.1:8080 2")["exit_code"] == 0
+        assert node.task(ns, client, executor_url(pool), listen)["exit_code"] == 0
+        assert node.task(ns, client, executor_url(pool), "/executor dial 127.0.0.1:8080 2")["exit_code"] == 0
         assert node.dial(ns, client, f"{ip}:9090")  # same namespace, executor port
         # unprotected pods talk
         assert node.dial(other, stranger, f"{node.get(ns, 'pod', client)['status']['podIP']}:8081")
         wait_for(lambda: not node.dial(other, stranger, f"{ip}:9090"), 20, "another namespace to be refused")
         assert not node.dial(ns, client, f"{ip}:8080")  # any other port on the pool
-        dns = node.task(ns, client, _executor_url(pool), f"nslookup small-sandbox.{ns}.svc.cluster.local")
+        dns = node.task(ns, client, executor_url(pool), f"nslookup small-sandbox.{ns}.svc.cluster.local")
         assert dns["exit_code"] == 0, dns  # DNS from the pool
-        meta = node.task(ns, client, _executor_url(pool), f"/executor get http://{S.METADATA_IP}/")
+        meta = node.task(ns, client, executor_url(pool), f"/executor get http://{S.METADATA_IP}/")
         assert meta["exit_code"] != 0 and "metadata-stand-in" not in meta["stdout"]
         get = f"/executor get http://{S.STAND_IN_IP}/ ; echo rc=$?"
-        assert node.task(ns, client, _executor_url(pool), get)["stdout"].count("rc=1") == 1  # nothing listens there yet
+        assert node.task(ns, client, executor_url(pool), get)["stdout"].count("rc=1") == 1  # nothing listens there yet
         # lifting blockCloudMetadata opens it: the same check can fail
-        node.release(capsys, tmp_path, ns, networkPolicy={"blockCloudMetadata": False}, **_on(runtime))
+        node.release(capsys, tmp_path, ns, networkPolicy={"blockCloudMetadata": False}, **runtime_spec(runtime))
         opened = wait_for(lambda: (lambda r: r if r["exit_code"] == 0 else None)(
-            node.task(ns, client, _executor_url(node.pool(ns)[0]), f"/executor get http://{S.METADATA_IP}/")),
+            node.task(ns, client, executor_url(node.pool(ns)[0]), f"/executor get http://{S.METADATA_IP}/")),
             30, "the metadata stand-in to answer once blockCloudMetadata is false")
         assert "metadata-stand-in" in opened["stdout"]
     finally:
@@ -304,14 +178,14 @@ def test_locked_egress_allows_dns_and_exactly_the_allowed_cidr(node, capsys, tmp
     host = node.listener(S.STAND_IN_IP, 80, "stand-in-host")
     metadata = node.listener(S.METADATA_IP, 80, "metadata-stand-in")
     try:
-        node.release(capsys, tmp_path, ns, networkPolicy={"allowEgress": False}, **_on(runtime))
+        node.release(capsys, tmp_path, ns, networkPolicy={"allowEgress": False}, **runtime_spec(runtime))
         client = node.client(ns)
-        url = lambda: _executor_url(node.pool(ns)[0])  # noqa: E731
+        url = lambda: executor_url(node.pool(ns)[0])  # noqa: E731
         wait_for(lambda: node.task(ns, client, url(), f"/executor get http://{S.STAND_IN_IP}/")["exit_code"] != 0,
                  30, "egress to the stand-in host to be blocked")
         assert node.task(ns, client, url(), f"nslookup small-sandbox.{ns}.svc.cluster.local")["exit_code"] == 0
         locked = {"allowEgress": False, "allowedEgressCidrs": [f"{S.STAND_IN_IP}/32"]}
-        node.release(capsys, tmp_path, ns, networkPolicy=locked, **_on(runtime))
+        node.release(capsys, tmp_path, ns, networkPolicy=locked, **runtime_spec(runtime))
         got = wait_for(lambda: (lambda r: r if r["exit_code"] == 0 else None)(
             node.task(ns, client, url(), f"/executor get http://{S.STAND_IN_IP}/")), 30, "the allowed CIDR to open")
         assert "stand-in-host" in got["stdout"]
@@ -325,28 +199,24 @@ def test_locked_egress_allows_dns_and_exactly_the_allowed_cidr(node, capsys, tmp
     node.kubectl("delete", "namespace", ns, "--wait=false")
 
 
-def _status_fields(text: str) -> dict:
-    return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in text.splitlines()) if v}
-
-
 @RUNTIMES
 def test_security_context_seen_from_inside_the_executor(node, capsys, tmp_path, runtime):
     ns = node.namespace("sec")
-    node.release(capsys, tmp_path, ns, **_on(runtime))
+    node.release(capsys, tmp_path, ns, **runtime_spec(runtime))
     client = node.client(ns)
-    url = _executor_url(node.pool(ns)[0])
-    st = _status_fields(node.task(ns, client, url, "cat /proc/self/status")["stdout"])
+    url = executor_url(node.pool(ns)[0])
+    st = status_fields(node.task(ns, client, url, "cat /proc/self/status")["stdout"])
     assert int(st["CapEff"], 16) == 0 and st["NoNewPrivs"] == "1" and st["Seccomp"] == "2", st
     denied = node.task(ns, client, url, "mount -t tmpfs none /tmp")
     assert denied["exit_code"] != 0, denied  # a privileged operation is refused
     assert node.task(ns, client, url, "ls /var/run/secrets/kubernetes.io/serviceaccount")["exit_code"] != 0
 
-    node.release(capsys, tmp_path, ns, security={"profile": "restricted"}, **_on(runtime))
+    node.release(capsys, tmp_path, ns, security={"profile": "restricted"}, **runtime_spec(runtime))
     def restricted_and_ready(p: dict) -> bool:
         return (p["spec"]["securityContext"].get("runAsUser") == 10001 and bool(p["status"].get("podIP"))
                 and all(c.get("ready") for c in p["status"].get("containerStatuses", [])))
 
-    url = _executor_url(wait_for(lambda: [p for p in node.pool(ns) if restricted_and_ready(p)] or None,
+    url = executor_url(wait_for(lambda: [p for p in node.pool(ns) if restricted_and_ready(p)] or None,
                                  60, "the restricted pool")[0])
     ids = node.task(ns, client, url, "id -u; touch /rootfs-write; echo root=$?; touch /workspace/ok && echo work=$?")
     lines = ids["stdout"].split()
@@ -358,18 +228,18 @@ def test_security_context_seen_from_inside_the_executor(node, capsys, tmp_path, 
 @RUNTIMES
 def test_liveness_probe_restarts_an_executor_that_stops_answering(node, capsys, tmp_path, runtime):
     ns = node.namespace("probe")
-    node.release(capsys, tmp_path, ns, **_on(runtime))
+    node.release(capsys, tmp_path, ns, **runtime_spec(runtime))
     client = node.client(ns)
     pod = node.pool(ns)[0]
     name = pod["metadata"]["name"]
-    assert node.task(ns, client, _executor_url(pod), "kill -USR1 1; echo sent")["stdout"] == "sent\n"
+    assert node.task(ns, client, executor_url(pod), "kill -USR1 1; echo sent")["stdout"] == "sent\n"
     # readiness drops first (5 s period), then liveness (10 s x 6) makes the kubelet restart it
     restarted = wait_for(lambda: (lambda p: p if p["status"]["containerStatuses"][0]["restartCount"] >= 1 else None)(
         node.get(ns, "pod", name)), 150, "the kubelet to restart the executor")
     events = node.kubectl("-n", ns, "get", "events", "--field-selector", f"involvedObject.name={name}").stdout
     assert "Liveness probe failed" in events, events
     node.ready(ns, name, 60)
-    assert node.task(ns, client, _executor_url(restarted), "echo back")["stdout"] == "back\n"
+    assert node.task(ns, client, executor_url(restarted), "echo back")["stdout"] == "back\n"
     node.kubectl("delete", "namespace", ns, "--wait=false")
 
 
@@ -377,13 +247,13 @@ def test_liveness_probe_restarts_an_executor_that_stops_answering(node, capsys, 
 def test_memory_limit_oom_kills_the_task_and_the_pod_recovers(node, capsys, tmp_path, runtime):
     ns = node.namespace("oom")
     node.release(capsys, tmp_path, ns, resources={"cpu": "100m", "memory": "64Mi", "memoryLimit": "96Mi",
-                                                   "ephemeralStorage": "256Mi"}, **_on(runtime))
+                                                   "ephemeralStorage": "256Mi"}, **runtime_spec(runtime))
     client = node.client(ns)
     pod = node.pool(ns)[0]
-    small = node.task(ns, client, _executor_url(pod), "/executor alloc 16")
+    small = node.task(ns, client, executor_url(pod), "/executor alloc 16")
     assert small["exit_code"] == 0, small
     try:
-        big = node.task(ns, client, _executor_url(pod), "/executor alloc 400")
+        big = node.task(ns, client, executor_url(pod), "/executor alloc 400")
         # the kernel's OOM killer (SIGKILL) took the task; the executor reports 128 + 9
         assert big["exit_code"] == 137 and "killed" in big.get("error", ""), big
     except AssertionError:
@@ -397,7 +267,7 @@ def test_memory_limit_oom_kills_the_task_and_the_pod_recovers(node, capsys, tmp_
         if not fresh or not fresh[0]["status"].get("podIP"):
             return None
         try:
-            return node.task(ns, client, _executor_url(fresh[0]), "echo alive", timeout=10)["stdout"] == "alive\n"
+            return node.task(ns, client, executor_url(fresh[0]), "echo alive", timeout=10)["stdout"] == "alive\n"
         except AssertionError:
             return None
 
@@ -408,7 +278,7 @@ def test_memory_limit_oom_kills_the_task_and_the_pod_recovers(node, capsys, tmp_
 @RUNTIMES
 def test_pdb_refuses_the_second_eviction_with_real_pods(node, capsys, tmp_path, runtime):
     ns = node.namespace("pdb")
-    node.release(capsys, tmp_path, ns, replicas=2, **_on(runtime))
+    node.release(capsys, tmp_path, ns, replicas=2, **runtime_spec(runtime))
     pods = [p["metadata"]["name"] for p in node.pool(ns)]
     assert len(pods) == 2
 

@@ -36,7 +36,7 @@ def test_the_streams_and_the_parts_needs_are_the_tables():
         assert part.needs == table.needed_by(part.name) and part.needs, part.name
         assert set(part.needs) <= set(suite.ALL_TOOLS), part.name
         assert part.after is None or part.after in names[:i], part.name
-    assert [p.name for p in suite.PARTS if p.real_node] == ["real node", "real Ray"]
+    assert [p.name for p in suite.PARTS if p.real_node] == ["real node", "real Ray", "real sandbox"]
 
 
 def test_the_kubernetes_tools_follow_the_control_plane_in_its_stream():
@@ -125,7 +125,7 @@ def test_a_machine_without_root_skips_the_real_node_parts_and_their_tools_and_sa
     first = capsys.readouterr().out.splitlines()
     assert first and "real node: SKIPPED" in first[0] and "it lacks root" in first[0]
     assert [p.name for p in run.parts] == ["live", "offline"]
-    assert [p.name for p in run.left_out] == ["real node", "real Ray"]
+    assert [p.name for p in run.left_out] == ["real node", "real Ray", "real sandbox"]
     built = set(run.builds.tools)
     assert not built & (set(table.group("node")) | {"ray-image"})  # only the real node's parts need these
     assert set(table.needed_by("live")) | set(table.needed_by("offline")) <= built
@@ -143,7 +143,8 @@ def test_ci_without_the_real_node_builds_everything_and_counts_the_parts_as_fail
     assert run.builds.tools == suite.ALL_TOOLS and run.real_node.failing
     results = {"live": (0, {"passed": 90}), "offline": (0, {"passed": 1700})}
     line, ok = suite.report(run, results, True, 32)
-    assert not ok and line.startswith("suite: 1790 passed, 32 failed (32 tests of real node and real Ray among them")
+    assert not ok and line.startswith("suite: 1790 passed, 32 failed "
+                                      "(32 tests of real node, real Ray and real sandbox among them")
 
 
 def test_the_last_line_counts_the_skipped_real_node_tests(monkeypatch, capsys):
@@ -153,8 +154,8 @@ def test_the_last_line_counts_the_skipped_real_node_tests(monkeypatch, capsys):
         run.timeline.record(f"tests: {p.name}", None, run.real_node.why)
     results = {"live": (0, {"passed": 90, "skipped": 1}), "offline": (0, {"passed": 1700})}
     line, ok = suite.report(run, results, True, 32)
-    assert ok and line == ("suite: 1790 passed, 0 failed, 1 skipped, 32 tests of real node and real Ray skipped "
-                           "(REAL_NODE=0)")
+    assert ok and line == ("suite: 1790 passed, 0 failed, 1 skipped, 32 tests of real node, real Ray and real sandbox "
+                           "skipped (REAL_NODE=0)")
     table = run.timeline.table()
     assert "tests: real node" in table and "skipped: REAL_NODE=0" in table and "FAILED" not in table
 
