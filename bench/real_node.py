@@ -84,8 +84,10 @@ def fmt_s(samples: list[float]) -> str:
     return f"{statistics.median(samples):.2f} s ({min(samples):.2f}–{max(samples):.2f})"
 
 
-def pool(node: Node, tmp: Path, ns: str, runtime: str, replicas: int, **sandbox: Any) -> str:
-    """`dockyard-k8s run` of the tests' small recipe in attach mode (only the sandbox pool), then its Service URL."""
+def pool(node: Node, tmp: Path, ns: str, runtime: str, replicas: int, release: str | None = None,
+         **sandbox: Any) -> str:
+    """`dockyard-k8s run` of the tests' small recipe in attach mode (only the sandbox pool; the release `release`,
+    else the recipe's name), then the pool's Service URL."""
     infra = {"infra": {"namespace": ns, "image": {"repository": node.image.rsplit(":", 1)[0],
                                                   "tag": node.image.rsplit(":", 1)[1], "pullPolicy": "Never"}},
              "launch": {"mode": "attach", "clusterName": "shared-gpu-cluster"},
@@ -96,7 +98,8 @@ def pool(node: Node, tmp: Path, ns: str, runtime: str, replicas: int, **sandbox:
     path = tmp / f"{ns}.infra.yaml"
     path.write_text(json.dumps(infra))
     proc = subprocess.run([sys.executable, "-m", "generator", "run", str(RECIPE), str(path), "--kubeconfig",
-                           node.kubeconfig, "--create-namespace", "--wait", "-q", "--timeout", "180"],
+                           node.kubeconfig, "--create-namespace", "--wait", "-q", "--timeout", "180",
+                           *(["--release", release] if release else [])],
                           capture_output=True, text=True, timeout=240, cwd=REPO)
     if proc.returncode != 0:
         raise RuntimeError(f"run ({runtime}, {replicas} replicas): {proc.stdout}{proc.stderr}")
