@@ -81,4 +81,5 @@ def test_pdb_with_the_hpa_counts_from_the_current_scale(render):
     out = render(sandbox={"autoscaling": {"enabled": True, "minReplicas": 2, "targetCPUUtilizationPercentage": 60}})
     pdb = out.one("PodDisruptionBudget")["spec"]
     assert pdb["maxUnavailable"] == 1 and "minAvailable" not in pdb
-    assert pdb["selector"]["matchLabels"].items() <= out.one("Deployment")["spec"]["template"]["metadata"]["labels"].items()
+    pod_labels = out.one("Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert pdb["selector"]["matchLabels"].items() <= pod_labels.items()
