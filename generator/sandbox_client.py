@@ -185,6 +185,48 @@ class Claims:
             self.release(name)
 
 
+class Ahead:
+    """Episodes one after another, each on a sandbox claimed while the one before ran: `take()` returns the claim
+    made ahead, bound (usually by then, so an episode starts with one read instead of a claim's binding), and claims
+    the next in its place. It holds one sandbox more than in use; `close()` (or the `with` block's end) releases
+    the spare. Each claim keeps its lease, so a worker that dies leaves nothing past it.
+
+        with Ahead(Claims.from_env()) as ahead:
+            for task in tasks:
+                name, executor = ahead.take()
+                try:
+                    executor.submit(task)
+                finally:
+                    ahead.claims.release(name)
+    """
+
+    def __init__(self, claims: Claims, timeout: float = 300.0):
+        self.claims, self.timeout = claims, timeout
+        self.spare: str | None = claims.claim()
+
+    def take(self) -> tuple[str, Executor]:
+        name, self.spare = self.spare, None
+        if name is None:
+            raise ClaimError("Ahead is closed")
+        self.spare = self.claims.claim()
+        try:
+            return name, self.claims.wait_bound(name, self.timeout)
+        except BaseException:
+            self.claims.release(name)
+            raise
+
+    def close(self) -> None:
+        if self.spare:
+            name, self.spare = self.spare, None
+            self.claims.release(name)
+
+    def __enter__(self) -> Ahead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     """One episode: claim, bound, the task given as JSON, release; the timings and the answer as JSON."""
     argv = sys.argv[1:] if argv is None else argv

@@ -6,6 +6,7 @@ in a pod of the Ray image as the release's Ray account, with the env the chart g
     python3 /episode/episode_job.py task URL COMMAND   -> the executor's answer
     python3 /episode/episode_job.py release NAME       -> {"released"}
     python3 /episode/episode_job.py timed N            -> N episodes one after another: claim -> first task answered
+    python3 /episode/episode_job.py ahead N PAUSE      -> N episodes of PAUSE s, each claimed during the one before
     python3 /episode/episode_job.py pool URL N         -> N task round trips through the pool's Service URL
 
 Standard library only, like the client (the Ray image's python3 runs it). Every line printed is one JSON object.
@@ -19,7 +20,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, "/episode")
-from sandbox_client import Claims, Executor
+from sandbox_client import Ahead, Claims, Executor
 
 
 def task(url: str, command: str) -> dict:
@@ -63,6 +64,21 @@ def main(argv: list[str]) -> int:
                 claims.release(name)
             print(json.dumps({"claim": name, "bound_s": bound, "first_task_s": first,
                               "exit_code": answer.get("exit_code")}), flush=True)
+    elif verb == "ahead":
+        pause = float(args[1])  # each episode's own work, during which the next claim binds
+        with Ahead(Claims.from_env()) as ahead:
+            time.sleep(pause)  # the first claim binds as it would during an earlier episode
+            for _ in range(int(args[0])):
+                t0 = time.monotonic()
+                name, executor = ahead.take()
+                try:
+                    answer = executor.submit({"command": "true"})
+                    first = time.monotonic() - t0
+                    time.sleep(pause)
+                finally:
+                    ahead.claims.release(name)
+                print(json.dumps({"claim": name, "first_task_s": first, "exit_code": answer.get("exit_code")}),
+                      flush=True)
     elif verb == "pool":
         for _ in range(int(args[1])):
             print(json.dumps({"round_trip_s": post(args[0])}), flush=True)

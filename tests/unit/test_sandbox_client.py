@@ -32,3 +32,45 @@ def test_outside_a_claiming_pod_it_names_what_is_missing(tmp_path):
     (tmp_path / "token").write_text("t\n")
     with pytest.raises(sandbox_client.ClaimError, match="no cluster CA at"):
         sandbox_client.Claims.from_env(env, str(tmp_path))
+
+
+class FakeClaims:
+    """Claims whose claims bind at once (or never, for the names in `stuck`), recording what was asked."""
+
+    def __init__(self, stuck: tuple[str, ...] = ()):
+        self.made, self.released, self.stuck = [], [], stuck
+
+    def claim(self) -> str:
+        self.made.append(f"c{len(self.made) + 1}")
+        return self.made[-1]
+
+    def wait_bound(self, name: str, timeout: float) -> sandbox_client.Executor:
+        if name in self.stuck:
+            raise sandbox_client.ClaimError(f"{name} not bound")
+        return sandbox_client.Executor(name, f"http://{name}:9090")
+
+    def release(self, name: str) -> None:
+        self.released.append(name)
+
+
+def test_claiming_ahead_hands_out_the_spare_and_claims_the_next_in_its_place():
+    fake = FakeClaims()
+    with sandbox_client.Ahead(fake) as ahead:
+        assert fake.made == ["c1"]  # the first spare, claimed at once
+        name, executor = ahead.take()
+        assert (name, executor.url) == ("c1", "http://c1:9090") and fake.made == ["c1", "c2"]
+        assert ahead.take()[0] == "c2" and fake.made == ["c1", "c2", "c3"]
+        assert fake.released == []  # the episodes' claims are the caller's to release
+    assert fake.released == ["c3"]  # the spare goes with the block
+    with pytest.raises(sandbox_client.ClaimError, match="closed"):
+        ahead.take()
+
+
+def test_a_spare_that_never_binds_is_released_and_said():
+    fake = FakeClaims(stuck=("c1",))
+    ahead = sandbox_client.Ahead(fake)
+    with pytest.raises(sandbox_client.ClaimError, match="c1 not bound"):
+        ahead.take()
+    assert fake.released == ["c1"] and ahead.spare == "c2"
+    ahead.close()
+    assert fake.released == ["c1", "c2"]
