@@ -11,8 +11,9 @@ with the reference client, generator/sandbox_client.py):
   release follows, outside the figure);
 - the warm pool's refill: from the claim (the `kubectl exec` that makes it starting) until the pool reports its
   sandbox ready again;
-- claimed ahead -> first task answered: the reference client's `Ahead`, which claims the next episode's sandbox
-  while the current episode (3 s here) runs, so an episode starts with a read of a claim already bound;
+- claimed ahead -> first task answered: the reference client's `Ahead`, whose thread claims the next episode's
+  sandbox and waits until it is bound while the current episode (3 s here) runs, so an episode starts with no API
+  call on its path;
 - claim -> first task answered cold (the warm pool set to 0 after the warm rounds: the sandbox is made for the
   claim).
 

@@ -32,6 +32,7 @@ import json
 import os
 import ssl
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -186,10 +187,11 @@ class Claims:
 
 
 class Ahead:
-    """Episodes one after another, each on a sandbox claimed while the one before ran: `take()` returns the claim
-    made ahead, bound (usually by then, so an episode starts with one read instead of a claim's binding), and claims
-    the next in its place. It holds one sandbox more than in use; `close()` (or the `with` block's end) releases
-    the spare. Each claim keeps its lease, so a worker that dies leaves nothing past it.
+    """Episodes one after another, each on a sandbox claimed and bound while the one before ran: a thread claims
+    the next sandbox and waits until it is bound, and `take()` hands it over (no API call on the episode's path
+    when it is ready by then) and starts on the one after. It holds one sandbox more than in use; `close()` (or the
+    `with` block's end) releases the spare. Each claim keeps its lease, so a worker that dies leaves nothing past
+    it.
 
         with Ahead(Claims.from_env()) as ahead:
             for task in tasks:
@@ -202,23 +204,46 @@ class Ahead:
 
     def __init__(self, claims: Claims, timeout: float = 300.0):
         self.claims, self.timeout = claims, timeout
-        self.spare: str | None = claims.claim()
+        self._next: tuple[threading.Thread, dict] | None = None
+        self._start()
+
+    def _start(self) -> None:
+        box: dict = {}
+
+        def claim_and_bind() -> None:
+            try:
+                box["name"] = self.claims.claim()
+                box["executor"] = self.claims.wait_bound(box["name"], self.timeout)
+            except BaseException as exc:  # handed to take() or close()
+                box["error"] = exc
+
+        thread = threading.Thread(target=claim_and_bind, name="sandbox-claim-ahead", daemon=True)
+        thread.start()
+        self._next = (thread, box)
 
     def take(self) -> tuple[str, Executor]:
-        name, self.spare = self.spare, None
-        if name is None:
+        """The next claim and its executor, bound; the claim after it is started. A claim that failed to bind is
+        released and its error raised (the one after is started all the same)."""
+        if self._next is None:
             raise ClaimError("Ahead is closed")
-        self.spare = self.claims.claim()
-        try:
-            return name, self.claims.wait_bound(name, self.timeout)
-        except BaseException:
-            self.claims.release(name)
-            raise
+        thread, box = self._next
+        thread.join()
+        self._start()
+        if "error" in box:
+            if "name" in box:
+                self.claims.release(box["name"])
+            raise box["error"]
+        return box["name"], box["executor"]
 
     def close(self) -> None:
-        if self.spare:
-            name, self.spare = self.spare, None
-            self.claims.release(name)
+        """Release the spare (as soon as it has a name: it need not be bound)."""
+        if self._next is None:
+            return
+        (thread, box), self._next = self._next, None
+        while "name" not in box and thread.is_alive():
+            thread.join(0.05)
+        if "name" in box:
+            self.claims.release(box["name"])
 
     def __enter__(self) -> Ahead:
         return self
