@@ -162,3 +162,20 @@ def test_the_probes_own_claims_go_with_it(monkeypatch):
     assert listed == [("ns", "app.kubernetes.io/instance=small-smoke")]
     assert deleted == [("small-smoke-checkpoints", "ns")]
     assert said[-1] == "smoke: deleted its claim small-smoke-checkpoints"
+
+
+def test_under_agent_sandbox_smoke_says_the_sandboxes_go_unchecked(tmp_path):
+    """The probe checks the pool through DOCKYARD_SANDBOX_URLS; under agent-sandbox the GPU pods have no URL, so
+    no row covers the sandboxes, and smoke says so rather than passing as if it had checked them."""
+    from generator.live.changes.plan import plan
+
+    _p, values = _values()
+    assert smoke.unchecked_sandbox(values) is None
+    assert json.loads(shlex.split(values["recipe"]["entrypoint"])[-1])["sandbox_urls"]  # the pool: a row checks it
+    infra = yaml.safe_load(INFRA.read_text())
+    infra.setdefault("sandbox", {})["backend"] = "agent-sandbox"
+    (tmp_path / "agent.infra.yaml").write_text(yaml.safe_dump(infra))
+    p = plan(str(RECIPE), str(tmp_path / "agent.infra.yaml"), SHAPE, "grpo-swe-smoke", "ns1", mode="rayjob")
+    values = smoke.probe_values(p.values, p.release, p.namespace, wait=40)
+    assert json.loads(shlex.split(values["recipe"]["entrypoint"])[-1])["sandbox_urls"] is None
+    assert "claims no sandbox" in smoke.unchecked_sandbox(values)

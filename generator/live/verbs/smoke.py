@@ -78,6 +78,15 @@ def probe_values(values: dict[str, Any], release: str, namespace: str, wait: flo
     return out
 
 
+def unchecked_sandbox(values: dict[str, Any]) -> str | None:
+    """What the probe leaves unchecked of the sandboxes, said before it runs: under sandbox.backend agent-sandbox
+    the probe claims no sandbox, so the table has no sandbox row (docs/sandbox-pool.md says what proves claims)."""
+    if (values.get("sandbox") or {}).get("backend") != "agent-sandbox":
+        return None
+    return ("smoke: note: sandbox.backend agent-sandbox: the probe claims no sandbox, so no row checks the "
+            "sandboxes; `status` shows the warm pool, and generator/sandbox_client.py is what claims one")
+
+
 def parse_rows(log: str) -> tuple[list[dict], bool | None]:
     rows, end = [], None
     for line in log.splitlines():
@@ -133,6 +142,8 @@ def smoke(args: Any) -> int:
     kube.deadline = deadline
     if not args.quiet:
         print(f"smoke: {p.release} in namespace {p.namespace}, {kube.target()}", file=sys.stderr, flush=True)
+    if note := unchecked_sandbox(values):
+        print(note, file=sys.stderr, flush=True)
     kube.require_ray()
     from generator.live.doctor.capacity import refuse_never_fits
     from generator.live.doctor.fabric import gang_rows
