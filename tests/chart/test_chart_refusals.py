@@ -122,7 +122,7 @@ SCHEMA_FIRST = [
      ('sandbox.podLabels: "dockyard.dev/fleet" is a label the chart sets itself on the executor pods '
      "(app.kubernetes.io/component, app.kubernetes.io/instance, app.kubernetes.io/managed-by, "
      "app.kubernetes.io/name, app.kubernetes.io/part-of, app.kubernetes.io/version, dockyard.dev/fleet, "
-     "helm.sh/chart); choose another key"),
+     "dockyard.dev/sandbox-backend, helm.sh/chart); choose another key"),
      'sandbox.podLabels: "dockyard.dev/fleet" is a label the chart sets itself'),
     ("hpa without a target", {"sandbox": {"autoscaling": {"enabled": True, "targetCPUUtilizationPercentage": None}}},
      ("sandbox.autoscaling: autoscaling is enabled but sets no target, so the HPA has no metric to act on; expected "
