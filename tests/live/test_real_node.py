@@ -376,12 +376,18 @@ def test_the_pool_loses_no_task_through_an_upgrade_and_an_eviction_and_does_with
     wait_for(lambda: len(node.pool(ns)) == 2 and all(c.get("ready") for p in node.pool(ns)
                                                     for c in p["status"].get("containerStatuses", [])), 60,
              "the knobs-off pool")
-    load = Load(node, ns, client, url, 30)
-    time.sleep(7)
-    node.release(capsys, tmp_path, ns, replicas=2, extraEnv=[{"name": "ROUND", "value": "3"}], **off)
-    got = load.result()
-    print("\n" + "\n".join([*seen, f"upgrade under load without the knobs: {got}"]))
-    assert got["lost"] + got["refused"] > 0, got
+    # (each executor is killed while the tasks in flight may all be on the other one: rarely, by chance, a rollout
+    # loses nothing, so a second rollout is made before the control counts as failed)
+    for round_ in ("3", "4"):
+        load = Load(node, ns, client, url, 30)
+        time.sleep(7)
+        node.release(capsys, tmp_path, ns, replicas=2, extraEnv=[{"name": "ROUND", "value": round_}], **off)
+        got = load.result()
+        seen.append(f"upgrade under load without the knobs: {got}")
+        if got["lost"] + got["refused"]:
+            break
+    print("\n" + "\n".join(seen))
+    assert got["lost"] + got["refused"] > 0, seen
     node.kubectl("delete", "namespace", ns, "--wait=false")
 
 
