@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import http.client
 import json
 import os
 import ssl
@@ -42,6 +43,10 @@ CLAIMS = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{ns}/sandboxclaims
 # A claim ends at the latest this long after it is made, even when nobody releases it (a Ray worker killed
 # mid-episode): the controller deletes the claim, its sandbox and pod at spec.lifecycle.shutdownTime.
 LEASE = 3600.0
+# Ready=False reasons of agent-sandbox's claim controller that waiting does not cure; after a grace (the release's
+# pool may still be on its way) the wait ends with the controller's message instead of at its timeout.
+REFUSED = ("WarmPoolNotFound", "TemplateNotFound", "InvalidMetadata", "EnvVarsInjectionRejected")
+REFUSED_GRACE = 10.0
 UTC = datetime.timezone.utc  # noqa: UP017  (datetime.UTC is Python 3.11+; a runtime's image may be older)
 
 
@@ -94,7 +99,7 @@ class Claims:
                    os.path.join(sa_dir, "ca.crt"), lease)
 
     @contextlib.contextmanager
-    def _open(self, method: str, path: str, body: dict | None = None, timeout: float = 30.0):
+    def _open(self, method: str, path: str, body: dict | None = None, timeout: float = 30.0, what: str = ""):
         """The API server's response to one request; an HTTP error as a ClaimError with the server's message."""
         req = urllib.request.Request(self.server + path, method=method,
                                      data=None if body is None else json.dumps(body).encode(),
@@ -108,7 +113,8 @@ class Claims:
                 detail = json.loads(detail).get("message", detail)
             except ValueError:
                 pass
-            raise ClaimError(f"{method} {path.split('?')[0]}: HTTP {exc.code}: {detail}") from None
+            where = path.split("?")[0] + (f" ({what})" if what else "")
+            raise ClaimError(f"{method} {where}: HTTP {exc.code}: {detail}") from None
         with resp:
             yield resp
 
@@ -128,33 +134,44 @@ class Claims:
                                        "shutdownPolicy": "Delete"}}}
         return self._call("POST", CLAIMS.format(ns=self.namespace), body)["metadata"]["name"]
 
-    def _executor(self, claim: dict) -> tuple[Executor | None, str]:
-        """The claim's executor once it is Ready (bound to a sandbox whose pod is ready), else why not yet."""
+    def _executor(self, claim: dict) -> tuple[Executor | None, str, bool]:
+        """The claim's executor once it is Ready (bound to a sandbox whose pod is ready), else why not yet, and
+        whether that reason is one waiting does not cure (the pool or template missing, the claim refused)."""
         st = claim.get("status") or {}
         ready = next((c for c in st.get("conditions") or [] if c.get("type") == "Ready"), None)
         ips = (st.get("sandbox") or {}).get("podIPs") or []
         if ready and ready.get("status") == "True" and ips:
             host = f"[{ips[0]}]" if ":" in ips[0] else ips[0]
-            return Executor(claim["metadata"]["name"], f"http://{host}:{self.port}"), ""
-        return None, f"{ready.get('reason')}: {ready.get('message', '')}" if ready else "no Ready condition yet"
+            return Executor(claim["metadata"]["name"], f"http://{host}:{self.port}"), "", False
+        if not ready:
+            return None, "no Ready condition yet", False
+        return None, f"{ready.get('reason')}: {ready.get('message', '')}", ready.get("reason") in REFUSED
 
     def wait_bound(self, name: str, timeout: float = 300.0) -> Executor:
         """Wait until the claim is Ready; its executor. One read, then a watch of this one claim from that read's
         resourceVersion (the Role's `watch`): the change is seen as the controller writes it, not at the next
-        poll. A watch the server ends, or one too old to resume, is followed by a fresh read."""
-        deadline, path = time.monotonic() + timeout, f"{CLAIMS.format(ns=self.namespace)}"
+        poll. A watch the server ends, or one too old to resume, is followed by a fresh read after a pause that
+        grows. A reason waiting does not cure (REFUSED) still held after REFUSED_GRACE seconds ends the wait."""
+        t0 = time.monotonic()
+        deadline, path, pause = t0 + timeout, f"{CLAIMS.format(ns=self.namespace)}", 0.0
         while True:
             obj = self._call("GET", f"{path}/{name}")
-            executor, last = self._executor(obj)
+            executor, last, refused = self._executor(obj)
             if executor:
                 return executor
+            if refused and time.monotonic() - t0 > REFUSED_GRACE:
+                raise ClaimError(f"SandboxClaim {self.namespace}/{name} cannot be bound ({last})")
             left = deadline - time.monotonic()
             if left <= 0:
                 raise ClaimError(f"SandboxClaim {self.namespace}/{name} not bound after {timeout:.0f}s ({last})")
-            query = (f"?watch=1&fieldSelector=metadata.name%3D{name}&timeoutSeconds={max(1, int(min(left, 60)))}"
+            if pause:  # the last watch ended early: not a tight loop of reads against the API server
+                time.sleep(min(pause, left))
+            pause = min(max(0.2, pause * 2), 2.0)
+            window = max(1, int(min(left, REFUSED_GRACE if refused else 60)))
+            query = (f"?watch=1&fieldSelector=metadata.name%3D{name}&timeoutSeconds={window}"
                      f"&resourceVersion={obj['metadata']['resourceVersion']}")
             try:
-                with self._open("GET", path + query, timeout=min(left, 60) + 5) as stream:
+                with self._open("GET", path + query, timeout=window + 5, what="watch") as stream:
                     for line in stream:
                         event = json.loads(line)
                         if event.get("type") == "DELETED":
@@ -162,11 +179,12 @@ class Claims:
                                              "for it to be bound (its lease ended, or something released it)")
                         if event.get("type") not in ("ADDED", "MODIFIED"):
                             break  # ERROR (the version expired, say): read again
-                        executor, last = self._executor(event["object"])
+                        executor, last, refused = self._executor(event["object"])
                         if executor:
                             return executor
-            except (OSError, ValueError):  # a timed-out or cut stream: read again, after a breath
-                time.sleep(0.2)
+                        pause = 0.0  # the watch is alive: the next read need not wait
+            except (OSError, ValueError, http.client.HTTPException):  # a timed-out or cut stream: read again
+                pass
 
     def release(self, name: str) -> None:
         """Delete the claim: its sandbox and pod go with it; the warm pool makes a new one."""

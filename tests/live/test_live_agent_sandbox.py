@@ -211,11 +211,12 @@ def test_a_claim_nobody_releases_ends_at_its_lease(playground, namespace, capsys
                        playground.kubeconfig, "--wait", "--timeout", 120)
     assert rc == 0, out + err
     ca, token = _state(playground)["pki"]["ca_crt"], _token(playground, namespace, "small-ray")
-    short = Claims("small-sandbox", namespace, 9090, playground.server, token, ca, lease=5)
+    short = Claims("small-sandbox", namespace, 9090, playground.server, token, ca, lease=15)
     hour = Claims("small-sandbox", namespace, 9090, playground.server, token, ca)
     names = {"short": short.claim(), "hour": hour.claim()}
-    bound = {k: _bound_ip(playground, namespace, n) for k, n in names.items()}
-    assert _bound(playground, namespace, names["short"])["spec"]["lifecycle"]["shutdownPolicy"] == "Delete"
+    made = _custom(playground).get_namespaced_custom_object(*EXT, namespace, "sandboxclaims", names["short"])
+    assert made["spec"]["lifecycle"]["shutdownPolicy"] == "Delete"
+    bound = {k: _bound_ip(playground, namespace, n) for k, n in names.items()}  # both bind well within 15 s
     wait_for(lambda: names["short"] not in {c["metadata"]["name"] for c in _claims(playground, namespace)}, 60,
              "the short lease's claim deleted by the controller")
     wait_for(lambda: bound["short"] not in {p.status.pod_ip for p in _sandbox_pods(playground, namespace).values()},

@@ -5,6 +5,7 @@ real controller: tests/live/test_live_agent_sandbox.py."""
 from __future__ import annotations
 
 import ast
+import json
 import sys
 from pathlib import Path
 
@@ -74,3 +75,104 @@ def test_a_spare_that_never_binds_is_released_and_said():
     assert ahead.take()[0] == "c2"  # the next was started all the same
     ahead.close()
     assert fake.made == ["c1", "c2", "c3"] and fake.released == ["c1", "c3"]
+
+
+class FakeApi:
+    """An API server on 127.0.0.1 for one claim: GET answers `claim`; a watch sends `events` (JSON lines), then
+    ends as `end` says: "close" (cleanly), or "cut" (mid-chunk, as a reset proxy would)."""
+
+    def __init__(self, claim: dict, events: list[dict], end: str = "close"):
+        import http.server
+        import threading
+
+        api = self
+        self.claim, self.events, self.end, self.requests = claim, events, end, []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                api.requests.append(self.path)
+                if "watch=1" not in self.path:
+                    body = json.dumps(api.claim).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                self.send_response(200)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for event in api.events:
+                    line = json.dumps(event).encode() + b"\n"
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                if api.end == "cut":
+                    self.wfile.write(b"40\r\n{\"type\": ")  # a chunk that never ends
+                else:
+                    self.wfile.write(b"0\r\n\r\n")
+                self.close_connection = True
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.claims = sandbox_client.Claims("pool", "ns", 9090, f"http://127.0.0.1:{self.server.server_port}", "t",
+                                            None)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _claim_obj(reason: str | None = None, ip: str | None = None) -> dict:
+    cond = [{"type": "Ready", "status": "True" if ip else "False", "reason": reason or "SandboxNotReady",
+             "message": f"{reason} here"}]
+    return {"metadata": {"name": "c", "resourceVersion": "7"},
+            "status": {"conditions": cond, **({"sandbox": {"podIPs": [ip]}} if ip else {})}}
+
+
+def test_the_watch_hands_over_the_executor_once_bound():
+    api = FakeApi(_claim_obj(), [{"type": "MODIFIED", "object": _claim_obj()},
+                                 {"type": "MODIFIED", "object": _claim_obj(ip="10.244.0.9")}])
+    try:
+        assert api.claims.wait_bound("c", 5).url == "http://10.244.0.9:9090"
+        assert len(api.requests) == 2 and "fieldSelector=metadata.name%3Dc" in api.requests[1]
+    finally:
+        api.close()
+
+
+def test_a_claim_deleted_while_waiting_is_said():
+    api = FakeApi(_claim_obj(), [{"type": "DELETED", "object": _claim_obj()}])
+    try:
+        with pytest.raises(sandbox_client.ClaimError, match="was deleted while waiting"):
+            api.claims.wait_bound("c", 5)
+    finally:
+        api.close()
+
+
+@pytest.mark.parametrize("end", ["close", "cut"])
+def test_a_watch_that_ends_at_once_is_read_again_after_a_growing_pause(end):
+    """A stream cut mid-chunk is read again like one that ends cleanly (not an http.client error to the caller),
+    and neither becomes a tight loop of requests."""
+    api = FakeApi(_claim_obj(), [], end=end)
+    try:
+        with pytest.raises(sandbox_client.ClaimError, match=r"not bound after 2s \(SandboxNotReady"):
+            api.claims.wait_bound("c", 2)
+        assert len(api.requests) < 20, len(api.requests)  # without the pause: thousands in 2 s
+    finally:
+        api.close()
+
+
+def test_a_reason_waiting_cannot_cure_ends_the_wait_after_the_grace(monkeypatch):
+    monkeypatch.setattr(sandbox_client, "REFUSED_GRACE", 0.5)
+    api = FakeApi(_claim_obj("WarmPoolNotFound"), [])
+    try:
+        import time
+
+        t0 = time.monotonic()
+        with pytest.raises(sandbox_client.ClaimError, match="cannot be bound .WarmPoolNotFound: WarmPoolNotFound"):
+            api.claims.wait_bound("c", 60)
+        assert time.monotonic() - t0 < 10
+    finally:
+        api.close()

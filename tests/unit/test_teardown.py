@@ -123,10 +123,14 @@ def test_an_uninstall_finds_the_releases_claims_by_pool_and_by_the_sandboxes_the
                           [_sandbox("SandboxClaim", "c3", "small"), _sandbox("SandboxClaim", "c2", "other"),
                            _sandbox("SandboxWarmPool", "small-sandbox", "small")])
     assert release_claims(api, "ns", "small", {"small-sandbox"}) == ["c1", "c3"]
+    api.sandboxes.append(_sandbox("SandboxClaim", "released-already", "small"))  # its claim gone, GC pending
+    assert release_claims(api, "ns", "small", {"small-sandbox"}) == ["c1", "c3"]
     assert release_claims(api, "ns", "small", set()) == ["c3"]  # the pool backend's manifest names no pool
     # where agent-sandbox is not served there is no claim; a Sandbox list RBAC refuses leaves those found by pool
     assert release_claims(AgentSandboxApi({}, [], {"sandboxclaims": 404, "sandboxes": 404}), "ns", "small",
                           {"small-sandbox"}) == []
+    assert release_claims(AgentSandboxApi({"c1": "small-sandbox"}, [], {"sandboxclaims": 403}), "ns", "small",
+                          {"small-sandbox"}) == []  # RBAC hides the claims: nothing to delete here
     api.refuse = {"sandboxes": 403}
     assert release_claims(api, "ns", "small", {"small-sandbox"}) == ["c1"]
     from kubernetes.client.exceptions import ApiException

@@ -63,18 +63,22 @@ def release_claims(kube: Kube, ns: str, release: str, pools: set[str]) -> list[s
     a Sandbox list RBAC refuses leaves the claims found by pool."""
     from kubernetes.client.exceptions import ApiException
 
-    names: set[str] = set()
     try:
-        if pools:
-            names |= {c["metadata"]["name"] for c in kube.list(CLAIMS.format(ns=ns))
-                      if ((c.get("spec") or {}).get("warmPoolRef") or {}).get("name") in pools}
+        claims = {c["metadata"]["name"]: c for c in kube.list(CLAIMS.format(ns=ns))}
+    except ApiException as exc:
+        if exc.status in (403, 404):  # 404: agent-sandbox is not served here, so no claim can exist
+            return []
+        raise
+    names = {n for n, c in claims.items() if ((c.get("spec") or {}).get("warmPoolRef") or {}).get("name") in pools}
+    try:
         for sb in kube.list(SANDBOXES.format(ns=ns)):
             labels = (((sb.get("spec") or {}).get("podTemplate") or {}).get("metadata") or {}).get("labels") or {}
             if labels.get(INSTANCE) == release and labels.get("app.kubernetes.io/component") == "sandbox":
+                # a Sandbox may outlive its claim (already deleted, its garbage collection pending)
                 names |= {o["name"] for o in sb["metadata"].get("ownerReferences") or []
-                          if o.get("kind") == "SandboxClaim"}
+                          if o.get("kind") == "SandboxClaim" and o["name"] in claims}
     except ApiException as exc:
-        if exc.status not in (403, 404):  # 404: agent-sandbox is not served here, so no claim can exist
+        if exc.status not in (403, 404):
             raise
     return sorted(names)
 
