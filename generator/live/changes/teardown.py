@@ -21,6 +21,7 @@ from generator.live.helm.run_lock import RunLock, clear_left_behind
 from generator.live.helm.runner import Helm
 from generator.live.state import queueing
 from generator.live.state.controllers import LeaderWatch
+from generator.live.state.warm_pool import CLAIMS, SANDBOXES, pool_of
 
 KEEP = ("helm.sh/resource-policy", "keep")  # what the chart's claims carry (charts/dockyard/templates/ray/pvc.yaml)
 
@@ -47,10 +48,6 @@ def readded_kept_claims(kube: Kube, ns: str, current: str | None, target: str | 
     return out
 
 
-CLAIMS = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/{ns}/sandboxclaims"
-SANDBOXES = "/apis/agents.x-k8s.io/v1beta1/namespaces/{ns}/sandboxes"
-
-
 def warm_pools(manifest: str | None) -> set[str]:
     """The names of the manifest's SandboxWarmPools (sandbox.backend agent-sandbox)."""
     return {o["metadata"]["name"] for o in manifest_objects(manifest or "") if o.get("kind") == "SandboxWarmPool"}
@@ -69,7 +66,7 @@ def release_claims(kube: Kube, ns: str, release: str, pools: set[str]) -> list[s
         if exc.status in (403, 404):  # 404: agent-sandbox is not served here, so no claim can exist
             return []
         raise
-    names = {n for n, c in claims.items() if ((c.get("spec") or {}).get("warmPoolRef") or {}).get("name") in pools}
+    names = {n for n, c in claims.items() if pool_of(c) in pools}
     try:
         for sb in kube.list(SANDBOXES.format(ns=ns)):
             labels = (((sb.get("spec") or {}).get("podTemplate") or {}).get("metadata") or {}).get("labels") or {}

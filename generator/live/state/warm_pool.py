@@ -10,7 +10,14 @@ from generator.live.cluster.kube import INSTANCE, Kube
 
 WARM_POOL_KIND = "kind: SandboxWarmPool"
 EXT = "/apis/extensions.agents.x-k8s.io/v1beta1"
+CLAIMS = EXT + "/namespaces/{ns}/sandboxclaims"
+SANDBOXES = "/apis/agents.x-k8s.io/v1beta1/namespaces/{ns}/sandboxes"
 LAUNCH_TYPE = "agents.x-k8s.io/launch-type"  # on a Sandbox a claim took: warm or cold
+
+
+def pool_of(claim: dict[str, Any]) -> str | None:
+    """The warm pool a SandboxClaim names."""
+    return ((claim.get("spec") or {}).get("warmPoolRef") or {}).get("name")
 
 
 def renders_warm_pool(records: list[dict[str, Any]]) -> bool:
@@ -39,10 +46,8 @@ def read(kube: Kube, namespace: str, release: str) -> dict[str, Any] | None:
             return None
         wp = pools[0]
         name = wp["metadata"]["name"]
-        claims = [c for c in kube.list(f"{EXT}/namespaces/{namespace}/sandboxclaims")
-                  if ((c.get("spec") or {}).get("warmPoolRef") or {}).get("name") == name]
-        sandboxes = {s["metadata"]["name"]: s for s in
-                     kube.list(f"/apis/agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxes")} if claims else {}
+        claims = [c for c in kube.list(CLAIMS.format(ns=namespace)) if pool_of(c) == name]
+        sandboxes = {s["metadata"]["name"]: s for s in kube.list(SANDBOXES.format(ns=namespace))} if claims else {}
     except Exception as exc:
         if is_forbidden(exc):
             return {"forbidden": True}
