@@ -136,9 +136,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _output(p)
     p.set_defaults(func=_handler("status", "status"))
 
-    p = sub.add_parser("logs", parents=[read_common], help="logs of one fleet's pods")
+    p = sub.add_parser("logs", parents=[read_common], help="logs of one fleet's pods, or an attempt's kept driver log")
     p.add_argument("release", nargs="?", help="release name (default: the only one)")
-    p.add_argument("--role", required=True, choices=("head", "trainer", "inference", "sandbox", "submitter"))
+    p.add_argument("--role", choices=("head", "trainer", "inference", "sandbox", "submitter"),
+                   help="the fleet whose pods' logs to print (required without --attempt)")
+    p.add_argument("--attempt", type=int, metavar="N",
+                   help="the driver log attempt N kept on the logs volume (infra.storage.logs), also after its "
+                        "RayCluster is gone; 1 is the first attempt of the release's RayJob")
     p.add_argument("-f", "--follow", action="store_true", help="stream (until Ctrl-C or --timeout)")
     p.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
     p.set_defaults(func=_handler("logs", "logs"))
@@ -168,6 +172,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="target RayCluster (default: launch.clusterName in attach mode, else the recipe's name)")
     j.add_argument("--name", metavar="JOB", help="RayJob name (default: <cluster>-<recipe>-<time>)")
     j.add_argument("--wait", action="store_true", help="wait until the job is Running")
+    j.add_argument("--follow", action="store_true",
+                   help="stream the driver's log until the job ends; exit 0 succeeded, 1 failed (as run --follow)")
     j.set_defaults(func=_handler("jobs", "submit"))
     j = jsub.add_parser("list", parents=[read_common], help="RayJobs submitted to existing clusters")
     j.add_argument("--cluster", metavar="NAME", help="only jobs on this cluster")

@@ -38,6 +38,11 @@ BAD = [
      {"launch": {"queue": "training"}, "kuberay": {"spec": {"enableInTreeAutoscaling": True}}},
      "enableInTreeAutoscaling"),
     ("suspend in the overlay", {"kuberay": {"spec": {"suspend": False}}}, "/kuberay/spec"),
+    ("stall timeout under the floor", {"launch": {"watch": {"stallTimeoutSeconds": 10}}}, "stallTimeoutSeconds"),
+    ("stall guard without the watcher", {"launch": {"watch": {"enabled": False, "stallTimeoutSeconds": 600}}},
+     "enabled"),
+    ("stall guard in attach mode", {"launch": {"mode": "attach", "clusterName": "shared",
+                                               "watch": {"stallTimeoutSeconds": 600}}}, "stallTimeoutSeconds"),
     # The API's bounds (what only `check` caught before): the schema twin refuses them too, so `helm install`
     # of a values file written by hand stops before the apiserver.
     ("maxUnavailable over 100%", {"sandbox": {"rollingUpdate": {"maxUnavailable": "101%"}}}, "maxUnavailable"),

@@ -400,12 +400,18 @@ _GoLikeLoader.yaml_implicit_resolvers = {
 
 
 def _objects(values: dict[str, Any]) -> list[dict[str, Any]]:
-    """The rendered objects; the RayJob entrypoint as its recipe command plus the argv the shell reads."""
+    """The rendered objects; the RayJob entrypoint as its recipe command plus the argv the shell reads (the run
+    watcher's own command, `python3 <mount>/run_watch.py … -- '<entrypoint>'`, read by the shell and unwrapped)."""
     docs = [d for d in yaml.load_all(_helm_template(values), Loader=_GoLikeLoader) if d]
     command = values["recipe"]["entrypoint"]
     for doc in docs:
         if doc["kind"] == "RayJob":
             entry = doc["spec"]["entrypoint"]
+            if (values.get("launch") or {}).get("watch", {}).get("enabled", True):
+                outer = shlex.split(entry)
+                mount = values["launch"]["configMountPath"]
+                assert outer[:2] == ["python3", f"{mount}/run_watch.py"] and outer[-2] == "--", entry
+                entry = outer[-1]
             assert entry.startswith(command + " "), entry
             doc["spec"]["entrypoint"] = [command, *shlex.split(entry[len(command):])]
     return docs

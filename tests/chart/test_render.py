@@ -83,7 +83,7 @@ def test_invariants_in_every_gpu_container(render, inject):
             assert env.get("DOCKYARD_SANDBOX_URLS") == (SANDBOX_URL if inject else None)
         assert spec["containers"][0]["image"] == "ghcr.io/dockyard-rl/ubuntu-swe:vllm"
         assert fleet_resources(group) == {f"dockyard_fleet_{role}": 1}
-    entry = out.one("RayJob")["spec"]["entrypoint"]
+    entry = shlex.split(out.one("RayJob")["spec"]["entrypoint"])[-1]  # the run watcher's command
     assert entry.startswith("python -m dockyard_rl.train --config /etc/dockyard/recipe.yaml")
     assert entry.endswith("env.code.sandbox_urls=null") is inject
 

@@ -1,7 +1,8 @@
 """The job a retry resumes (tests/live/test_real_ray.py's proof and `make bench`'s resume cost): one file per step
 in $DOCKYARD_CHECKPOINT_DIR, written aside then renamed (as NeMo-RL writes tmp_step_N), each holding when and where
-(the head pod: the driver runs there in HTTPMode) it was written. Started from step 0 it fails after step
-FAIL_AFTER: the first attempt fails, and so does any attempt that lost the checkpoints; an attempt that finds step
+(the head pod: the driver runs there in HTTPMode) it was written, and a progress report per step (the run
+watcher's DOCKYARD_PROGRESS line, docs/run-watch.md). Started from step 0 it fails after step FAIL_AFTER with a
+traceback: the first attempt fails, and so does any attempt that lost the checkpoints; an attempt that finds step
 N goes on from N+1 to the end."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 STEPS, FAIL_AFTER = 6, 2
 NO_CHECKPOINTS = "/tmp/dockyard-no-checkpoints"  # where it writes without DOCKYARD_CHECKPOINT_DIR: the pod's own disk
 CODE = f"""
-import os, socket, sys, time
+import json, os, socket, sys, time
 d = os.environ.get("DOCKYARD_CHECKPOINT_DIR") or "{NO_CHECKPOINTS}"
 os.makedirs(d, exist_ok=True)
 done = sorted(int(n.split("_")[1]) for n in os.listdir(d) if n.startswith("step_"))
@@ -24,9 +25,10 @@ for step in range(start, {STEPS}):
         fh.write("%f %s" % (time.time(), socket.gethostname()))
     os.rename(os.path.join(d, "tmp_step_%d" % step), os.path.join(d, "step_%d" % step))
     print("dockyard-step", step, flush=True)
+    print("DOCKYARD_PROGRESS", json.dumps({{"step": step, "total": {STEPS}, "checkpoint": step}}), flush=True)
     if start == 0 and step == {FAIL_AFTER}:
         print("dockyard-resume: failing on purpose after step", step, flush=True)
-        sys.exit(1)
+        raise RuntimeError("dockyard-resume: the first attempt fails here")
 print("dockyard-resume: done", flush=True)
 """
 
@@ -50,6 +52,14 @@ def retried(doc: dict[str, Any], checkpoints: bool) -> None:
     if checkpoints:
         doc["infra"]["storage"] = {"checkpoints": {"size": "1Gi", "storageClassName": "local-path-rwx",
                                                    "accessModes": ["ReadWriteMany"]}}
+
+
+def keeps_logs(doc: dict[str, Any]) -> None:
+    """The logs volume too (infra.storage.logs, the same class), where the run watcher keeps each attempt's
+    driver log, and no time kept after the job ends: the RayCluster goes as soon as the job has."""
+    doc["infra"]["storage"]["logs"] = {"size": "1Gi", "storageClassName": "local-path-rwx",
+                                       "accessModes": ["ReadWriteMany"]}
+    doc["launch"]["ttlSecondsAfterFinished"] = 0
 
 
 def step_files(state_dir: Path, ns: str, release: str = "grpo-swe") -> dict[int, tuple[float, str]]:

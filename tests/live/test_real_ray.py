@@ -20,8 +20,9 @@ from pathlib import Path
 import cache_job
 import pytest
 import resume_job
+import stall_job
 import yaml
-from live_helpers import cli
+from live_helpers import cli, spawn
 from real_node_session import real_node_playground
 from resume_job import FAIL_AFTER, STEPS
 from session_env import wait_for
@@ -233,7 +234,8 @@ def test_a_retry_resumes_from_the_checkpoint_volume_which_outlives_uninstall(ray
     from kubernetes import client, config
 
     kc, ns = ray_node["kubeconfig"], _ns()
-    infra = _infra(tmp_path, "resume", lambda doc: resume_job.retried(doc, checkpoints=True))
+    infra = _infra(tmp_path, "resume", lambda doc: (resume_job.retried(doc, checkpoints=True),
+                                                     resume_job.keeps_logs(doc)))
     t0 = time.monotonic()
     rc, out, err = cli(capsys, "run", RECIPE, infra, *SHAPE, RESUME, "-n", ns, "--create-namespace",
                        "--follow", "--kubeconfig", kc, "--timeout", "900", "-q")
@@ -253,10 +255,25 @@ def test_a_retry_resumes_from_the_checkpoint_volume_which_outlives_uninstall(ray
     print(f"resume cost (the failed attempt's last step to the retry's first step): "
           f"{resume_job.resume_seconds(steps):.1f} s")
 
+    # each attempt's driver log outlives its RayCluster (ttlSecondsAfterFinished 0: gone as the job ends)
+    api = config.new_client_from_config(config_file=kc)
+    custom = client.CustomObjectsApi(api)
+    wait_for(lambda: not custom.list_namespaced_custom_object("ray.io", "v1", ns, "rayclusters")["items"], 120,
+             "the RayClusters deleted")
+    rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "1", "--kubeconfig", kc)
+    assert rc == 0, kept + err
+    assert "--- attempt 1 of 2 kept" in kept and "dockyard-resume: failing on purpose after step 2" in kept, kept
+    assert "Traceback (most recent call last)" in kept and "RuntimeError: dockyard-resume: the first attempt" in kept
+    assert "dockyard-resume: done" not in kept, kept
+    rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "2", "--kubeconfig", kc)
+    assert rc == 0 and "dockyard-resume: start at step 3" in kept and "dockyard-resume: done" in kept, kept + err
+    assert "failing on purpose" not in kept, kept
+    rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "3", "--kubeconfig", kc)
+    assert rc == 1 and "attempt 3's logs were not kept: the logs volume holds attempts 1 to 2" in err, kept + err
+
     # uninstall keeps the claim (helm.sh/resource-policy: keep) and its files; a second run mounts them again
     rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
     assert rc == 0, out + err
-    api = config.new_client_from_config(config_file=kc)
     core = client.CoreV1Api(api)
     (pvc,) = core.list_namespaced_persistent_volume_claim(ns, label_selector="dockyard.dev/volume=checkpoints").items
     assert pvc.metadata.name == "grpo-swe-checkpoints" and pvc.status.phase == "Bound"
@@ -266,6 +283,9 @@ def test_a_retry_resumes_from_the_checkpoint_volume_which_outlives_uninstall(ray
                        "--kubeconfig", kc, "--timeout", "600", "-q")
     assert rc == 0, out + err
     assert f"dockyard-resume: start at step {STEPS} in /dockyard/checkpoints" in out, out
+    # the new RayJob's attempts only: the volume still holds the first run's two
+    rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "1", "--kubeconfig", kc)
+    assert rc == 0 and "--- attempt 1 of 1 kept" in kept and f"start at step {STEPS}" in kept, kept + err
     (again,) = core.list_namespaced_persistent_volume_claim(ns, label_selector="dockyard.dev/volume=checkpoints").items
     assert again.metadata.uid == pvc.metadata.uid  # the same claim, not a new one
     rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
@@ -286,6 +306,10 @@ def test_without_checkpoints_the_retry_starts_again_at_step_0(ray_node, capsys, 
     assert "--- attempt 2 (RayCluster " in out and "job FAILED" in err, out + err
     rc, status, err = cli(capsys, "status", "grpo-swe", "-n", ns, "--kubeconfig", kc)
     assert "attempts   attempt 2 of 2 (2 failed)" in status, status + err
+    # negative control of the kept logs: without infra.storage.logs nothing was kept, and logs says so
+    rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "1", "--kubeconfig", kc)
+    assert rc == 1 and not kept, kept + err
+    assert "attempt 1's logs were not kept: release grpo-swe has no logs volume (infra.storage.logs)" in err, err
     rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
     assert rc == 0, out + err
 
@@ -317,5 +341,102 @@ def test_an_empty_cache_read_offline_fails_fast_and_status_says_why(ray_node, ca
     assert why in out and "job FAILED" in err, out + err
     rc, status, err = cli(capsys, "status", "grpo-swe", "-n", ns, "--kubeconfig", kc)
     assert why in status, status + err  # the driver's last lines under the job's end
+    rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
+    assert rc == 0, out + err
+
+
+# ---------------------------------------------------------------- the run while it runs (launch.watch)
+
+STALL = 30  # the stall guard's timeout: the models' floor
+BOUND = 2  # the guard checks once a second: it ends the job within STALL + BOUND of the last report
+
+
+def _status(capsys, kc: str, ns: str) -> str:
+    rc, out, err = cli(capsys, "status", "grpo-swe", "-n", ns, "--kubeconfig", kc)
+    assert rc == 0, out + err
+    return out
+
+
+def _progress(status: str) -> str:
+    return next((line for line in status.splitlines() if line.startswith("progress ")), "")
+
+
+def test_a_stalled_attempt_is_ended_and_the_retry_resumes_reporting_steadily(ray_node, capsys, tmp_path):
+    kc, ns = ray_node["kubeconfig"], _ns()
+    infra = _infra(tmp_path, "stall", lambda doc: stall_job.guarded(doc, STALL))
+    # the retry reports a step every 20 s for 40 s: steadily, within the timeout, for longer than it
+    run = spawn("run", RECIPE, infra, *SHAPE, stall_job.entrypoint_override(20), "-n", ns, "--create-namespace",
+                "--follow", "--kubeconfig", kc, "--timeout", "900", "-q")
+    try:
+        # while the first attempt hangs, status reads its progress from the head
+        def at_step_2() -> str | None:
+            text = _status(capsys, kc, ns)
+            return text if "step 2 of 6" in _progress(text) else None
+
+        status = wait_for(at_step_2, 600, "status: progress at step 2", interval=2)
+        assert "checkpoint step 2" in _progress(status) and "reward=0.2" in _progress(status), status
+        out, err = run.communicate(timeout=900)
+    finally:
+        run.kill()
+    print(out + err)
+    assert run.returncode == 0, out + err
+    assert f"dockyard: stalled: no progress for {STALL} s after step 2" in out, out
+    assert "dockyard-stall: start at step 3" in out and "dockyard-stall: done" in out, out
+    assert "[dockyard-k8s] progress: step 5 of 6" in out, out
+    (first, r1), (second, r2) = stall_job.kept_records(ray_node["state_dir"], ns)
+    reports1 = [r for r in r1 if "step" in r]
+    stalled = next(r for r in r1 if r.get("event") == "stalled")
+    ended = next(r for r in r1 if r.get("event") == "ended")
+    silent = stalled["t"] - reports1[-1]["t"]
+    assert reports1[-1]["step"] == 2 and STALL <= silent <= STALL + BOUND, (silent, r1)
+    assert ended["t"] - stalled["t"] <= 10 + 1, r1  # SIGTERM, SIGKILL after the 10 s grace
+    reports2 = [r for r in r2 if "step" in r]
+    assert [r["step"] for r in reports2] == [3, 4, 5], r2
+    assert not any(r.get("event") == "stalled" for r in r2), r2  # 40 s of reports 20 s apart: never ended
+    print(f"from the hang to the retry's first step: {reports2[0]['t'] - reports1[-1]['t']:.1f} s "
+          f"(the guard's {STALL} s included)")
+    status = _status(capsys, kc, ns)
+    assert "attempts   attempt 2 of 2 (1 failed, retried on a new RayCluster)" in status, status
+    assert "step 5 of 6 (83%)" in _progress(status), status
+    assert f"the previous attempt's job ended: stalled: no progress for {STALL} s after step 2" in status, status
+    rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "1", "--kubeconfig", kc)
+    assert rc == 0 and f"dockyard: stalled: no progress for {STALL} s after step 2" in kept, kept + err
+    rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
+    assert rc == 0, out + err
+
+
+def test_without_the_guard_a_hang_runs_on_and_a_replaced_head_is_said(ray_node, capsys, tmp_path):
+    from kubernetes import client, config
+
+    kc, ns = ray_node["kubeconfig"], _ns()
+    infra = _infra(tmp_path, "hang", lambda doc: stall_job.guarded(doc, None))
+    run = spawn("run", RECIPE, infra, *SHAPE, stall_job.entrypoint_override(1), "-n", ns, "--create-namespace",
+                "--follow", "--kubeconfig", kc, "--timeout", "900", "-q")
+    api = config.new_client_from_config(config_file=kc)
+    try:
+        wait_for(lambda: "step 2 of 6" in _progress(_status(capsys, kc, ns)), 600, "status: progress at step 2",
+                 interval=2)
+        # negative control: no guard, so the same hang is still running well after the guard's bound
+        time.sleep(STALL + BOUND + 8)
+        status = _status(capsys, kc, ns)
+        assert "Running  job RUNNING" in status, status
+        ago = _progress(status).split("last report ")[1].split(" s ago")[0]
+        assert int(ago) >= STALL + BOUND, status
+        # the head replaced mid-run: KubeRay makes a new head in the same RayCluster and submits the job again
+        core = client.CoreV1Api(api)
+        (head,) = core.list_namespaced_pod(ns, label_selector="ray.io/node-type=head").items
+        core.delete_namespaced_pod(head.metadata.name, ns)
+        out, err = run.communicate(timeout=900)
+    finally:
+        run.kill()
+        api.close()
+    print(out + err)
+    assert run.returncode == 0, out + err
+    assert "--- the job was submitted again on RayCluster" in out, out
+    tail = out.split("--- the job was submitted again on RayCluster")[-1]
+    assert "dockyard-stall: start at step 3" in tail and "dockyard-stall: done" in tail, out
+    status = _status(capsys, kc, ns)
+    assert "restarted: the job was submitted again on the same RayCluster (its head was replaced)" in status, status
+    assert "attempt 1 of 2 (0 failed)" in status, status
     rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
     assert rc == 0, out + err

@@ -12,6 +12,7 @@ from fake_cluster import SERVER, install
 from generator.live.cluster.kube import Kube
 from generator.live.doctor import access, admission, kuberay
 from generator.live.doctor.rows import FAIL, OK, WARN, read_namespace
+from generator.tools import versions
 
 NS, RELEASE = "rec", "small"
 CLUSTER = SimpleNamespace(trainer=SimpleNamespace(nodes=1, gpusPerNode=8),
@@ -33,7 +34,8 @@ def marks(rows) -> dict[str, str]:
 
 
 def test_admin_rows(admin):
-    assert access.api_server_row(admin).detail == f"{SERVER} Kubernetes v1.36.3"
+    # recorded from the pinned control plane (`make record`)
+    assert access.api_server_row(admin).detail == f"{SERVER} Kubernetes {versions()['KUBERNETES_VERSION']}"
     ns = read_namespace(admin, NS)
     assert access.namespace_row(ns).detail == f"{NS} exists"
     release = access.release_row(admin, RELEASE, NS)

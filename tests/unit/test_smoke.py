@@ -36,7 +36,9 @@ def test_the_probe_ships_in_the_recipe_configmap_and_is_the_entrypoint():
     # the recipe text is what `render` ships without the probe
     plain = {d["kind"]: d for d in yaml.safe_load_all(template(p.values, p.release, p.namespace)) if d}
     assert cm["recipe.yaml"] == plain["ConfigMap"]["data"]["recipe.yaml"]
-    argv = shlex.split(docs["RayJob"]["spec"]["entrypoint"])
+    outer = shlex.split(docs["RayJob"]["spec"]["entrypoint"])  # under the run watcher, without a stall guard
+    assert outer[:2] == ["python3", "/etc/dockyard/run_watch.py"] and "--stall-timeout" not in outer
+    argv = shlex.split(outer[-1])
     assert argv[:2] == ["python3", "/etc/dockyard/probe.py"] and argv[2] == "--expect"
     expect = json.loads(argv[3])
     assert expect["trainer"] == {"nodes": 1, "gpus": 1} and expect["inference"] == {"nodes": 1, "gpus": 1}

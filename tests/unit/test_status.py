@@ -76,3 +76,4 @@ def test_a_failed_attempt_that_is_retried_is_no_failure_to_stop_a_wait():
     assert snap.failure() is None
     _read_ray(snap, [_job({"jobDeploymentStatus": "Failed", "jobStatus": "FAILED", "failed": 2}, 1)], [])
     assert snap.failure() and "Failed" in snap.failure()
+

@@ -44,7 +44,6 @@ WITHOUT_NAMED_TESTS = {
     "generator/live/helm/holders.py", "generator/live/helm/ownership.py", "generator/live/helm/records.py",
     "generator/live/kueue/api.py", "generator/live/kueue/gang.py", "generator/live/kueue/quota.py",
     "generator/live/probes/smoke_probe.py",
-    "generator/live/state/driver_log.py",
     "generator/live/verbs/dev.py", "generator/live/verbs/doctor.py", "generator/live/verbs/run.py",
     "generator/maint/record_cluster.py", "generator/maint/validate_examples.py",
     "generator/playground/cli.py", "generator/playground/cluster.py", "generator/playground/control_plane.py",

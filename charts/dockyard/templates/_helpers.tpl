@@ -181,3 +181,21 @@ nodeAffinity:
           - key: nvidia.com/gpu.present
             operator: DoesNotExist
 {{- end -}}
+
+{{/* The job's entrypoint under the run watcher (launch.watch, docs/run-watch.md): the watcher is the driver and
+runs the entrypoint, one quoted word, with /bin/sh. Unchanged with launch.watch.enabled false.
+dict "ctx" $ "entry" "python -m train" with stallTimeoutSeconds 600
+-> python3 /etc/dockyard/run_watch.py --run grpo-swe --keep-bytes 67108864 --stall-timeout 600 --first-report 1800 -- 'python -m train' */}}
+{{- define "dockyard.ray.watched" -}}
+{{- $l := .ctx.Values.launch -}}
+{{- $w := $l.watch -}}
+{{- if $w.enabled -}}
+{{- $args := printf "--run %s --keep-bytes %d" (include "dockyard.fullname" .ctx) (mul (int64 $w.keepLogMiB) 1048576) -}}
+{{- if not (kindIs "invalid" $w.stallTimeoutSeconds) -}}
+{{- $args = printf "%s --stall-timeout %d --first-report %d" $args (int64 $w.stallTimeoutSeconds) (int64 $w.firstReportSeconds) -}}
+{{- end -}}
+{{- printf "python3 %s %s -- %s" (include "dockyard.shellQuote" (printf "%s/run_watch.py" $l.configMountPath)) $args (include "dockyard.shellQuote" .entry) -}}
+{{- else -}}
+{{- .entry -}}
+{{- end -}}
+{{- end -}}

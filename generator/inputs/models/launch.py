@@ -26,9 +26,57 @@ SUSPEND_OWNED = ("the chart never renders suspend: Kueue suspends a queued RayJo
 # cannot succeed frees the gang's GPUs, with KubeRay's reason, within the hour.
 PRE_RUNNING_DEADLINE = 3600
 
+# The stall guard's floor: a shorter timeout is a typo (an RL step, a rollout or a checkpoint write alone takes
+# longer), and one this short already ends an attempt whose job merely writes a checkpoint between two reports.
+STALL_FLOOR = 30
+STALL_NO_WATCH = ("a stall guard with launch.watch.enabled false has nothing to watch: the run watcher is what "
+                  "reads the job's progress reports")
+STALL_ATTACH = ("a stall guard in attach mode has no job of this release to end: the existing cluster's jobs are "
+                "submitted and watched elsewhere")
+
 # JSON Schema conditions: a queue (or priority class) is set when it is a string (values.yaml holds null).
 QUEUED: dict[str, Any] = {"required": ["queue"], "properties": {"queue": {"type": "string"}}}
 PRIORITY_SET: dict[str, Any] = {"required": ["priorityClass"], "properties": {"priorityClass": {"type": "string"}}}
+
+
+class RunWatch(Strict):
+    """The run watcher (charts/dockyard/files/run_watch.py): the Ray job's driver, with the entrypoint as its child.
+    It reads the job's progress reports, keeps the driver log on the logs volume and, with a stall timeout, ends
+    an attempt that stops reporting (docs/run-watch.md)."""
+
+    model_config = ConfigDict(json_schema_extra={"allOf": [
+        {"if": {"required": ["stallTimeoutSeconds"], "properties": {"stallTimeoutSeconds": {"type": "integer"}}},
+         "then": {"properties": {"enabled": {"const": True}}}},
+    ]})
+
+    enabled: bool = Field(
+        True,
+        description="Run the job's entrypoint under the run watcher (rayjob mode, and `job submit` in bringup): "
+                    "progress for `status`, the driver log kept on `infra.storage.logs`; `false`: the entrypoint "
+                    "as it is.",
+    )
+    stallTimeoutSeconds: int | None = Field(
+        None, ge=STALL_FLOOR, le=INT32_MAX,
+        description=f"End the attempt when the job has not reported progress for this many seconds (at least "
+                    f"{STALL_FLOOR}): its processes get SIGTERM, then SIGKILL, and the job fails with `stalled: …`, "
+                    f"so `backoffLimit` retries it from the newest checkpoint. Unset: no stall guard.",
+    )
+    firstReportSeconds: int = Field(
+        1800, ge=STALL_FLOOR, le=INT32_MAX,
+        description="With a stall timeout: seconds the first report may take after the job starts (loading the "
+                    "model and starting the engines take long).",
+    )
+    keepLogMiB: int = Field(
+        64, ge=1, le=65536,
+        description="Cap of each job's driver log kept on `infra.storage.logs`, in MiB (the newest part is kept).",
+    )
+
+    @model_validator(mode="after")
+    def _stall_needs_watch(self) -> RunWatch:
+        if self.stallTimeoutSeconds is not None and not self.enabled:
+            raise refused(("stallTimeoutSeconds",), STALL_NO_WATCH,
+                          "launch.watch.enabled: true (the default), or no stallTimeoutSeconds")
+        return self
 
 
 class LaunchSettings(Strict):
@@ -40,6 +88,8 @@ class LaunchSettings(Strict):
             {"if": {"properties": {"mode": {"const": "attach"}}, "required": ["mode"]},
              "then": {"required": ["clusterName"], "properties": {"clusterName": {"type": "string"}}}},
             {"if": PRIORITY_SET, "then": QUEUED},
+            {"if": {"properties": {"mode": {"const": "attach"}}, "required": ["mode"]},
+             "then": {"properties": {"watch": {"properties": {"stallTimeoutSeconds": {"type": "null"}}}}}},
             {"if": QUEUED, "then": {"properties": {"mode": {"not": {"const": "attach"}}}}},
             {"if": {"required": ["queue"], "properties": {"queue": {"type": "string"}, "mode": {"const": "rayjob"}}},
              "then": {"properties": {"shutdownAfterJobFinishes": {"const": True}}}},
@@ -84,6 +134,8 @@ class LaunchSettings(Strict):
                     "`queue`.",
     )
 
+    watch: RunWatch = Field(RunWatch(), description="The run watcher: progress, kept logs, the stall guard.")
+
     @field_validator("clusterName")
     @classmethod
     def _attach_needs_cluster(cls, name: str | None, info: ValidationInfo) -> str | None:
@@ -93,6 +145,9 @@ class LaunchSettings(Strict):
 
     @model_validator(mode="after")
     def _kueue_rules(self) -> LaunchSettings:
+        if self.mode == "attach" and self.watch.stallTimeoutSeconds is not None:
+            raise refused(("watch", "stallTimeoutSeconds"), STALL_ATTACH,
+                          "no launch.watch.stallTimeoutSeconds in attach mode, or launch.mode rayjob or bringup")
         if self.priorityClass is not None and self.queue is None:
             raise refused(("priorityClass",), KUEUE_PRIORITY_ALONE,
                           "launch.queue: the LocalQueue to submit to, or no launch.priorityClass")

@@ -108,6 +108,20 @@ class Kube:
                                              data=None)
         return json.loads(resp.data) if resp.data else {}
 
+    def get_text(self, path: str, query: dict[str, Any] | None = None) -> str:
+        """One GET whose answer is text, not JSON (a file through a service proxy); ApiException on non-2xx."""
+        from kubernetes.client.exceptions import ApiException
+
+        params = self.api.param_serialize(
+            method="GET", resource_path=path, header_params={"Accept": "*/*"}, auth_settings=["BearerToken"],
+            query_params=[(k, v) for k, v in (query or {}).items() if v is not None])
+        resp = self.api.call_api(*params)
+        resp.read()
+        text = (resp.data or b"").decode("utf-8", "replace")
+        if not 200 <= resp.status <= 299:
+            raise ApiException.from_response(http_resp=resp, body=text, data=None)
+        return text
+
     def list(self, path: str, label_selector: str | None = None, field_selector: str | None = None) -> Objects:
         """The items of a list call, as dicts."""
         return self.request("GET", path, {"labelSelector": label_selector, "fieldSelector": field_selector})["items"]

@@ -29,6 +29,8 @@ RBAC = [
     ("", "namespaces", ("get",)),  # the namespace itself (exists? being deleted?)
     ("", "resourcequotas", ("list",)),  # doctor's quota headroom
     ("", "pods", ("create",)),  # doctor's server-side dry run of each pod template
+    ("", "pods", ("delete",)),  # logs --attempt's reader pod, made and deleted (it mounts the logs volume)
+    ("", "services/proxy", ("get",)),  # the head's dashboard: run --follow's driver log, status's progress
 ]
 
 

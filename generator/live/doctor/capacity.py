@@ -226,3 +226,26 @@ def quota_rows(kube: Kube, ns: Namespace, templates: dict[str, dict[str, Any]], 
     if over:
         return [Row(FAIL, "ResourceQuota headroom", "; ".join(over), "raise the quota or shrink the recipe")]
     return [Row(OK, "ResourceQuota headroom", f"{len(quotas)} quota(s) leave room for the release")]
+
+
+# What the run watcher (charts/dockyard/files/run_watch.py) costs the head, measured (docs/run-watch.md): one Python
+# process of the standard library beside the job, waking once a second.
+WATCHER_RSS_MIB = 16
+WATCHER_CPU = "under 1 millicore"
+
+
+def watcher_row(values: dict[str, Any]) -> Row:
+    """The run watcher: where it runs and what it costs (inside the head's container: no requests of its own, no
+    RBAC), the stall guard, and whether each attempt's driver log is kept."""
+    launch = values.get("launch") or {}
+    watch = launch.get("watch") or {}
+    if not watch.get("enabled", True):
+        return Row(OK, "run watcher", "off (launch.watch.enabled false): no progress in status, no kept logs, "
+                                      "no stall guard")
+    guard = (f"stall guard {watch['stallTimeoutSeconds']} s (first report within {watch.get('firstReportSeconds')} s)"
+             if watch.get("stallTimeoutSeconds") is not None else "no stall guard (launch.watch.stallTimeoutSeconds)")
+    logs = (f"each job's driver log kept on infra.storage.logs (up to {watch.get('keepLogMiB', 64)} MiB each)"
+            if ((values.get("infra") or {}).get("storage") or {}).get("logs")
+            else "driver logs not kept after an attempt (no infra.storage.logs)")
+    return Row(OK, "run watcher", f"in the head's container, within its requests (~{WATCHER_RSS_MIB} MiB, "
+                                  f"{WATCHER_CPU}; no RBAC); {guard}; {logs}")

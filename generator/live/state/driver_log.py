@@ -17,6 +17,8 @@ from generator.live.cluster.kube import Kube
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 # jobDeploymentStatus of a RayJob whose failed attempt is retried (launch.backoffLimit): the job has not ended
 RETRYING = ("Retrying",)
+# KubeRay replaced the head of a running attempt and submitted the job again on the new head: a new driver log
+_AGAIN = "--- the job was submitted again on RayCluster {cluster} (its head was replaced); its log from the start:\n"
 
 
 def head_service(job: dict) -> str | None:
@@ -33,6 +35,13 @@ def read(kube: Kube, namespace: str, job: dict) -> str:
         return ""
     ans = kube.request("GET", f"/api/v1/namespaces/{namespace}/services/{svc}:8265/proxy/api/jobs/{sid}/logs")
     return ans.get("logs", "") if isinstance(ans, dict) else ""
+
+
+def _reports(text: str) -> list[dict[str, Any]]:
+    """The progress reports in new lines of the driver log (the job's own DOCKYARD_PROGRESS lines)."""
+    from generator.live.state.job_progress import parse_report
+
+    return [r for r in map(parse_report, text.splitlines()) if r is not None]
 
 
 def outcome(job: dict) -> str:
@@ -55,22 +64,36 @@ def follow(kube: Kube, release: str, namespace: str, deadline: float | None,
 
     A failed attempt with retries left (launch.backoffLimit: KubeRay marks it `Retrying`, then runs the job again
     on a new RayCluster) is not the end: the next attempt's log follows under a line naming it."""
-    printed, job, attempt = 0, None, None
+    printed, job, attempt, cluster, opening, failed = 0, None, None, None, "", 0
     while True:
         job = kube.get_ray("rayjobs", namespace, release)
         st = (job or {}).get("status") or {}
-        if st.get("jobId") and attempt not in (None, st["jobId"]):  # a retry: a new submission, a new log
-            write(f"--- attempt {(st.get('failed') or 0) + 1} (RayCluster {st.get('rayClusterName') or '-'}) "
-                  f"after {st.get('failed') or 0} failed\n")
-            printed = 0
+        if st.get("jobId") and attempt not in (None, st["jobId"]):  # a new submission, a new log
+            if (st.get("failed") or 0) == failed and st.get("rayClusterName") in (None, cluster):
+                write(_AGAIN.format(cluster=cluster or "-"))  # no attempt ended: the head was replaced
+            else:  # a retry (launch.backoffLimit) on a new RayCluster
+                write(f"--- attempt {(st.get('failed') or 0) + 1} (RayCluster {st.get('rayClusterName') or '-'}) "
+                      f"after {st.get('failed') or 0} failed\n")
+            printed, opening = 0, ""
         attempt = st.get("jobId") or attempt
+        cluster = st.get("rayClusterName") or cluster
+        failed = st.get("failed") or 0
         try:
             text = read(kube, namespace, job) if job else ""
         except Exception:
             text = ""
+        if text and opening and not text.startswith(opening):
+            # The same job id, another log: the head was replaced and KubeRay submitted the job again on the
+            # new head, whose log starts from its first line.
+            write(_AGAIN.format(cluster=cluster or "-"))
+            printed = 0
         if len(text) > printed:
             write(text[printed:])
+            for report in _reports(text[printed:]):
+                write(f"[dockyard-k8s] progress: step {report['step']}"
+                      + (f" of {report['total']}" if report.get("total") else "") + "\n")
             printed = len(text)
+            opening = text[:256]
         retrying = st.get("jobDeploymentStatus") in RETRYING
         done = (st.get("jobStatus") in TERMINAL and not retrying) or st.get("jobDeploymentStatus") == "Failed"
         if done:

@@ -22,7 +22,8 @@ from typing import Any
 
 from generator.live.cluster.kube import GPU, INSTANCE, Kube, Objects
 from generator.live.helm.records import labels, release_records
-from generator.live.state import pool, queueing, warm_pool
+from generator.live.state import driver_log, pool, queueing, warm_pool
+from generator.live.state.job_progress import JobProgress
 from generator.live.state.pulls import FailedPull, failed_pulls
 
 FLEETS = ("head", "trainer", "inference", "sandbox", "submitter")
@@ -64,6 +65,12 @@ class Snapshot:
     hpa: dict[str, Any] | None = None  # its HorizontalPodAutoscaler, read only when the release renders one
     warm_pool: dict[str, Any] | None = None  # agent-sandbox's warm pool and claims (warm_pool.py), likewise
     pulls: list[FailedPull] = field(default_factory=list)  # containers whose image pull failed (pulls.py)
+    # where the job's progress is read from (job_progress.py): the RayJob's current job, its head's Service and IP
+    job_id: str | None = None
+    head_service: str | None = None
+    head_ip: str | None = None
+    head_pods: list[dict[str, Any]] = field(default_factory=list)  # the current RayCluster's head pods, newest last
+    progress: JobProgress | None = None  # read by `status` with one more request, not by take()
 
     # end states --------------------------------------------------------------------------------
     def ray_fleets(self) -> list[Fleet]:
@@ -131,6 +138,7 @@ class Snapshot:
         out["fleets"] = [asdict(f) | {"ready_all": f.is_ready} for f in self.fleets.values()]
         out["ready"] = self.ready()
         out["queue"] = self.queue.to_dict() if self.queue else None
+        out["progress"] = self.progress.to_dict() if self.progress else None
         return out
 
 
@@ -270,6 +278,7 @@ def _read_ray(snap: Snapshot, jobs: Objects, clusters: Objects) -> dict[str, Any
             "backoffLimit": (job.get("spec") or {}).get("backoffLimit") or 0,
         }
         ray_spec = (job.get("spec") or {}).get("rayClusterSpec")
+        snap.job_id, snap.head_service = st.get("jobId"), driver_log.head_service(job)
     wanted = {release, cluster_name} - {None}
     cluster = next((c for c in clusters if c["metadata"]["name"] in wanted
                     or (c["metadata"].get("labels") or {}).get(INSTANCE) == release), None)
@@ -345,6 +354,8 @@ def _observe(snap: Snapshot, pods: Objects) -> tuple[dict[str, Counter[str]], di
         f = snap.fleets[name]
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
+        if name == "head" and not (pod.get("metadata") or {}).get("deletionTimestamp"):
+            _head(snap, pod)
         f.pods += 1
         if name == "submitter":
             f.desired = max(f.desired, 1)
@@ -357,6 +368,19 @@ def _observe(snap: Snapshot, pods: Objects) -> tuple[dict[str, Counter[str]], di
         else:
             reasons[name][pod_reason(pod)] += 1
     return reasons, nodes
+
+
+def _head(snap: Snapshot, pod: dict[str, Any]) -> None:
+    """A head pod of the current RayCluster: its IP is where the job's progress is read (the newest one's)."""
+    cluster = (snap.raycluster or {}).get("name")
+    if cluster and labels(pod).get("ray.io/cluster") != cluster:
+        return
+    meta = pod.get("metadata") or {}
+    snap.head_pods.append({"name": meta.get("name"), "created": meta.get("creationTimestamp")})
+    snap.head_pods.sort(key=lambda h: h["created"] or "")
+    ip = (pod.get("status") or {}).get("podIP")
+    if ip and meta.get("name") == snap.head_pods[-1]["name"]:
+        snap.head_ip = ip
 
 
 def _owner_warnings(snap: Snapshot, replicasets: Objects, events: Objects) -> dict[str, str]:

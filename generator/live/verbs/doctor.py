@@ -78,6 +78,7 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
         rows += fabric.networks_rows(kube, namespace, network)  # Multus' NetworkAttachmentDefinitions
         rows += placement.placement_rows(room, templates)
         rows += storage_rows(kube, values, release, namespace)  # infra.storage: claims, classes, access modes
+        rows.append(capacity.watcher_row(values))  # the run watcher's cost in the head, its guard, its kept logs
     replicas = int((values.get("sandbox") or {}).get("replicas", 0))
     if autoscaling.get("enabled"):
         replicas = int(autoscaling.get("minReplicas", 1))  # what the HPA keeps; its maximum is a warning row

@@ -11,12 +11,13 @@ import sys
 import time
 from typing import Any
 
-from generator.errors import EXIT_OK, CheckFailed
+from generator.errors import EXIT_FAILED, EXIT_OK, CheckFailed
 from generator.inputs.rules import MAX_RAYJOB_NAME
 from generator.live.changes.plan import plan
 from generator.live.cluster.kube import RAY_GROUP, RAY_VERSION, Kube, crd_missing
 from generator.live.cluster.wait import wait_until
 from generator.live.output.show import age, columns, emit
+from generator.live.state import driver_log
 
 MANAGED = "app.kubernetes.io/managed-by=dockyard-k8s,dockyard.dev/kind=job"
 
@@ -26,6 +27,20 @@ def _job_name(recipe: str) -> str:
     return f"{recipe[: MAX_RAYJOB_NAME - len(stamp) - 1].rstrip('-')}-{stamp}"
 
 
+def watched(entry: str, launch: dict[str, Any], run: str) -> str:
+    """The entrypoint under the run watcher as the chart's dockyard.ray.watched renders it (launch.watch; a test
+    holds the two together); unchanged with launch.watch.enabled false."""
+    watch = launch.get("watch") or {}
+    if not watch.get("enabled", True):
+        return entry
+    args = f"--run {run} --keep-bytes {int(watch.get('keepLogMiB', 64)) * 1048576}"
+    if watch.get("stallTimeoutSeconds") is not None:
+        args += (f" --stall-timeout {int(watch['stallTimeoutSeconds'])}"
+                 f" --first-report {int(watch['firstReportSeconds'])}")
+    watcher = shlex.quote(f"{launch.get('configMountPath', '/etc/dockyard')}/run_watch.py")
+    return f"python3 {watcher} {args} -- {shlex.quote(entry)}"
+
+
 def rayjob_body(name: str, cluster: str, values: dict[str, Any]) -> dict[str, Any]:
     launch = values.get("launch") or {}
     recipe = values["recipe"]
@@ -33,6 +48,9 @@ def rayjob_body(name: str, cluster: str, values: dict[str, Any]) -> dict[str, An
     entry = f"{recipe['entrypoint']} --config {config}"
     if (values.get("sandbox") or {}).get("injectUrls"):
         entry += " env.code.sandbox_urls=null"
+    if launch.get("mode") == "bringup" and cluster == recipe["name"]:  # the release's own cluster: its head
+        # holds the run watcher (the recipe ConfigMap)
+        entry = watched(entry, launch, name)
     spec: dict[str, Any] = {
         "entrypoint": entry,
         "clusterSelector": {"ray.io/cluster": cluster},
@@ -75,6 +93,13 @@ def submit(args: Any) -> int:
                               f"or `job stop {name}`") from None
         raise
     print(f"RayJob {name} submitted to RayCluster {cluster} in {p.namespace}")
+    if args.follow:  # as `run --follow`: the driver's log until the job ends, and the job's result as exit code
+        deadline = time.monotonic() + args.timeout if args.timeout else None
+        ok, job = driver_log.follow(kube, name, p.namespace, deadline)
+        print(driver_log.outcome(job) if job else f"RayJob {name} not found", flush=True)
+        if ok is None:
+            raise CheckFailed(f"RayJob {name} had not ended when --timeout ran out; it goes on running")
+        return EXIT_OK if ok else EXIT_FAILED
     if not args.wait:
         return EXIT_OK
     deadline = time.monotonic() + (args.timeout or 300)

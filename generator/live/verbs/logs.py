@@ -1,19 +1,35 @@
-"""`logs --role ROLE`: the logs of one fleet's scheduled pods, printed or streamed (-f)."""
+"""`logs --role ROLE`: the logs of one fleet's scheduled pods, printed or streamed (-f); `logs --attempt N`: an
+attempt's driver log kept on the logs volume (state/kept_logs.py)."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
-from generator.live.cluster.kube import INSTANCE, Kube
+from generator.live.cluster.kube import INSTANCE, Kube, usage_error
+from generator.live.helm.records import live_manifest
 from generator.live.helm.resolve import resolve
+from generator.live.state import kept_logs
 
 
 def logs(args: Any) -> int:
+    args.attempt = getattr(args, "attempt", None)
+    if args.attempt is None and args.role is None:
+        raise usage_error("logs needs --role ROLE (the pods' logs) or --attempt N (an attempt's kept driver log)")
+    if args.attempt is not None and (args.role or args.follow):
+        raise usage_error("--attempt reads what an attempt kept: it takes neither --role nor --follow")
+    if args.attempt is not None and args.attempt < 1:
+        raise usage_error(f"--attempt {args.attempt}: attempts count from 1")
     kube = Kube(args.kubeconfig, args.context)
-    release, ns, _ = resolve(kube, args.release, args.namespace)
+    release, ns, records = resolve(kube, args.release, args.namespace)
+    if args.attempt is not None:
+        text = kept_logs.read(kube, release, ns, live_manifest(records), args.attempt, args.tail or 0,
+                              timeout=args.timeout or 120.0)
+        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+        return EXIT_OK
     sel = f"{INSTANCE}={release},dockyard.dev/fleet={args.role}"
     pods = [p for p in kube.core.list_namespaced_pod(ns, label_selector=sel).items if p.spec.node_name]
     if not pods:

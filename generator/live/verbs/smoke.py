@@ -75,6 +75,9 @@ def probe_values(values: dict[str, Any], release: str, namespace: str, wait: flo
     out["recipe"]["probe"] = PROBE.read_text()
     probe = shlex.quote(mount + "/probe.py")
     out["recipe"]["entrypoint"] = f"python3 {probe} --expect {shlex.quote(json.dumps(expect))}"
+    # The probe runs under the run watcher as a job would (its mount and Python are checked with it), without a
+    # stall guard: the probe reports no training steps.
+    out["launch"].setdefault("watch", {})["stallTimeoutSeconds"] = None
     return out
 
 

@@ -10,7 +10,7 @@ from generator.errors import EXIT_OK
 from generator.live.cluster.kube import Kube
 from generator.live.helm.resolve import resolve
 from generator.live.output.show import columns, emit
-from generator.live.state import driver_log, pool, queueing, warm_pool
+from generator.live.state import driver_log, job_progress, pool, queueing, warm_pool
 from generator.live.state.snapshot import FLEETS, Snapshot, attempts_line, take
 
 
@@ -28,6 +28,9 @@ def status_table(snap: Snapshot) -> str:
         tries = attempts_line(j)
         if tries:
             lines.append(f"attempts   {tries}")
+    if snap.progress:
+        for i, text in enumerate(job_progress.lines(snap.progress)):
+            lines.append(("progress   " if i == 0 else " " * 11) + text)
     if snap.raycluster:
         c = snap.raycluster
         lines.append(f"raycluster {c['name']}  {c.get('state') or 'pending'}"
@@ -70,12 +73,23 @@ def _job_end(kube: Kube, ns: str, snap: Snapshot, lines: int = 15) -> str:
     return out + f"\ndriver log (last {len(tail)} lines):\n" + "\n".join("  " + t for t in tail)
 
 
+def read_progress(kube: Kube, snap: Snapshot) -> None:
+    """The job's progress into the snapshot: one request while the job has a head to read it from."""
+    if snap.rayjob is None or snap.job_id is None:
+        return
+    ended = snap.rayjob.get("jobStatus") in driver_log.TERMINAL
+    if ended and not snap.head_ip:
+        return  # the attempt's cluster is gone: its records are on the logs volume (logs --attempt)
+    snap.progress = job_progress.read(kube, snap.namespace, snap.head_service, snap.head_ip, snap.job_id)
+
+
 def status(args: Any) -> int:
     kube = Kube(args.kubeconfig, args.context)
     release, ns, records = resolve(kube, args.release, args.namespace)
     if not args.watch:
         snap = take(kube, release, ns, records)
         snap.namespace_deleting = kube.namespace_deletion(ns)
+        read_progress(kube, snap)
         end = _job_end(kube, ns, snap) if args.output == "table" else ""
         emit(snap.to_dict(), args.output, lambda: status_table(snap) + end)
         return EXIT_OK
@@ -85,6 +99,7 @@ def status(args: Any) -> int:
     while True:
         snap = take(kube, release, ns)
         snap.namespace_deleting = kube.namespace_deletion(ns)
+        read_progress(kube, snap)
         text = status_table(snap) if args.output == "table" else ""
         if tty:
             sys.stdout.write("\x1b[H\x1b[2J" + text + "\n")

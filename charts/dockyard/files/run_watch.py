@@ -1,0 +1,382 @@
+"""The run watcher: the Ray job's driver is this program, and the training's entrypoint its child.
+
+The chart ships it in the recipe ConfigMap (mounted on the head) and wraps the RayJob's entrypoint in it; the
+CLI's `job submit` wraps a submitted job the same way. It runs in the user's image beside Ray, so it is one file of
+the standard library only (Python 3.8 or newer), and it needs no Kubernetes rights at all: everything it does is
+on the head's own disk, the logs volume, and its own child.
+
+What it does, while passing every line of the child's output through to its own (the Ray driver log):
+
+- **Progress.** A line that holds `DOCKYARD_PROGRESS` followed by a JSON object is a report:
+  `DOCKYARD_PROGRESS {"step": 212, "total": 1000, "metrics": {"reward": 0.41}}` (step required, the rest
+  optional; `checkpoint` may name the step of the checkpoint just written). Any process of the job may print
+  it: Ray forwards its workers' and actors' stdout to the driver, prefix and all. Each report is appended, with
+  the watcher's clock, to `progress-<submission id>.jsonl` in `dockyard/` under the head's Ray log folder, where
+  `dockyard-k8s status` reads its last lines through the Ray dashboard's log API.
+- **Stall guard** (`--stall-timeout`). No report for that many seconds after the last one (or for
+  `--first-report` seconds after the start): the child's process group gets SIGTERM, then SIGKILL after
+  `--kill-grace` seconds, and the watcher exits 1 with `dockyard: stalled: …` as its last line. Ray then marks
+  the job FAILED with that line in its message, so KubeRay's retry (launch.backoffLimit) runs the next attempt,
+  which resumes from the newest checkpoint.
+- **Kept logs** (`DOCKYARD_LOG_DIR`, the logs volume). The driver log and the progress records of this job are
+  written, line by line as they come, to `dockyard-runs/<run>/<UTC start>-<RayCluster>-<submission>/` on the
+  volume, so they outlive the attempt's RayCluster; `dockyard-k8s logs --attempt N` reads them back. The driver
+  log is capped at `--keep-bytes` (the newest half kept in `driver.log`, the half before it in `driver.log.1`).
+  A SIGKILL loses at most the line being written. The attempt's end (exit code, stall) is written there too,
+  and the next attempt's watcher reports the previous attempt's end in its own progress records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+MARK = "DOCKYARD_PROGRESS"
+KEPT_MARK = "DOCKYARD_KEPT"  # the first line of `kept`: the index of the kept attempts
+RAY_LOGS = "/tmp/ray/session_latest/logs"
+PROGRESS_CAP = 1 << 20  # the progress file on the head is cut to its last lines past 1 MiB
+CHECKPOINT_NAME = re.compile(r"^(?!tmp)[A-Za-z_\-]*?(\d+)$")  # step_12, global_step_12, checkpoint-12; not tmp_step_12
+
+
+def submission_id() -> str:
+    """The Ray job's submission id, from the driver's environment (Ray puts the job config there)."""
+    try:
+        conf = json.loads(os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR") or "{}")
+        sid = (conf.get("metadata") or {}).get("job_submission_id")
+    except ValueError:
+        sid = None
+    return re.sub(r"[^A-Za-z0-9_.\-]", "_", sid or f"pid{os.getpid()}")
+
+
+def parse_report(line: str) -> dict | None:
+    """The report a line holds, or None: `… DOCKYARD_PROGRESS {"step": 3, …}` with an integer step ≥ 0."""
+    at = line.find(MARK)
+    if at < 0:
+        return None
+    try:
+        obj, _ = json.JSONDecoder().raw_decode(line[at + len(MARK):].lstrip())
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get("step"), int) or isinstance(obj.get("step"), bool) \
+            or obj["step"] < 0:
+        return None
+    out = {"step": obj["step"]}
+    if isinstance(obj.get("total"), int) and not isinstance(obj.get("total"), bool) and obj["total"] > 0:
+        out["total"] = obj["total"]
+    if isinstance(obj.get("checkpoint"), int) and not isinstance(obj.get("checkpoint"), bool):
+        out["checkpoint"] = obj["checkpoint"]
+    if isinstance(obj.get("metrics"), dict):
+        out["metrics"] = {str(k)[:64]: v for k, v in list(obj["metrics"].items())[:16]
+                          if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
+    return out
+
+
+def newest_checkpoint(folder: str | None) -> dict | None:
+    """The newest checkpoint in the checkpoint folder: the entry whose name ends in the highest step number
+    (step_12, global_step_12, checkpoint-12; tmp* entries are being written), with its age's clock."""
+    if not folder:
+        return None
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    best = None
+    for name in names:
+        m = CHECKPOINT_NAME.match(name)
+        if m and (best is None or int(m.group(1)) > best[0]):
+            best = (int(m.group(1)), name)
+    if best is None:
+        return None
+    try:
+        mtime = os.stat(os.path.join(folder, best[1])).st_mtime
+    except OSError:
+        return None
+    return {"step": best[0], "t": round(mtime, 3)}
+
+
+class Records:
+    """The progress records: one JSON object a line, on the head (read by `status`) and on the logs volume."""
+
+    def __init__(self, head_path: str | None, kept_path: str | None, clock=time.time) -> None:
+        self.paths = [p for p in (head_path, kept_path) if p]
+        self.clock = clock
+        self.lock = threading.Lock()
+
+    def add(self, record: dict) -> dict:
+        record = {"t": round(self.clock(), 3), **record}
+        line = json.dumps(record, separators=(",", ":"), sort_keys=True) + "\n"
+        with self.lock:
+            for path in self.paths:
+                try:
+                    with open(path, "a", encoding="utf-8") as fh:
+                        fh.write(line)
+                    if os.path.getsize(path) > PROGRESS_CAP:
+                        self._cut(path)
+                except OSError as exc:
+                    sys.stderr.write(f"dockyard: cannot write progress to {path}: {exc}\n")
+        return record
+
+    @staticmethod
+    def _cut(path: str) -> None:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.readlines()
+        head = [ln for ln in lines if '"event":"started"' in ln or '"event":"previous"' in ln][:4]
+        with open(path + ".tmp", "w", encoding="utf-8") as fh:
+            fh.writelines(head + lines[-1000:])
+        os.replace(path + ".tmp", path)
+
+
+class KeptLog:
+    """The driver log on the logs volume: written line by line, at most `cap` bytes in two halves."""
+
+    def __init__(self, path: str | None, cap: int) -> None:
+        self.path, self.half = path, max(cap // 2, 4096)
+        self.fh = open(path, "a", encoding="utf-8", errors="replace") if path else None  # noqa: SIM115
+        self.size = os.path.getsize(path) if path else 0
+
+    def write(self, text: str) -> None:
+        if self.fh is None:
+            return
+        try:
+            if self.size + len(text) > self.half:
+                self.fh.close()
+                os.replace(self.path, self.path + ".1")
+                self.fh = open(self.path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
+                self.size = 0
+            self.fh.write(text)
+            self.fh.flush()  # into the kernel: a SIGKILL of the pod loses at most the line being written
+            self.size += len(text)
+        except OSError as exc:
+            sys.stderr.write(f"dockyard: cannot keep the driver log in {self.path}: {exc}\n")
+            self.fh = None
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+
+def previous_end(run_dir: str | None, own: str) -> dict | None:
+    """How the run's latest earlier job on the logs volume ended (its `end.json`), for the progress records."""
+    if not run_dir:
+        return None
+    try:
+        earlier = sorted(d for d in os.listdir(run_dir) if d < own)
+    except OSError:
+        return None
+    for name in reversed(earlier):
+        out = {"job": name}
+        for part, missing in (("started.json", {}),
+                              ("end.json", {"end": "unknown: it left no end record (its head pod was killed)"})):
+            try:
+                with open(os.path.join(run_dir, name, part), encoding="utf-8") as fh:
+                    out.update(json.load(fh))
+            except (OSError, ValueError):
+                out.update(missing)
+        return out
+    return None
+
+
+class Watch:
+    def __init__(self, args: argparse.Namespace, clock=time.monotonic, wall=time.time) -> None:
+        self.args, self.clock, self.wall = args, clock, wall
+        self.started = clock()
+        self.last_report: float | None = None
+        self.last_step: int | None = None
+        self.done = threading.Event()
+
+    def stalled(self) -> str | None:
+        """The stall reason when the guard's time is up, else None."""
+        if not self.args.stall_timeout:
+            return None
+        now = self.clock()
+        if self.last_report is None:
+            if now - self.started >= self.args.first_report:
+                return f"stalled: no progress report in the first {self.args.first_report} s"
+            return None
+        if now - self.last_report >= self.args.stall_timeout:
+            return f"stalled: no progress for {self.args.stall_timeout} s after step {self.last_step}"
+        return None
+
+    def reported(self, report: dict) -> None:
+        self.last_report, self.last_step = self.clock(), report["step"]
+
+
+def _end_group(proc: subprocess.Popen, grace: float) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def kept(argv: list[str]) -> int:
+    """`run_watch.py kept RUN SINCE ATTEMPT TAIL`: what `dockyard-k8s logs --attempt` prints, run in a pod that
+    mounts the logs volume. First line `DOCKYARD_KEPT {"attempts": [[cluster, [job, …]], …]}` (the run's jobs
+    since the UTC stamp SINCE, grouped by RayCluster: one attempt each), then attempt ATTEMPT's jobs: each one's
+    start and end records and its driver log (the last TAIL lines of it; 0: all)."""
+    run, since, want, tail = argv[0], argv[1], int(argv[2]), int(argv[3])
+    folder = os.path.join(os.environ.get("DOCKYARD_LOG_DIR") or "/dockyard/logs", "dockyard-runs", run)
+    try:
+        jobs = sorted(n for n in os.listdir(folder) if n >= since)
+    except OSError:
+        jobs = []
+    attempts: list = []
+    for name in jobs:
+        try:
+            with open(os.path.join(folder, name, "started.json"), encoding="utf-8") as fh:
+                cluster = json.load(fh).get("cluster") or name
+        except (OSError, ValueError):
+            cluster = name
+        if attempts and attempts[-1][0] == cluster:
+            attempts[-1][1].append(name)
+        else:
+            attempts.append([cluster, [name]])
+    print(KEPT_MARK + " " + json.dumps({"attempts": attempts}), flush=True)
+    if not 1 <= want <= len(attempts):
+        return 0
+    for i, name in enumerate(attempts[want - 1][1]):
+        job = os.path.join(folder, name)
+        try:
+            with open(os.path.join(job, "end.json"), encoding="utf-8") as fh:
+                end = json.load(fh).get("end")
+        except (OSError, ValueError):
+            end = "no end record: the job's head pod was killed, or the job still runs"
+        print(f"--- job {name}" + (" (submitted again on the same RayCluster)" if i else "") + f": {end}")
+        text = []
+        for part in ("driver.log.1", "driver.log"):
+            try:
+                with open(os.path.join(job, part), encoding="utf-8", errors="replace") as fh:
+                    text.extend(fh.readlines())
+            except OSError:
+                pass
+        sys.stdout.writelines(text[-tail:] if tail else text)
+        sys.stdout.flush()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["kept"]:
+        return kept(argv[1:])
+    ap = argparse.ArgumentParser(prog="run_watch.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--run", required=True, help="the run's name (the release): the kept logs' folder")
+    ap.add_argument("--stall-timeout", type=int, default=0, help="seconds without a report that end the job")
+    ap.add_argument("--first-report", type=int, default=1800, help="seconds the first report may take")
+    ap.add_argument("--kill-grace", type=float, default=10.0, help="seconds from SIGTERM to SIGKILL")
+    ap.add_argument("--keep-bytes", type=int, default=64 << 20, help="cap of the kept driver log")
+    ap.add_argument("--ray-logs", default=RAY_LOGS, help=argparse.SUPPRESS)
+    ap.add_argument("command", help="the entrypoint, run by /bin/sh")
+    args = ap.parse_args(argv)
+
+    sid = submission_id()
+    cluster = re.sub(r"[^A-Za-z0-9_.\-]", "_", os.environ.get("RAY_CLUSTER_NAME") or "cluster")
+    head_dir = os.path.join(args.ray_logs, "dockyard")
+    try:
+        os.makedirs(head_dir, exist_ok=True)
+        head_path: str | None = os.path.join(head_dir, f"progress-{sid}.jsonl")
+    except OSError:
+        head_path = None
+    run_dir = job_dir = None
+    if os.environ.get("DOCKYARD_LOG_DIR"):
+        run_dir = os.path.join(os.environ["DOCKYARD_LOG_DIR"], "dockyard-runs", args.run)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        job_dir = os.path.join(run_dir, f"{stamp}-{cluster}-{sid}")
+        try:
+            os.makedirs(job_dir, exist_ok=True)
+        except OSError as exc:
+            sys.stderr.write(f"dockyard: logs not kept: cannot make {job_dir}: {exc}\n")
+            run_dir = job_dir = None
+    records = Records(head_path, job_dir and os.path.join(job_dir, "progress.jsonl"))
+    driver_log = KeptLog(job_dir and os.path.join(job_dir, "driver.log"), args.keep_bytes)
+    watch = Watch(args)
+    checkpoints = os.environ.get("DOCKYARD_CHECKPOINT_DIR")
+    records.add({"event": "started", "cluster": cluster, "submission": sid, "stallTimeout": args.stall_timeout,
+                 "firstReport": args.first_report, "kept": bool(job_dir)})
+    if job_dir:
+        try:
+            with open(os.path.join(job_dir, "started.json"), "w", encoding="utf-8") as fh:
+                json.dump({"cluster": cluster, "submission": sid, "started": round(time.time(), 3)}, fh)
+        except OSError:
+            pass
+    prev = previous_end(run_dir, os.path.basename(job_dir)) if job_dir else None
+    if prev:
+        records.add({"event": "previous", **prev})
+
+    proc = subprocess.Popen(["/bin/sh", "-c", args.command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def forward(sig: int, _frame: object) -> None:  # Ray stops a job with SIGTERM: the child's group gets it too
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, forward)
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for raw in iter(proc.stdout.readline, b""):
+            text = raw.decode("utf-8", errors="replace")
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            driver_log.write(text)
+            report = parse_report(text)
+            if report is not None:
+                watch.reported(report)
+                ckpt = newest_checkpoint(checkpoints)
+                if ckpt:
+                    report["newestCheckpoint"] = ckpt
+                records.add(report)
+        watch.done.set()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    reason = None
+    while proc.poll() is None:
+        reason = watch.stalled()
+        if reason:
+            break
+        time.sleep(1.0)
+    if reason:
+        line = f"dockyard: {reason}; ending the attempt (SIGTERM, SIGKILL after {args.kill_grace:g} s)\n"
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        driver_log.write(line)
+        records.add({"event": "stalled", "reason": reason})
+        _end_group(proc, args.kill_grace)
+    code = proc.wait()
+    watch.done.wait(5.0)  # the output's last lines, unless a grandchild still holds the pipe open
+    end = {"end": reason or ("succeeded" if code == 0 else f"failed: exit code {code}"), "exitCode": code,
+           "lastStep": watch.last_step}
+    records.add({"event": "ended", **end})
+    if job_dir:
+        try:
+            with open(os.path.join(job_dir, "end.json"), "w", encoding="utf-8") as fh:
+                json.dump(end, fh)
+        except OSError:
+            pass
+    if reason:
+        # The last line of the driver log: Ray ends the job's message with it, and KubeRay copies that message.
+        line = f"dockyard: {reason}\n"
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        driver_log.write(line)
+    driver_log.close()
+    return 1 if reason else (code if code >= 0 else 128 - code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""The job's progress as the run watcher records it (charts/dockyard/files/run_watch.py, docs/run-watch.md).
+
+The watcher appends one JSON record a line to `dockyard/progress-<submission id>.jsonl` in the head's Ray log
+folder: a `started` record, the job's reports (step, total, metrics, the newest checkpoint), and `previous`,
+`stalled` and `ended` records. `status` reads its last lines in one request: the Ray dashboard's log API
+(`/api/v0/logs/file`, by the head's node IP) through the apiserver's service proxy to the head's Service, the
+path the driver log takes too (driver_log.py). This module turns those lines into the `progress` lines.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from generator.live.cluster.kube import Kube
+
+
+def _watcher() -> Any:
+    """The run watcher itself (the chart's files/run_watch.py), loaded as a module: its report parser is the
+    contract, so the CLI reads a report exactly as the watcher does."""
+    import importlib.util
+    import sys
+
+    from generator.tools import CHART_DIR
+
+    if "dockyard_run_watch" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("dockyard_run_watch", CHART_DIR / "files" / "run_watch.py")
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["dockyard_run_watch"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["dockyard_run_watch"]
+
+
+def parse_report(line: str) -> dict[str, Any] | None:
+    """The progress report a line holds (`… DOCKYARD_PROGRESS {"step": 3, …}`), or None."""
+    report: dict[str, Any] | None = _watcher().parse_report(line)
+    return report
+
+
+LINES = 40  # records read: the rate is taken over the last reports among them
+RATE_OVER = 10  # reports the seconds per step are taken over
+
+
+@dataclass
+class JobProgress:
+    """What the records say; `unknown` holds why there is nothing to say."""
+
+    unknown: str | None = None
+    started: float | None = None
+    reports: list[dict[str, Any]] = field(default_factory=list)
+    previous: dict[str, Any] | None = None
+    stalled: str | None = None
+    ended: dict[str, Any] | None = None
+    stall_timeout: int = 0
+    cluster: str | None = None  # the RayCluster the job runs on, as the watcher saw it
+
+    def to_dict(self) -> dict[str, Any]:
+        last = self.reports[-1] if self.reports else None
+        return {"unknown": self.unknown, "step": last and last["step"], "total": last and last.get("total"),
+                "lastReport": last and last["t"], "secondsPerStep": seconds_per_step(self.reports),
+                "metrics": last and last.get("metrics"), "checkpoint": newest_checkpoint(self.reports),
+                "previous": self.previous, "stalled": self.stalled, "stallTimeout": self.stall_timeout or None}
+
+
+def parse(text: str) -> JobProgress:
+    out = JobProgress()
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(rec, dict) or not isinstance(rec.get("t"), (int, float)):
+            continue
+        event = rec.get("event")
+        if event == "started":
+            out.started, out.stall_timeout = rec["t"], int(rec.get("stallTimeout") or 0)
+            out.cluster = rec.get("cluster")
+        elif event == "previous":
+            out.previous = rec
+        elif event == "stalled":
+            out.stalled = str(rec.get("reason") or "stalled")
+        elif event == "ended":
+            out.ended = rec
+        elif isinstance(rec.get("step"), int):
+            out.reports.append(rec)
+    return out
+
+
+def seconds_per_step(reports: list[dict[str, Any]]) -> float | None:
+    """Over the last reports of a run of rising steps: seconds between the first and last, per step."""
+    recent = reports[-RATE_OVER:]
+    while len(recent) > 1 and recent[-1]["step"] <= recent[0]["step"]:
+        recent = recent[1:]  # steps went back (a resumed job): only the reports since
+    if len(recent) < 2:
+        return None
+    steps = recent[-1]["step"] - recent[0]["step"]
+    return (recent[-1]["t"] - recent[0]["t"]) / steps if steps > 0 else None
+
+
+def newest_checkpoint(reports: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The newest checkpoint: seen in the checkpoint folder by the watcher, or named by a report."""
+    for rec in reversed(reports):
+        if isinstance(rec.get("newestCheckpoint"), dict):
+            return rec["newestCheckpoint"]
+        if isinstance(rec.get("checkpoint"), int):
+            return {"step": rec["checkpoint"], "t": rec["t"]}
+    return None
+
+
+def _ago(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def lines(p: JobProgress, now: float | None = None) -> list[str]:
+    """The `progress` line (and, for a retried job, what ended the attempt before)."""
+    now = time.time() if now is None else now
+    out = []
+    if p.unknown:
+        out.append(f"unknown ({p.unknown})")
+    elif not p.reports:
+        since = f", job started {_ago(now - p.started)} ago" if p.started else ""
+        out.append(f"no report yet{since}" + (" (stall guard: first report within its grace)"
+                                              if p.stall_timeout else ""))
+    else:
+        last = p.reports[-1]
+        step, total = last["step"], last.get("total")
+        text = f"step {step}" + (f" of {total} ({100 * step // total}%)" if total else "")
+        text += f", last report {_ago(now - last['t'])} ago"
+        rate = seconds_per_step(p.reports)
+        if rate is not None:
+            text += f", {rate:.1f} s/step" if rate < 100 else f", {_ago(rate)}/step"
+            if total and total > step:
+                text += f", ETA {_ago(rate * (total - step))}"
+        if last.get("metrics"):
+            text += "; " + " ".join(f"{k}={v}" for k, v in last["metrics"].items())
+        ckpt = newest_checkpoint(p.reports)
+        if ckpt:
+            text += f"; checkpoint step {ckpt['step']} ({_ago(now - ckpt['t'])} ago)"
+        out.append(text)
+    if p.stalled:
+        out.append(f"stalled: the run watcher ended this job: {p.stalled.removeprefix('stalled: ')}")
+    if p.previous:
+        end = p.previous.get("end") or "unknown"
+        if p.cluster and p.previous.get("cluster") == p.cluster:
+            out.append(f"restarted: the job was submitted again on the same RayCluster (its head was replaced); "
+                       f"the job before ended: {end}")
+        else:
+            out.append(f"before:   the previous attempt's job ended: {end}")
+    return out
+
+
+def read(kube: Kube, namespace: str, head_service: str | None, head_ip: str | None, job_id: str | None) -> JobProgress:
+    """The records of job `job_id` through the head's dashboard: one request."""
+    if not job_id:
+        return JobProgress(unknown="no job submitted yet")
+    if not head_service or not head_ip:
+        return JobProgress(unknown="no running head pod")
+    from kubernetes.client.exceptions import ApiException
+
+    path = f"/api/v1/namespaces/{namespace}/services/{head_service}:8265/proxy/api/v0/logs/file"
+    query = {"node_ip": head_ip, "filename": f"dockyard/progress-{job_id}.jsonl", "lines": str(LINES)}
+    try:
+        text = kube.get_text(path, query)
+    except ApiException as exc:
+        body = (exc.body or "") if isinstance(exc.body, str) else ""
+        if exc.status == 403:
+            return JobProgress(unknown="forbidden: reading it needs get on services/proxy in the namespace")
+        if "not found" in body:
+            return JobProgress(unknown="the job has no run watcher's records: launch.watch.enabled false, or "
+                                       "submitted without it")
+        return JobProgress(unknown=f"the head's dashboard answered {exc.status}: {body.strip()[:120]}")
+    except Exception as exc:  # the dashboard not up yet, a cut connection
+        return JobProgress(unknown=f"the head's dashboard did not answer ({type(exc).__name__})")
+    if text.lstrip().startswith('{"result": false'):
+        try:
+            why = json.loads(text).get("msg") or text
+        except ValueError:
+            why = text
+        return JobProgress(unknown=f"Ray's log API: {str(why)[:160]}")
+    return parse(text)
