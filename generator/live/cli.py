@@ -133,6 +133,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("status", parents=[read_common], help="release, RayJob, RayCluster and a row per fleet")
     p.add_argument("release", nargs="?", help="release name (default: the only one)")
     p.add_argument("-w", "--watch", action="store_true", help="keep refreshing (until Ctrl-C or --timeout)")
+    p.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="leave out the job's progress line (one request fewer: the head's dashboard is not asked)")
     _output(p)
     p.set_defaults(func=_handler("status", "status"))
 
@@ -143,6 +145,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--attempt", type=int, metavar="N",
                    help="the driver log attempt N kept on the logs volume (infra.storage.logs), also after its "
                         "RayCluster is gone; 1 is the first attempt of the release's RayJob")
+    p.add_argument("--job", metavar="NAME",
+                   help="with --attempt: a RayJob `job submit` sent to the release's bringup cluster")
     p.add_argument("-f", "--follow", action="store_true", help="stream (until Ctrl-C or --timeout)")
     p.add_argument("--tail", type=int, metavar="N", help="last N lines of each pod")
     p.set_defaults(func=_handler("logs", "logs"))

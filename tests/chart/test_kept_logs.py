@@ -94,7 +94,7 @@ def test_an_attempts_log_is_read_through_the_reader_pod_which_is_deleted(tmp_pat
 def test_without_the_logs_volume_nothing_was_kept_and_no_pod_is_made(tmp_path):
     kube = Kube(tmp_path)
     with pytest.raises(CheckFailed, match=r"attempt 1's logs were not kept: release grpo-swe has no logs volume "
-                                          r"\(infra.storage.logs\)"):
+                                          r"on its head \(infra.storage.logs"):
         kept_logs.read(kube, "grpo-swe", "ns", _manifest(), 1, 0)
     assert kube.calls == []
     attach = _manifest(launch={"mode": "attach", "clusterName": "shared"})

@@ -309,7 +309,7 @@ def test_without_checkpoints_the_retry_starts_again_at_step_0(ray_node, capsys, 
     # negative control of the kept logs: without infra.storage.logs nothing was kept, and logs says so
     rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "1", "--kubeconfig", kc)
     assert rc == 1 and not kept, kept + err
-    assert "attempt 1's logs were not kept: release grpo-swe has no logs volume (infra.storage.logs)" in err, err
+    assert "attempt 1's logs were not kept: release grpo-swe has no logs volume on its head" in err, err
     rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
     assert rc == 0, out + err
 
@@ -348,11 +348,16 @@ def test_an_empty_cache_read_offline_fails_fast_and_status_says_why(ray_node, ca
 # ---------------------------------------------------------------- the run while it runs (launch.watch)
 
 STALL = 30  # the stall guard's timeout: the models' floor
-BOUND = 2  # the guard checks once a second: it ends the job within STALL + BOUND of the last report
+# the guard checks once a second: it ends the job within STALL + 1 s of the last report, plus scheduling slack on
+# two cores shared with the rest of `make test`
+BOUND = 5
 
 
-def _status(capsys, kc: str, ns: str) -> str:
+def _status(capsys, kc: str, ns: str, installed: bool = True) -> str:
+    """`status`'s table; with installed False, "" while the release is not there yet (the run installs it)."""
     rc, out, err = cli(capsys, "status", "grpo-swe", "-n", ns, "--kubeconfig", kc)
+    if not installed and rc == 1 and "not found" in err:
+        return ""
     assert rc == 0, out + err
     return out
 
@@ -370,7 +375,7 @@ def test_a_stalled_attempt_is_ended_and_the_retry_resumes_reporting_steadily(ray
     try:
         # while the first attempt hangs, status reads its progress from the head
         def at_step_2() -> str | None:
-            text = _status(capsys, kc, ns)
+            text = _status(capsys, kc, ns, installed=False)
             return text if "step 2 of 6" in _progress(text) else None
 
         status = wait_for(at_step_2, 600, "status: progress at step 2", interval=2)
@@ -414,8 +419,8 @@ def test_without_the_guard_a_hang_runs_on_and_a_replaced_head_is_said(ray_node, 
                 "--follow", "--kubeconfig", kc, "--timeout", "900", "-q")
     api = config.new_client_from_config(config_file=kc)
     try:
-        wait_for(lambda: "step 2 of 6" in _progress(_status(capsys, kc, ns)), 600, "status: progress at step 2",
-                 interval=2)
+        wait_for(lambda: "step 2 of 6" in _progress(_status(capsys, kc, ns, installed=False)), 600,
+                 "status: progress at step 2", interval=2)
         # negative control: no guard, so the same hang is still running well after the guard's bound
         time.sleep(STALL + BOUND + 8)
         status = _status(capsys, kc, ns)

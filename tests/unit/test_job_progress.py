@@ -84,9 +84,16 @@ def test_why_progress_is_unknown():
     forbidden = read(Kube(_refusal(403, "forbidden")), "ns", "svc", "ip", "j").unknown
     assert forbidden == "forbidden: reading it needs get on services/proxy in the namespace"
     missing = read(Kube(_refusal(500, "A file is not found at: /tmp/ray/x")), "ns", "svc", "ip", "j").unknown
-    assert missing.startswith("the job has no run watcher's records")
+    assert missing.startswith("no records of the run watcher for this job yet: the job is starting, or runs")
     ray_no = read(Kube('{"result": false, "msg": "Cannot find matching node_id"}'), "ns", "svc", "ip", "j").unknown
     assert ray_no == "Ray's log API: Cannot find matching node_id"
     down = read(Kube(ConnectionError("refused")), "ns", "svc", "ip", "j").unknown
     assert down == "the head's dashboard did not answer (ConnectionError)"
     assert lines(read(Kube(ConnectionError()), "ns", "svc", "ip", "j"))[0].startswith("unknown (")
+
+
+def test_the_newest_report_carries_what_the_cut_off_first_records_said():
+    context = {"cluster": "c2", "stallTimeout": 600, "previous": {"cluster": "c1", "end": "failed: exit code 1"}}
+    p = parse(records(*({"t": T0 + s, "step": s, "context": context} for s in range(40))))
+    assert p.stall_timeout == 600 and p.cluster == "c2"
+    assert lines(p, now=T0 + 40)[1] == "before:   the previous attempt's job ended: failed: exit code 1"

@@ -5,7 +5,9 @@ CLI's `job submit` wraps a submitted job the same way. It runs in the user's ima
 the standard library only (Python 3.8 or newer), and it needs no Kubernetes rights at all: everything it does is
 on the head's own disk, the logs volume, and its own child.
 
-What it does, while passing every line of the child's output through to its own (the Ray driver log):
+The job stays in the watcher's process group, the one Ray starts the entrypoint in, so Ray's stop signals and its
+clean-up reach every process of the job as they would without the watcher; the watcher itself only records how
+the job ended. What it does, while passing the child's output through to its own as it comes (the driver log):
 
 - **Progress.** A line that holds `DOCKYARD_PROGRESS` followed by a JSON object is a report:
   `DOCKYARD_PROGRESS {"step": 212, "total": 1000, "metrics": {"reward": 0.41}}` (step required, the rest
@@ -14,24 +16,26 @@ What it does, while passing every line of the child's output through to its own 
   the watcher's clock, to `progress-<submission id>.jsonl` in `dockyard/` under the head's Ray log folder, where
   `dockyard-k8s status` reads its last lines through the Ray dashboard's log API.
 - **Stall guard** (`--stall-timeout`). No report for that many seconds after the last one (or for
-  `--first-report` seconds after the start): the child's process group gets SIGTERM, then SIGKILL after
-  `--kill-grace` seconds, and the watcher exits 1 with `dockyard: stalled: …` as its last line. Ray then marks
+  `--first-report` seconds after the start): every process of the job gets SIGTERM, then those still there
+  SIGKILL after `--kill-grace` seconds, and the watcher exits 1 with `dockyard: stalled: …` as its last line. Ray then marks
   the job FAILED with that line in its message, so KubeRay's retry (launch.backoffLimit) runs the next attempt,
   which resumes from the newest checkpoint.
 - **Kept logs** (`DOCKYARD_LOG_DIR`, the logs volume). The driver log and the progress records of this job are
   written, line by line as they come, to `dockyard-runs/<run>/<UTC start>-<RayCluster>-<submission>/` on the
   volume, so they outlive the attempt's RayCluster; `dockyard-k8s logs --attempt N` reads them back. The driver
-  log is capped at `--keep-bytes` (the newest half kept in `driver.log`, the half before it in `driver.log.1`).
-  A SIGKILL loses at most the line being written. The attempt's end (exit code, stall) is written there too,
+  log is capped at `--keep-bytes` (the newest half kept in `driver.log`, the half before it in `driver.log.1`),
+  the progress records at 1 MiB. A SIGKILL loses at most what is being written. The attempt's end (exit code, stall) is written there too,
   and the next attempt's watcher reports the previous attempt's end in its own progress records.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -73,7 +77,8 @@ def parse_report(line: str) -> dict | None:
     if isinstance(obj.get("checkpoint"), int) and not isinstance(obj.get("checkpoint"), bool):
         out["checkpoint"] = obj["checkpoint"]
     if isinstance(obj.get("metrics"), dict):
-        out["metrics"] = {str(k)[:64]: v for k, v in list(obj["metrics"].items())[:16]
+        out["metrics"] = {str(k)[:64]: (v[:128] if isinstance(v, str) else v)
+                          for k, v in list(obj["metrics"].items())[:16]
                           if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
     return out
 
@@ -102,7 +107,8 @@ def newest_checkpoint(folder: str | None) -> dict | None:
 
 
 class Records:
-    """The progress records: one JSON object a line, on the head (read by `status`) and on the logs volume."""
+    """The progress records: one JSON object a line, on the head (read by `status`) and on the logs volume. Past
+    PROGRESS_CAP bytes a file is cut to its newest records that fit in half of it."""
 
     def __init__(self, head_path: str | None, kept_path: str | None, clock=time.time) -> None:
         self.paths = [p for p in (head_path, kept_path) if p]
@@ -120,46 +126,52 @@ class Records:
                     if os.path.getsize(path) > PROGRESS_CAP:
                         self._cut(path)
                 except OSError as exc:
-                    sys.stderr.write(f"dockyard: cannot write progress to {path}: {exc}\n")
+                    _say(f"dockyard: cannot write progress to {path}: {exc}\n", sys.stderr)
         return record
 
     @staticmethod
     def _cut(path: str) -> None:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.readlines()
-        head = [ln for ln in lines if '"event":"started"' in ln or '"event":"previous"' in ln][:4]
-        with open(path + ".tmp", "w", encoding="utf-8") as fh:
-            fh.writelines(head + lines[-1000:])
+        with open(path, "rb") as fh:
+            fh.seek(-(PROGRESS_CAP // 2), os.SEEK_END)
+            tail = fh.read()
+        with open(path + ".tmp", "wb") as fh:
+            fh.write(tail[tail.find(b"\n") + 1:])  # whole records only
         os.replace(path + ".tmp", path)
 
 
 class KeptLog:
-    """The driver log on the logs volume: written line by line, at most `cap` bytes in two halves."""
+    """The driver log on the logs volume, written as it comes, at most `cap` bytes: past half of it `driver.log`
+    becomes `driver.log.1` (the one before dropped)."""
 
     def __init__(self, path: str | None, cap: int) -> None:
         self.path, self.half = path, max(cap // 2, 4096)
-        self.fh = open(path, "a", encoding="utf-8", errors="replace") if path else None  # noqa: SIM115
+        self.fh = open(path, "ab") if path else None  # noqa: SIM115
         self.size = os.path.getsize(path) if path else 0
+        self.lock = threading.Lock()
 
-    def write(self, text: str) -> None:
-        if self.fh is None:
-            return
-        try:
-            if self.size + len(text) > self.half:
-                self.fh.close()
-                os.replace(self.path, self.path + ".1")
-                self.fh = open(self.path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
-                self.size = 0
-            self.fh.write(text)
-            self.fh.flush()  # into the kernel: a SIGKILL of the pod loses at most the line being written
-            self.size += len(text)
-        except OSError as exc:
-            sys.stderr.write(f"dockyard: cannot keep the driver log in {self.path}: {exc}\n")
-            self.fh = None
+    def write(self, data: bytes) -> None:
+        with self.lock:
+            if self.fh is None:
+                return
+            try:
+                if self.size + len(data) > self.half and self.size:
+                    self.fh.close()
+                    os.replace(self.path, self.path + ".1")
+                    self.fh = open(self.path, "ab")  # noqa: SIM115
+                    self.size = 0
+                data = data[-self.half:]
+                self.fh.write(data)
+                self.fh.flush()  # into the kernel: a SIGKILL of the pod loses at most what is being written
+                self.size += len(data)
+            except (OSError, ValueError) as exc:
+                _say(f"dockyard: cannot keep the driver log in {self.path}: {exc}\n", sys.stderr)
+                self.fh = None
 
     def close(self) -> None:
-        if self.fh is not None:
-            self.fh.close()
+        with self.lock:
+            if self.fh is not None:
+                self.fh.close()
+                self.fh = None
 
 
 def previous_end(run_dir: str | None, own: str) -> dict | None:
@@ -208,17 +220,71 @@ class Watch:
         self.last_report, self.last_step = self.clock(), report["step"]
 
 
-def _end_group(proc: subprocess.Popen, grace: float) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+def _say(text: str, stream=None) -> None:
+    """Write to the driver log (or stream); a failing write (a full disk) is no reason to stop watching."""
+    try:
+        (stream or sys.stdout).write(text)
+        (stream or sys.stdout).flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _ancestors() -> set:
+    """This process and its ancestors: not to be signalled when the job's processes are ended."""
+    out, pid = set(), os.getpid()
+    while pid > 1 and pid not in out:
+        out.add(pid)
         try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(grace)
-            return
-        except subprocess.TimeoutExpired:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return out
+
+
+def job_processes() -> list:
+    """The job's processes: every process of this process group (Ray starts the entrypoint in a group of its own,
+    and the watcher keeps the job in it, so Ray's own stop and clean-up reach them too), less this process and
+    its ancestors."""
+    group, skip, out = os.getpgid(0), _ancestors(), []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in skip:
             continue
+        try:
+            if os.getpgid(int(name)) == group:
+                out.append(int(name))
+        except OSError:
+            continue
+    return out
+
+
+def end_job(proc: subprocess.Popen, grace: float) -> None:
+    """SIGTERM to every process of the job, then SIGKILL to those still there after `grace` seconds (a shell
+    that ended on SIGTERM does not take a child that ignores it with it)."""
+    for pid in job_processes():
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        proc.poll()  # reap the direct child: a zombie is no process to wait for
+        if not [p for p in job_processes() if not _zombie(p)]:
+            return
+        time.sleep(0.1)
+    for pid in job_processes():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def kept(argv: list[str]) -> int:
@@ -254,15 +320,20 @@ def kept(argv: list[str]) -> int:
         except (OSError, ValueError):
             end = "no end record: the job's head pod was killed, or the job still runs"
         print(f"--- job {name}" + (" (submitted again on the same RayCluster)" if i else "") + f": {end}")
-        text = []
+        last: collections.deque = collections.deque(maxlen=tail or None)  # the last TAIL lines: bounded memory
         for part in ("driver.log.1", "driver.log"):
             try:
-                with open(os.path.join(job, part), encoding="utf-8", errors="replace") as fh:
-                    text.extend(fh.readlines())
+                with open(os.path.join(job, part), "rb") as fh:
+                    if tail:
+                        last.extend(fh)
+                    else:
+                        sys.stdout.flush()
+                        shutil.copyfileobj(fh, sys.stdout.buffer)  # streamed, whatever its size
             except OSError:
                 pass
-        sys.stdout.writelines(text[-tail:] if tail else text)
         sys.stdout.flush()
+        sys.stdout.buffer.writelines(last)
+        sys.stdout.buffer.flush()
     return 0
 
 
@@ -296,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             os.makedirs(job_dir, exist_ok=True)
         except OSError as exc:
-            sys.stderr.write(f"dockyard: logs not kept: cannot make {job_dir}: {exc}\n")
+            _say(f"dockyard: logs not kept: cannot make {job_dir}: {exc}\n", sys.stderr)
             run_dir = job_dir = None
     records = Records(head_path, job_dir and os.path.join(job_dir, "progress.jsonl"))
     driver_log = KeptLog(job_dir and os.path.join(job_dir, "driver.log"), args.keep_bytes)
@@ -314,53 +385,79 @@ def main(argv: list[str] | None = None) -> int:
     if prev:
         records.add({"event": "previous", **prev})
 
+    # The job stays in this process group (Ray starts the entrypoint in a group of its own): Ray's stop signals
+    # and its clean-up after a lost supervisor reach every process of the job, as without the watcher.
     proc = subprocess.Popen(["/bin/sh", "-c", args.command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+                            stdin=subprocess.DEVNULL)
+    stopped: list = []
 
-    def forward(sig: int, _frame: object) -> None:  # Ray stops a job with SIGTERM: the child's group gets it too
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass
+    def stop(sig: int, _frame: object) -> None:
+        stopped.append(sig)  # the job got the same signal from Ray; the watcher stays to record how it ends
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, forward)
+        signal.signal(sig, stop)
+    # with each report: what `status` needs even when it reads only the newest records
+    context = {"cluster": cluster, "stallTimeout": args.stall_timeout}
+    if prev:
+        context["previous"] = {"cluster": prev.get("cluster"), "end": prev.get("end")}
+
+    def on_line(raw: bytes) -> None:
+        report = parse_report(raw.decode("utf-8", errors="replace"))
+        if report is None:
+            return
+        watch.reported(report)
+        ckpt = newest_checkpoint(checkpoints)
+        if ckpt:
+            report["newestCheckpoint"] = ckpt
+        records.add({**report, "context": context})
 
     def pump() -> None:
+        """The job's output as it comes (chunks: a progress bar without newlines passes at once), through to the
+        driver log and the kept log; each whole line is looked at for a report."""
         assert proc.stdout is not None
-        for raw in iter(proc.stdout.readline, b""):
-            text = raw.decode("utf-8", errors="replace")
-            sys.stdout.write(text)
-            sys.stdout.flush()
-            driver_log.write(text)
-            report = parse_report(text)
-            if report is not None:
-                watch.reported(report)
-                ckpt = newest_checkpoint(checkpoints)
-                if ckpt:
-                    report["newestCheckpoint"] = ckpt
-                records.add(report)
+        fd, partial = proc.stdout.fileno(), b""
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            try:
+                sys.stdout.buffer.write(data)
+                sys.stdout.buffer.flush()
+            except (OSError, ValueError):
+                pass  # a full disk under the driver log: the job goes on, and so does the guard
+            driver_log.write(data)
+            *lines, partial = (partial + data).split(b"\n")
+            partial = partial[-65536:]  # a report is one line: the start of an endless one is not kept
+            for raw in lines:
+                try:
+                    on_line(raw)
+                except Exception as exc:  # noqa: BLE001 (a record not written is no reason to stop reading)
+                    _say(f"dockyard: a progress report was not recorded: {exc}\n", sys.stderr)
+        if partial:
+            on_line(partial)
         watch.done.set()
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
     reason = None
     while proc.poll() is None:
-        reason = watch.stalled()
+        reason = None if stopped else watch.stalled()
         if reason:
             break
         time.sleep(1.0)
     if reason:
         line = f"dockyard: {reason}; ending the attempt (SIGTERM, SIGKILL after {args.kill_grace:g} s)\n"
-        sys.stdout.write(line)
-        sys.stdout.flush()
-        driver_log.write(line)
+        _say(line)
+        driver_log.write(line.encode())
         records.add({"event": "stalled", "reason": reason})
-        _end_group(proc, args.kill_grace)
+        end_job(proc, args.kill_grace)
     code = proc.wait()
-    watch.done.wait(5.0)  # the output's last lines, unless a grandchild still holds the pipe open
+    watch.done.wait(5.0)  # the output's last lines, unless a process of the job still holds the pipe open
     end = {"end": reason or ("succeeded" if code == 0 else f"failed: exit code {code}"), "exitCode": code,
-           "lastStep": watch.last_step}
+           "lastStep": watch.last_step, "cluster": cluster}
     records.add({"event": "ended", **end})
     if job_dir:
         try:
@@ -371,9 +468,8 @@ def main(argv: list[str] | None = None) -> int:
     if reason:
         # The last line of the driver log: Ray ends the job's message with it, and KubeRay copies that message.
         line = f"dockyard: {reason}\n"
-        sys.stdout.write(line)
-        sys.stdout.flush()
-        driver_log.write(line)
+        _say(line)
+        driver_log.write(line.encode())
     driver_log.close()
     return 1 if reason else (code if code >= 0 else 128 - code)
 

@@ -244,8 +244,9 @@ def watcher_row(values: dict[str, Any]) -> Row:
                                       "no stall guard")
     guard = (f"stall guard {watch['stallTimeoutSeconds']} s (first report within {watch.get('firstReportSeconds')} s)"
              if watch.get("stallTimeoutSeconds") is not None else "no stall guard (launch.watch.stallTimeoutSeconds)")
+    volume = ((values.get("infra") or {}).get("storage") or {}).get("logs") or {}
+    on_head = volume and "head" in (volume.get("mountOn") or ["head"])
     logs = (f"each job's driver log kept on infra.storage.logs (up to {watch.get('keepLogMiB', 64)} MiB each)"
-            if ((values.get("infra") or {}).get("storage") or {}).get("logs")
-            else "driver logs not kept after an attempt (no infra.storage.logs)")
+            if on_head else "driver logs not kept after an attempt (no infra.storage.logs mounted on the head)")
     return Row(OK, "run watcher", f"in the head's container, within its requests (~{WATCHER_RSS_MIB} MiB, "
                                   f"{WATCHER_CPU}; no RBAC); {guard}; {logs}")

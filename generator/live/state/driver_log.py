@@ -82,7 +82,7 @@ def follow(kube: Kube, release: str, namespace: str, deadline: float | None,
             text = read(kube, namespace, job) if job else ""
         except Exception:
             text = ""
-        if text and opening and not text.startswith(opening):
+        if text and opening and (len(text) < printed or not text.startswith(opening)):
             # The same job id, another log: the head was replaced and KubeRay submitted the job again on the
             # new head, whose log starts from its first line.
             write(_AGAIN.format(cluster=cluster or "-"))

@@ -86,6 +86,12 @@ def parse(text: str) -> JobProgress:
             out.ended = rec
         elif isinstance(rec.get("step"), int):
             out.reports.append(rec)
+    context = (out.reports[-1].get("context") if out.reports else None) or {}
+    if isinstance(context, dict):  # each report repeats what the first records said: they may be cut off
+        out.cluster = out.cluster or context.get("cluster")
+        out.stall_timeout = out.stall_timeout or int(context.get("stallTimeout") or 0)
+        if out.previous is None and isinstance(context.get("previous"), dict):
+            out.previous = context["previous"]
     return out
 
 
@@ -174,8 +180,8 @@ def read(kube: Kube, namespace: str, head_service: str | None, head_ip: str | No
         if exc.status == 403:
             return JobProgress(unknown="forbidden: reading it needs get on services/proxy in the namespace")
         if "not found" in body:
-            return JobProgress(unknown="the job has no run watcher's records: launch.watch.enabled false, or "
-                                       "submitted without it")
+            return JobProgress(unknown="no records of the run watcher for this job yet: the job is starting, or "
+                                       "runs without the watcher (launch.watch.enabled false)")
         return JobProgress(unknown=f"the head's dashboard answered {exc.status}: {body.strip()[:120]}")
     except Exception as exc:  # the dashboard not up yet, a cut connection
         return JobProgress(unknown=f"the head's dashboard did not answer ({type(exc).__name__})")

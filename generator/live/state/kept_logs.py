@@ -5,7 +5,8 @@ The run watcher (charts/dockyard/files/run_watch.py) writes each job's driver lo
 own pod template as the release's manifest renders it (image, pull secrets, security context, placement, the
 logs volume and its mount), which runs the watcher's `kept` mode and ends. Its output comes back through
 pods/log, and the pod is deleted. What the user needs: create, get and delete on pods and get on pods/log in
-the namespace (doctor's RBAC rows name them).
+the namespace (doctor's RBAC rows name them). A job `job submit` sent to a bringup cluster is kept under its own
+RayJob's name (`logs --job NAME --attempt 1`).
 """
 
 from __future__ import annotations
@@ -80,17 +81,20 @@ def since_stamp(job: dict[str, Any] | None) -> str:
 
 
 def read(kube: Kube, release: str, namespace: str, manifest: str | None, attempt: int, tail: int,
-         timeout: float = 120.0) -> str:
-    """Attempt `attempt`'s kept driver log (its jobs, in order); CheckFailed when it was not kept."""
+         timeout: float = 120.0, job_name: str | None = None) -> str:
+    """Attempt `attempt`'s kept driver log (its jobs, in order) of the release's RayJob, or of RayJob `job_name`
+    (a job submitted to the release's bringup cluster); CheckFailed when it was not kept."""
     not_kept = NOT_KEPT.format(n=attempt)
     template = head_template(manifest or "")
     if template is None:
         raise CheckFailed(f"{not_kept}: release {release} has no RayJob or RayCluster (attach mode keeps none)")
-    job = kube.get_ray("rayjobs", namespace, release)
-    pod = reader_pod(release, template, ["kept", release, since_stamp(job), str(attempt), str(tail)])
+    run = job_name or release  # the run watcher's --run: the RayJob's name
+    job = kube.get_ray("rayjobs", namespace, run)
+    pod = reader_pod(release, template, ["kept", run, since_stamp(job), str(attempt), str(tail)])
     if pod is None:
-        raise CheckFailed(f"{not_kept}: release {release} has no logs volume (infra.storage.logs); set it, and "
-                          f"the run watcher (launch.watch.enabled, the default) keeps every attempt's driver log")
+        raise CheckFailed(f"{not_kept}: release {release} has no logs volume on its head (infra.storage.logs, "
+                          f"with head in its mountOn, the default); set it, and the run watcher (launch.watch, on "
+                          f"by default) keeps every attempt's driver log")
     name = pod["metadata"]["name"]
     kube.request("POST", f"/api/v1/namespaces/{namespace}/pods", body=pod)
     try:

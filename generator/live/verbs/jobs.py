@@ -41,15 +41,15 @@ def watched(entry: str, launch: dict[str, Any], run: str) -> str:
     return f"python3 {watcher} {args} -- {shlex.quote(entry)}"
 
 
-def rayjob_body(name: str, cluster: str, values: dict[str, Any]) -> dict[str, Any]:
+def rayjob_body(name: str, cluster: str, values: dict[str, Any], watcher: bool = False) -> dict[str, Any]:
+    """The RayJob; with `watcher`, its entrypoint under the run watcher the cluster's head holds."""
     launch = values.get("launch") or {}
     recipe = values["recipe"]
     config = shlex.quote(f"{launch.get('configMountPath', '/etc/dockyard')}/recipe.yaml")  # as the chart quotes it
     entry = f"{recipe['entrypoint']} --config {config}"
     if (values.get("sandbox") or {}).get("injectUrls"):
         entry += " env.code.sandbox_urls=null"
-    if launch.get("mode") == "bringup" and cluster == recipe["name"]:  # the release's own cluster: its head
-        # holds the run watcher (the recipe ConfigMap)
+    if watcher:
         entry = watched(entry, launch, name)
     spec: dict[str, Any] = {
         "entrypoint": entry,
@@ -84,9 +84,11 @@ def submit(args: Any) -> int:
         raise CheckFailed(f"RayJob name {name!r} has {len(name)} characters; KubeRay allows at most {MAX_RAYJOB_NAME}")
     from kubernetes.client.exceptions import ApiException
 
+    watcher = _head_holds_watcher(kube, p.namespace, cluster) if (
+        p.mode == "bringup" and (launch.get("watch") or {}).get("enabled", True)) else False
     try:
         kube.custom.create_namespaced_custom_object(RAY_GROUP, RAY_VERSION, p.namespace, "rayjobs",
-                                                    rayjob_body(name, cluster, p.values))
+                                                    rayjob_body(name, cluster, p.values, watcher))
     except ApiException as exc:
         if exc.status == 409:
             raise CheckFailed(f"RayJob {name} already exists in {p.namespace}: pick another --name, "
@@ -119,6 +121,26 @@ def submit(args: Any) -> int:
         if time.monotonic() >= deadline:
             raise CheckFailed(f"RayJob {name} not running after the timeout (state {state or 'New'})")
         time.sleep(1.0)
+
+
+def _head_holds_watcher(kube: Kube, namespace: str, cluster: str) -> bool:
+    """Whether the cluster's head mounts a recipe ConfigMap holding the run watcher (a bringup release of this
+    chart with launch.watch on): the job runs under it only then (one read of the RayCluster)."""
+    found = kube.get_ray("rayclusters", namespace, cluster) or {}
+    head = ((found.get("spec") or {}).get("headGroupSpec") or {}).get("template") or {}
+    config = next((v.get("configMap", {}).get("name") for v in (head.get("spec") or {}).get("volumes") or []
+                   if v.get("name") == "recipe"), None)
+    if not config:
+        return False
+    try:
+        data = kube.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/{config}").get("data") or {}
+    except Exception:
+        return False
+    if "run_watch.py" not in data:
+        print(f"job submit: RayCluster {cluster}'s recipe ConfigMap has no run watcher (launch.watch.enabled false, "
+              "or an older chart): the job runs without progress, kept logs or stall guard", file=sys.stderr)
+        return False
+    return True
 
 
 def _list(kube: Kube, namespace: str | None, cluster: str | None = None) -> list[dict[str, Any]]:

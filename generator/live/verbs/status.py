@@ -89,7 +89,8 @@ def status(args: Any) -> int:
     if not args.watch:
         snap = take(kube, release, ns, records)
         snap.namespace_deleting = kube.namespace_deletion(ns)
-        read_progress(kube, snap)
+        if getattr(args, "progress", True):
+            read_progress(kube, snap)
         end = _job_end(kube, ns, snap) if args.output == "table" else ""
         emit(snap.to_dict(), args.output, lambda: status_table(snap) + end)
         return EXIT_OK
@@ -99,7 +100,8 @@ def status(args: Any) -> int:
     while True:
         snap = take(kube, release, ns)
         snap.namespace_deleting = kube.namespace_deletion(ns)
-        read_progress(kube, snap)
+        if getattr(args, "progress", True):
+            read_progress(kube, snap)
         text = status_table(snap) if args.output == "table" else ""
         if tty:
             sys.stdout.write("\x1b[H\x1b[2J" + text + "\n")
