@@ -19,20 +19,13 @@ from __future__ import annotations
 import os
 import statistics
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
 import yaml
+from resume import CLI, INFRA, RECIPE, REPO, SHAPE  # the real-Ray shape; it puts tests/live on the path too
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests" / "live"))  # the real node's turn (real_node_session) and the job (stall_job)
-
-RECIPE = REPO / "values-examples" / "grpo_swe.yaml"
-INFRA = REPO / "values-examples" / "grpo_swe_playground.infra.yaml"
-SHAPE = ["cluster.trainer.nodes=1", "cluster.trainer.gpusPerNode=1", "cluster.inference.gpusPerNode=1"]
-CLI = [sys.executable, "-m", "generator"]
 STALL = 30
 
 
