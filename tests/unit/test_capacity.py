@@ -35,3 +35,18 @@ def test_namespace_user_rows_say_what_rbac_keeps_unknown(alice):
     ns = read_namespace(alice, NS)
     assert access.namespace_row(ns).mark == OK  # the admin role reads its own namespace
     assert admission.pod_security_row(alice, ns, templates(), drop_priority_class=True).mark == OK
+
+
+def test_the_run_watcher_row_names_its_cost_its_guard_and_whether_logs_are_kept():
+    from generator.live.doctor.capacity import watcher_row
+
+    row = watcher_row({"launch": {"watch": {"enabled": True, "stallTimeoutSeconds": 600, "firstReportSeconds": 1800,
+                                            "keepLogMiB": 64}},
+                       "infra": {"storage": {"logs": {"size": "10Gi"}}}})
+    assert row.check == "run watcher" and "in the head's container, within its requests (~16 MiB" in row.detail
+    assert "no RBAC" in row.detail and "stall guard 600 s (first report within 1800 s)" in row.detail
+    assert "each job's driver log kept on infra.storage.logs (up to 64 MiB each)" in row.detail
+    trainer_only = watcher_row({"launch": {"watch": {"enabled": True}},
+                                "infra": {"storage": {"logs": {"size": "10Gi", "mountOn": ["trainer"]}}}})
+    assert "no stall guard" in trainer_only.detail and "not kept after an attempt" in trainer_only.detail
+    assert watcher_row({"launch": {"watch": {"enabled": False}}}).detail.startswith("off (launch.watch.enabled false)")

@@ -231,7 +231,7 @@ def quota_rows(kube: Kube, ns: Namespace, templates: dict[str, dict[str, Any]], 
 # What the run watcher (charts/dockyard/files/run_watch.py) costs the head, measured (docs/run-watch.md): one Python
 # process of the standard library beside the job, waking once a second.
 WATCHER_RSS_MIB = 16
-WATCHER_CPU = "under 1 millicore"
+WATCHER_CPU = "about 1 millicore"
 
 
 def watcher_row(values: dict[str, Any]) -> Row:
