@@ -77,3 +77,49 @@ def test_a_failed_attempt_that_is_retried_is_no_failure_to_stop_a_wait():
     _read_ray(snap, [_job({"jobDeploymentStatus": "Failed", "jobStatus": "FAILED", "failed": 2}, 1)], [])
     assert snap.failure() and "Failed" in snap.failure()
 
+
+
+def test_the_progress_line_costs_status_one_request_and_none_without_it(monkeypatch, capsys):
+    """The verb's budget: the snapshot's own reads (counted by test_snapshot.py) plus one for progress, made only
+    while the job has a head to read it from; `--no-progress` makes none."""
+    import argparse
+    import json
+    import time
+
+    from generator.live.verbs import status as verb
+
+    class Kube:
+        def __init__(self):
+            self.asked = []
+
+        def get_text(self, path, query):
+            self.asked.append(path)
+            return json.dumps({"t": time.time(), "step": 3, "total": 6}) + "\n"
+
+        def namespace_deletion(self, namespace):
+            return None
+
+    def snapshot(head_ip):
+        snap = Snapshot("grpo-swe", "ns")
+        _read_ray(snap, [_job({"jobId": "raysubmit_1", "rayClusterName": "c1", "jobStatus": "RUNNING",
+                               "jobDeploymentStatus": "Running"}, 0)], [])
+        snap.head_ip = head_ip
+        return snap
+
+    def run(head_ip, progress=True):
+        kube = Kube()
+        monkeypatch.setattr(verb, "Kube", lambda *a: kube)
+        monkeypatch.setattr(verb, "resolve", lambda k, release, ns: ("grpo-swe", "ns", []))
+        monkeypatch.setattr(verb, "take", lambda *a: snapshot(head_ip))
+        args = argparse.Namespace(kubeconfig=None, context=None, release="grpo-swe", namespace="ns", watch=False,
+                                  output="table", progress=progress, timeout=None)
+        assert verb.status(args) == 0
+        return kube.asked, capsys.readouterr().out
+
+    asked, out = run("10.244.0.7")
+    assert asked == ["/api/v1/namespaces/ns/services/c1-head-svc:8265/proxy/api/v0/logs/file"]
+    assert "progress   step 3 of 6 (50%)" in out
+    asked, out = run("10.244.0.7", progress=False)
+    assert asked == [] and "progress" not in out
+    asked, out = run(None)  # no head running: nothing to ask, and the line says why
+    assert asked == [] and "progress   unknown (no running head pod)" in out
