@@ -97,3 +97,12 @@ def test_job_submit_wraps_a_bringup_job_exactly_as_the_chart_wraps_the_rayjob(re
     entry = Rendered(Template(values, "grpo-swe", "dockyard").result()).one("RayJob")["spec"]["entrypoint"]
     inner = shlex.split(entry)[-1] if values["launch"]["watch"]["enabled"] else entry
     assert watched(inner, values["launch"], "grpo-swe") == entry
+
+
+def test_the_default_k8sjobmode_path_hands_the_watcher_the_same_argv(render):
+    """K8sJobMode (the default): KubeRay's submitter shell reads `ray job submit … -- <entrypoint>` into words, Ray's
+    CLI joins them with subprocess.list2cmdline, and the job supervisor's /bin/sh reads that: for the chart's
+    own paths the watcher gets its flags and the entrypoint as one word, as in HTTPMode."""
+    entry = render(launch={"watch": {"stallTimeoutSeconds": 600}}).one("RayJob")["spec"]["entrypoint"]
+    joined = subprocess.list2cmdline(shlex.split(entry))
+    assert _shell_argv(joined.removeprefix("python3 ")) == shlex.split(entry)[1:]
