@@ -57,15 +57,19 @@ def retried(doc: dict[str, Any], checkpoints: bool) -> None:
 def keeps_logs(doc: dict[str, Any]) -> None:
     """The logs volume too (infra.storage.logs, the same class), where the run watcher keeps each attempt's
     driver log, and no time kept after the job ends: the RayCluster goes as soon as the job has."""
-    doc["infra"]["storage"]["logs"] = {"size": "1Gi", "storageClassName": "local-path-rwx",
-                                       "accessModes": ["ReadWriteMany"]}
+    doc["infra"]["storage"]["logs"] = dict(doc["infra"]["storage"]["checkpoints"])
     doc["launch"]["ttlSecondsAfterFinished"] = 0
+
+
+def claim_dir(state_dir: Path, ns: str, claim: str) -> Path:
+    """The host directory of claim `claim` in namespace `ns`, as the real node's local-path-rwx provisioner made it."""
+    (vol,) = [p for p in (state_dir / "node" / "local-path-rwx").iterdir() if p.name.endswith(f"_{ns}_{claim}")]
+    return vol
 
 
 def step_files(state_dir: Path, ns: str, release: str = "grpo-swe") -> dict[int, tuple[float, str]]:
     """step -> (when, head pod) of the checkpoint files on the host, in the provisioner's directory of the claim."""
-    root = state_dir / "node" / "local-path-rwx"
-    (vol,) = [p for p in root.iterdir() if p.name.endswith(f"_{ns}_{release}-checkpoints")]
+    vol = claim_dir(state_dir, ns, f"{release}-checkpoints")
     out = {}
     for f in vol.glob("step_*"):
         when, host = f.read_text().split()

@@ -8,8 +8,11 @@ the run watcher's line (docs/run-watch.md), with the checkpoint step it just wro
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 from typing import Any
+
+import resume_job
 
 STEPS, HANG_AFTER = 6, 2
 CODE = """
@@ -38,14 +41,11 @@ def entrypoint_override(interval: float) -> str:
 
 
 def guarded(doc: dict[str, Any], stall_timeout: int | None) -> None:
-    """One retry, a checkpoint and a logs volume (the real node's local-path-rwx class), and the stall guard when
-    `stall_timeout` is set (the first report's grace: 300 s, a cold head on two shared cores)."""
-    doc["launch"]["backoffLimit"] = 1
-    head = doc["kuberay"]["spec"]["headGroupSpec"]
-    head.setdefault("template", {}).setdefault("spec", {})["containers"] = [
-        {"env": [{"name": "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT", "value": "180"}]}]
-    volume = {"size": "1Gi", "storageClassName": "local-path-rwx", "accessModes": ["ReadWriteMany"]}
-    doc["infra"]["storage"] = {"checkpoints": dict(volume), "logs": dict(volume)}
+    """The resume proof's infra (one retry, a checkpoint claim: resume_job.retried), a logs claim of the same class,
+    and the stall guard when `stall_timeout` is set (the first report's grace: 300 s, a cold head on two shared
+    cores)."""
+    resume_job.retried(doc, checkpoints=True)
+    doc["infra"]["storage"]["logs"] = dict(doc["infra"]["storage"]["checkpoints"])
     if stall_timeout is not None:
         doc["launch"]["watch"] = {"stallTimeoutSeconds": stall_timeout, "firstReportSeconds": 300}
 
@@ -53,12 +53,6 @@ def guarded(doc: dict[str, Any], stall_timeout: int | None) -> None:
 def kept_records(state_dir: Path, ns: str, release: str = "grpo-swe") -> list[tuple[str, list[dict]]]:
     """(job folder, its progress records) of every job the run watcher kept, oldest first, read on the host in
     the provisioner's directory of the logs claim."""
-    import json
-
-    root = state_dir / "node" / "local-path-rwx"
-    (vol,) = [p for p in root.iterdir() if p.name.endswith(f"_{ns}_{release}-logs")]
-    out = []
-    for job in sorted((vol / "dockyard-runs" / release).iterdir()):
-        lines = (job / "progress.jsonl").read_text().splitlines()
-        out.append((job.name, [json.loads(line) for line in lines]))
-    return out
+    runs = resume_job.claim_dir(state_dir, ns, f"{release}-logs") / "dockyard-runs" / release
+    return [(job.name, [json.loads(line) for line in (job / "progress.jsonl").read_text().splitlines()])
+            for job in sorted(runs.iterdir())]

@@ -42,7 +42,7 @@ def cluster(monkeypatch):
 
 def args(**over):
     base = {"kubeconfig": None, "context": None, "release": None, "namespace": None, "role": "trainer", "tail": None,
-            "follow": False, "timeout": None}
+            "follow": False, "timeout": None, "attempt": None, "job": None}
     return Namespace(**{**base, **over})
 
 

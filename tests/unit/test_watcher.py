@@ -5,7 +5,6 @@ the guard, still running past the bound."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shlex
@@ -15,13 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-from generator.tools import CHART_DIR
+import pytest
 
-WATCHER = CHART_DIR / "files" / "run_watch.py"
-spec = importlib.util.spec_from_file_location("run_watch_under_test", WATCHER)
-assert spec and spec.loader
-rw = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(rw)
+from generator.live.state.driver_log import WATCHER, watcher
+
+rw = watcher()  # the chart's files/run_watch.py as a module
 
 
 def job(body: str) -> str:
@@ -33,6 +30,22 @@ REPORT = ('import json, time\n'
           'def report(s, **kw): print("DOCKYARD_PROGRESS", json.dumps({"step": s, **kw}), flush=True)\n')
 
 
+STARTED: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left():
+    """Every watcher a test started ends with it, its job too, even when the test fails half-way."""
+    yield
+    while STARTED:
+        proc = STARTED.pop()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+
+
 def start(tmp_path: Path, command: str, *flags: str, sid: str = "raysubmit_1", cluster: str = "grpo-swe-abcde",
           logs: bool = True) -> subprocess.Popen:
     env = dict(os.environ, RAY_CLUSTER_NAME=cluster,
@@ -41,9 +54,11 @@ def start(tmp_path: Path, command: str, *flags: str, sid: str = "raysubmit_1", c
     if logs:
         env["DOCKYARD_LOG_DIR"] = str(tmp_path / "volume")
     # a process group of its own, as Ray starts an entrypoint
-    return subprocess.Popen([sys.executable, str(WATCHER), "--run", "grpo-swe", "--ray-logs", str(tmp_path / "ray"),
+    proc = subprocess.Popen([sys.executable, str(WATCHER), "--run", "grpo-swe", "--ray-logs", str(tmp_path / "ray"),
                              "--kill-grace", "1", *flags, "--", command], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    STARTED.append(proc)
+    return proc
 
 
 def head_records(tmp_path: Path, sid: str = "raysubmit_1") -> list[dict]:

@@ -174,30 +174,36 @@ class KeptLog:
                 self.fh = None
 
 
+NO_END = "unknown: it left no end record (its head pod was killed, or it still runs)"
+
+
+def job_record(job_dir: str) -> dict:
+    """What a kept job's folder says of it: its start (`started.json`: RayCluster, submission) and its end
+    (`end.json`), or NO_END when it has none."""
+    out: dict = {}
+    for part, missing in (("started.json", {}), ("end.json", {"end": NO_END})):
+        try:
+            with open(os.path.join(job_dir, part), encoding="utf-8") as fh:
+                out.update(json.load(fh))
+        except (OSError, ValueError):
+            out.update(missing)
+    return out
+
+
 def previous_end(run_dir: str | None, own: str) -> dict | None:
-    """How the run's latest earlier job on the logs volume ended (its `end.json`), for the progress records."""
+    """How the run's latest earlier job on the logs volume ended, for the progress records."""
     if not run_dir:
         return None
     try:
         earlier = sorted(d for d in os.listdir(run_dir) if d < own)
     except OSError:
         return None
-    for name in reversed(earlier):
-        out = {"job": name}
-        for part, missing in (("started.json", {}),
-                              ("end.json", {"end": "unknown: it left no end record (its head pod was killed)"})):
-            try:
-                with open(os.path.join(run_dir, name, part), encoding="utf-8") as fh:
-                    out.update(json.load(fh))
-            except (OSError, ValueError):
-                out.update(missing)
-        return out
-    return None
+    return {"job": earlier[-1], **job_record(os.path.join(run_dir, earlier[-1]))} if earlier else None
 
 
 class Watch:
-    def __init__(self, args: argparse.Namespace, clock=time.monotonic, wall=time.time) -> None:
-        self.args, self.clock, self.wall = args, clock, wall
+    def __init__(self, args: argparse.Namespace, clock=time.monotonic) -> None:
+        self.args, self.clock = args, clock
         self.started = clock()
         self.last_report: float | None = None
         self.last_step: int | None = None
@@ -299,12 +305,9 @@ def kept(argv: list[str]) -> int:
     except OSError:
         jobs = []
     attempts: list = []
+    records = {name: job_record(os.path.join(folder, name)) for name in jobs}
     for name in jobs:
-        try:
-            with open(os.path.join(folder, name, "started.json"), encoding="utf-8") as fh:
-                cluster = json.load(fh).get("cluster") or name
-        except (OSError, ValueError):
-            cluster = name
+        cluster = records[name].get("cluster") or name
         if attempts and attempts[-1][0] == cluster:
             attempts[-1][1].append(name)
         else:
@@ -314,12 +317,8 @@ def kept(argv: list[str]) -> int:
         return 0
     for i, name in enumerate(attempts[want - 1][1]):
         job = os.path.join(folder, name)
-        try:
-            with open(os.path.join(job, "end.json"), encoding="utf-8") as fh:
-                end = json.load(fh).get("end")
-        except (OSError, ValueError):
-            end = "no end record: the job's head pod was killed, or the job still runs"
-        print(f"--- job {name}" + (" (submitted again on the same RayCluster)" if i else "") + f": {end}")
+        print(f"--- job {name}" + (" (submitted again on the same RayCluster)" if i else "")
+              + f": {records[name]['end']}")
         last: collections.deque = collections.deque(maxlen=tail or None)  # the last TAIL lines: bounded memory
         for part in ("driver.log.1", "driver.log"):
             try:

@@ -93,9 +93,18 @@ class Kube:
         """One API request; the decoded JSON answer. ApiException (as the typed APIs raise) on non-2xx."""
         import json
 
+        data = self._send(method, path, query, body, content_type, "application/json")
+        return json.loads(data) if data else {}
+
+    def get_text(self, path: str, query: dict[str, Any] | None = None) -> str:
+        """One GET whose answer is text, not JSON (a file through a service proxy); ApiException on non-2xx."""
+        return self._send("GET", path, query, None, None, "*/*").decode("utf-8", "replace")
+
+    def _send(self, method: str, path: str, query: dict[str, Any] | None, body: Any, content_type: str | None,
+              accept: str) -> bytes:
         from kubernetes.client.exceptions import ApiException
 
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": accept}
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
         params = self.api.param_serialize(
@@ -106,21 +115,7 @@ class Kube:
         if not 200 <= resp.status <= 299:
             raise ApiException.from_response(http_resp=resp, body=(resp.data or b"").decode("utf-8", "replace"),
                                              data=None)
-        return json.loads(resp.data) if resp.data else {}
-
-    def get_text(self, path: str, query: dict[str, Any] | None = None) -> str:
-        """One GET whose answer is text, not JSON (a file through a service proxy); ApiException on non-2xx."""
-        from kubernetes.client.exceptions import ApiException
-
-        params = self.api.param_serialize(
-            method="GET", resource_path=path, header_params={"Accept": "*/*"}, auth_settings=["BearerToken"],
-            query_params=[(k, v) for k, v in (query or {}).items() if v is not None])
-        resp = self.api.call_api(*params)
-        resp.read()
-        text = (resp.data or b"").decode("utf-8", "replace")
-        if not 200 <= resp.status <= 299:
-            raise ApiException.from_response(http_resp=resp, body=text, data=None)
-        return text
+        return resp.data or b""
 
     def list(self, path: str, label_selector: str | None = None, field_selector: str | None = None) -> Objects:
         """The items of a list call, as dicts."""

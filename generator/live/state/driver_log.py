@@ -13,6 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from generator.live.cluster.kube import Kube
+from generator.tools import CHART_DIR
+
+# The run watcher: the chart ships it, it becomes the job's driver (docs/run-watch.md)
+WATCHER = CHART_DIR / "files" / "run_watch.py"
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 # jobDeploymentStatus of a RayJob whose failed attempt is retried (launch.backoffLimit): the job has not ended
@@ -27,21 +31,39 @@ def head_service(job: dict) -> str | None:
     return svc or (f"{st['rayClusterName']}-head-svc" if st.get("rayClusterName") else None)
 
 
+def dashboard(namespace: str, service: str, api: str) -> str:
+    """The path of the head's Ray dashboard (port 8265) API `api`, through the apiserver's service proxy."""
+    return f"/api/v1/namespaces/{namespace}/services/{service}:8265/proxy/{api}"
+
+
 def read(kube: Kube, namespace: str, job: dict) -> str:
     """The driver's whole log so far ("" before the job was submitted)."""
     st = job.get("status") or {}
     svc, sid = head_service(job), st.get("jobId")
     if not svc or not sid or not st.get("jobStatus"):
         return ""
-    ans = kube.request("GET", f"/api/v1/namespaces/{namespace}/services/{svc}:8265/proxy/api/jobs/{sid}/logs")
+    ans = kube.request("GET", dashboard(namespace, svc, f"api/jobs/{sid}/logs"))
     return ans.get("logs", "") if isinstance(ans, dict) else ""
+
+
+def watcher() -> Any:
+    """The run watcher (WATCHER), loaded as a module once: its report parser is the contract, so the CLI reads a
+    driver log's reports exactly as the watcher does."""
+    import importlib.util
+
+    if "dockyard_run_watch" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("dockyard_run_watch", WATCHER)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["dockyard_run_watch"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["dockyard_run_watch"]
 
 
 def _reports(text: str) -> list[dict[str, Any]]:
     """The progress reports in new lines of the driver log (the job's own DOCKYARD_PROGRESS lines)."""
-    from generator.live.state.job_progress import parse_report
-
-    return [r for r in map(parse_report, text.splitlines()) if r is not None]
+    parse = watcher().parse_report
+    return [r for r in map(parse, text.splitlines()) if r is not None]
 
 
 def outcome(job: dict) -> str:

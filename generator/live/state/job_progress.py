@@ -15,30 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generator.live.cluster.kube import Kube
-
-
-def _watcher() -> Any:
-    """The run watcher itself (the chart's files/run_watch.py), loaded as a module: its report parser is the
-    contract, so the CLI reads a report exactly as the watcher does."""
-    import importlib.util
-    import sys
-
-    from generator.tools import CHART_DIR
-
-    if "dockyard_run_watch" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("dockyard_run_watch", CHART_DIR / "files" / "run_watch.py")
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["dockyard_run_watch"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["dockyard_run_watch"]
-
-
-def parse_report(line: str) -> dict[str, Any] | None:
-    """The progress report a line holds (`… DOCKYARD_PROGRESS {"step": 3, …}`), or None."""
-    report: dict[str, Any] | None = _watcher().parse_report(line)
-    return report
-
+from generator.live.state.driver_log import dashboard
 
 LINES = 40  # records read: the rate is taken over the last reports among them
 RATE_OVER = 10  # reports the seconds per step are taken over
@@ -171,7 +148,7 @@ def read(kube: Kube, namespace: str, head_service: str | None, head_ip: str | No
         return JobProgress(unknown="no running head pod")
     from kubernetes.client.exceptions import ApiException
 
-    path = f"/api/v1/namespaces/{namespace}/services/{head_service}:8265/proxy/api/v0/logs/file"
+    path = dashboard(namespace, head_service, "api/v0/logs/file")
     query = {"node_ip": head_ip, "filename": f"dockyard/progress-{job_id}.jsonl", "lines": str(LINES)}
     try:
         text = kube.get_text(path, query)

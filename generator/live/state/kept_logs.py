@@ -11,6 +11,7 @@ RayJob's name (`logs --job NAME --attempt 1`).
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
@@ -21,7 +22,8 @@ import yaml
 
 from generator.errors import CheckFailed
 from generator.live.cluster.kube import INSTANCE, Kube
-from generator.tools import CHART_DIR
+from generator.live.state.driver_log import WATCHER
+from generator.render.pod_templates import pod_templates
 
 LOGS_VOLUME = "dockyard-logs"  # the pod volume of infra.storage.logs (charts/dockyard/templates/ray/_storage.tpl)
 KEPT_MARK = "DOCKYARD_KEPT "
@@ -30,14 +32,7 @@ NOT_KEPT = "attempt {n}'s logs were not kept"
 
 def head_template(manifest: str) -> dict[str, Any] | None:
     """The head's pod template of the release's RayJob (or RayCluster) in its rendered manifest."""
-    for doc in yaml.safe_load_all(manifest):
-        if not isinstance(doc, dict):
-            continue
-        if doc.get("kind") == "RayJob":
-            return ((doc.get("spec") or {}).get("rayClusterSpec") or {}).get("headGroupSpec", {}).get("template")
-        if doc.get("kind") == "RayCluster":
-            return (doc.get("spec") or {}).get("headGroupSpec", {}).get("template")
-    return None
+    return pod_templates([d for d in yaml.safe_load_all(manifest) if isinstance(d, dict)]).get("head")
 
 
 def reader_pod(release: str, template: dict[str, Any], argv: list[str]) -> dict[str, Any] | None:
@@ -49,7 +44,7 @@ def reader_pod(release: str, template: dict[str, Any], argv: list[str]) -> dict[
     mount = next((m for m in head.get("volumeMounts") or [] if m.get("name") == LOGS_VOLUME), None)
     if volume is None or mount is None:
         return None
-    container = {"name": "read", "image": head.get("image"), "command": ["python3", "-c", _watcher_source(), *argv],
+    container = {"name": "read", "image": head.get("image"), "command": ["python3", "-c", WATCHER.read_text(), *argv],
                  "env": [{"name": "DOCKYARD_LOG_DIR", "value": mount["mountPath"]}],
                  "volumeMounts": [{**mount, "readOnly": True}],
                  "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m",
@@ -65,10 +60,6 @@ def reader_pod(release: str, template: dict[str, Any], argv: list[str]) -> dict[
     name = f"{release[:40]}-logs-{uuid.uuid4().hex[:6]}"
     return {"apiVersion": "v1", "kind": "Pod", "spec": pod_spec,
             "metadata": {"name": name, "labels": {INSTANCE: release, "dockyard.dev/fleet": "logs-reader"}}}
-
-
-def _watcher_source() -> str:
-    return (CHART_DIR / "files" / "run_watch.py").read_text()
 
 
 def since_stamp(job: dict[str, Any] | None) -> str:
@@ -107,7 +98,7 @@ def read(kube: Kube, release: str, namespace: str, manifest: str | None, attempt
     first, _, rest = text.partition("\n")
     if not first.startswith(KEPT_MARK):
         raise CheckFailed(f"the logs reader pod {name} printed no index: {first[:200]}")
-    attempts = yaml.safe_load(first[len(KEPT_MARK):])["attempts"]
+    attempts = json.loads(first[len(KEPT_MARK):])["attempts"]
     if not 1 <= attempt <= len(attempts):
         held = f"attempts 1 to {len(attempts)}" if attempts else "no attempt of this RayJob"
         raise CheckFailed(f"{not_kept}: the logs volume holds {held} (a job that ran without the run watcher "

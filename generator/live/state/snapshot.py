@@ -68,8 +68,7 @@ class Snapshot:
     # where the job's progress is read from (job_progress.py): the RayJob's current job, its head's Service and IP
     job_id: str | None = None
     head_service: str | None = None
-    head_ip: str | None = None
-    head_pods: list[dict[str, Any]] = field(default_factory=list)  # the current RayCluster's head pods, newest last
+    head_ip: str | None = None  # the newest live head pod of the current RayCluster
     progress: JobProgress | None = None  # read by `status` with one more request, not by take()
 
     # end states --------------------------------------------------------------------------------
@@ -234,6 +233,7 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
     for f in snap.fleets.values():
         f.gpus_requested = f.desired * per_pod_gpu.get(f.fleet, 0)
     reasons, nodes = _observe(snap, pods)
+    snap.head_ip = _head_ip(pods, (snap.raycluster or {}).get("name"))
     snap.pulls = failed_pulls(pods, fleet_of)
     _explain(snap, reasons, nodes, _owner_warnings(snap, replicasets, events))
     snap.calls = kube.calls - start
@@ -354,8 +354,6 @@ def _observe(snap: Snapshot, pods: Objects) -> tuple[dict[str, Counter[str]], di
         f = snap.fleets[name]
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
-        if name == "head" and not (pod.get("metadata") or {}).get("deletionTimestamp"):
-            _head(snap, pod)
         f.pods += 1
         if name == "submitter":
             f.desired = max(f.desired, 1)
@@ -370,17 +368,14 @@ def _observe(snap: Snapshot, pods: Objects) -> tuple[dict[str, Counter[str]], di
     return reasons, nodes
 
 
-def _head(snap: Snapshot, pod: dict[str, Any]) -> None:
-    """A head pod of the current RayCluster: its IP is where the job's progress is read (the newest one's)."""
-    cluster = (snap.raycluster or {}).get("name")
-    if cluster and labels(pod).get("ray.io/cluster") != cluster:
-        return
-    meta = pod.get("metadata") or {}
-    snap.head_pods.append({"name": meta.get("name"), "created": meta.get("creationTimestamp")})
-    snap.head_pods.sort(key=lambda h: h["created"] or "")
-    ip = (pod.get("status") or {}).get("podIP")
-    if ip and meta.get("name") == snap.head_pods[-1]["name"]:
-        snap.head_ip = ip
+def _head_ip(pods: Objects, cluster: str | None) -> str | None:
+    """The IP of the newest running head pod of RayCluster `cluster` (not one being deleted): where the job's
+    progress is read."""
+    heads = [p for p in pods if labels(p).get("ray.io/node-type") == "head"
+             and (cluster is None or labels(p).get("ray.io/cluster") == cluster)
+             and not p["metadata"].get("deletionTimestamp") and (p.get("status") or {}).get("podIP")]
+    newest = max(heads, key=lambda p: p["metadata"].get("creationTimestamp") or "", default=None)
+    return newest["status"]["podIP"] if newest else None
 
 
 def _owner_warnings(snap: Snapshot, replicasets: Objects, events: Objects) -> dict[str, str]:

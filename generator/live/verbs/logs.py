@@ -16,12 +16,11 @@ from generator.live.state import kept_logs
 
 
 def logs(args: Any) -> int:
-    args.attempt = getattr(args, "attempt", None)
     if args.attempt is None and args.role is None:
         raise usage_error("logs needs --role ROLE (the pods' logs) or --attempt N (an attempt's kept driver log)")
     if args.attempt is not None and (args.role or args.follow):
         raise usage_error("--attempt reads what an attempt kept: it takes neither --role nor --follow")
-    if getattr(args, "job", None) and args.attempt is None:
+    if args.job and args.attempt is None:
         raise usage_error("--job names whose kept logs --attempt reads: give --attempt N too")
     if args.attempt is not None and args.attempt < 1:
         raise usage_error(f"--attempt {args.attempt}: attempts count from 1")
@@ -29,7 +28,7 @@ def logs(args: Any) -> int:
     release, ns, records = resolve(kube, args.release, args.namespace)
     if args.attempt is not None:
         text = kept_logs.read(kube, release, ns, live_manifest(records), args.attempt, args.tail or 0,
-                              timeout=args.timeout or 120.0, job_name=getattr(args, "job", None))
+                              timeout=args.timeout or 120.0, job_name=args.job)
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
         return EXIT_OK
     sel = f"{INSTANCE}={release},dockyard.dev/fleet={args.role}"

@@ -89,7 +89,7 @@ def status(args: Any) -> int:
     if not args.watch:
         snap = take(kube, release, ns, records)
         snap.namespace_deleting = kube.namespace_deletion(ns)
-        if getattr(args, "progress", True):
+        if args.progress:
             read_progress(kube, snap)
         end = _job_end(kube, ns, snap) if args.output == "table" else ""
         emit(snap.to_dict(), args.output, lambda: status_table(snap) + end)
@@ -100,7 +100,7 @@ def status(args: Any) -> int:
     while True:
         snap = take(kube, release, ns)
         snap.namespace_deleting = kube.namespace_deletion(ns)
-        if getattr(args, "progress", True):
+        if args.progress:
             read_progress(kube, snap)
         text = status_table(snap) if args.output == "table" else ""
         if tty:
