@@ -56,9 +56,8 @@ def retried(doc: dict[str, Any], checkpoints: bool) -> None:
 
 def keeps_logs(doc: dict[str, Any]) -> None:
     """The logs volume too (infra.storage.logs, the same class), where the run watcher keeps each attempt's
-    driver log, and no time kept after the job ends: the RayCluster goes as soon as the job has."""
+    driver log."""
     doc["infra"]["storage"]["logs"] = dict(doc["infra"]["storage"]["checkpoints"])
-    doc["launch"]["ttlSecondsAfterFinished"] = 0
 
 
 def claim_dir(state_dir: Path, ns: str, claim: str) -> Path:

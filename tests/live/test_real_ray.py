@@ -255,9 +255,12 @@ def test_a_retry_resumes_from_the_checkpoint_volume_which_outlives_uninstall(ray
     print(f"resume cost (the failed attempt's last step to the retry's first step): "
           f"{resume_job.resume_seconds(steps):.1f} s")
 
-    # each attempt's driver log outlives its RayCluster (ttlSecondsAfterFinished 0: gone as the job ends)
+    # each attempt's driver log outlives its RayCluster: attempt 1's went with the retry, attempt 2's is deleted
+    # here as KubeRay deletes it when ttlSecondsAfterFinished runs out
     api = config.new_client_from_config(config_file=kc)
     custom = client.CustomObjectsApi(api)
+    for rc in custom.list_namespaced_custom_object("ray.io", "v1", ns, "rayclusters")["items"]:
+        custom.delete_namespaced_custom_object("ray.io", "v1", ns, "rayclusters", rc["metadata"]["name"])
     wait_for(lambda: not custom.list_namespaced_custom_object("ray.io", "v1", ns, "rayclusters")["items"], 120,
              "the RayClusters deleted")
     rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "1", "--kubeconfig", kc)
