@@ -141,7 +141,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("logs", parents=[read_common], help="logs of one fleet's pods, or an attempt's kept driver log")
     p.add_argument("release", nargs="?", help="release name (default: the only one)")
     p.add_argument("--role", choices=("head", "trainer", "inference", "sandbox", "submitter"),
-                   help="the fleet whose pods' logs to print (required without --attempt)")
+                   help="the fleet whose pods' logs to print (required without --attempt); with --attempt: "
+                        "also the Ray logs each head, trainer or inference pod of the attempt kept")
     p.add_argument("--attempt", type=int, metavar="N",
                    help="the driver log attempt N kept on the logs volume (infra.storage.logs), also after its "
                         "RayCluster is gone; 1 is the first attempt of the release's RayJob")

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from generator.errors import CheckFailed
 from generator.live.state import kept_logs
@@ -105,3 +106,84 @@ def test_without_the_logs_volume_nothing_was_kept_and_no_pod_is_made(tmp_path):
 def test_since_is_the_rayjobs_creation_as_the_watchers_folder_stamp():
     assert kept_logs.since_stamp({"metadata": {"creationTimestamp": "2026-12-04T10:00:00Z"}}) == "20261204T100000Z"
     assert kept_logs.since_stamp(None) == ""
+
+
+def _groups(manifest: str) -> dict[str, dict]:
+    """role -> pod spec of the release's RayJob."""
+    job = next(d for d in yaml.safe_load_all(manifest) if isinstance(d, dict) and d.get("kind") == "RayJob")
+    spec = job["spec"]["rayClusterSpec"]
+    return {"head": spec["headGroupSpec"]["template"]["spec"],
+            **{g["groupName"]: g["template"]["spec"] for g in spec["workerGroupSpecs"]}}
+
+
+def _keeper(spec: dict) -> dict | None:
+    return next((c for c in spec.get("initContainers") or [] if c["name"] == "dockyard-ray-logs"), None)
+
+
+def test_each_ray_pod_on_the_logs_volume_keeps_its_ray_logs_through_a_native_sidecar():
+    groups = _groups(_manifest(**LOGS))
+    for role, spec in groups.items():
+        keeper = _keeper(spec)
+        assert keeper is not None, role
+        assert spec["initContainers"][0] is keeper  # first: it starts before Ray and stops after it
+        assert keeper["restartPolicy"] == "Always"
+        assert keeper["command"] == ["python3", "/etc/dockyard/run_watch.py", "keep-ray", "--role", role,
+                                     "--keep-bytes", str(64 << 20)]
+        assert keeper["image"] == spec["containers"][0]["image"]
+        assert keeper["securityContext"] == spec["containers"][0]["securityContext"]
+        mounts = {m["mountPath"]: m for m in keeper["volumeMounts"]}
+        assert mounts["/tmp/ray"]["readOnly"] and mounts["/etc/dockyard"]["readOnly"]
+        assert mounts["/dockyard/logs"]["name"] == "dockyard-logs"
+        ray = {m["mountPath"]: m["name"] for m in spec["containers"][0]["volumeMounts"]}
+        assert ray["/tmp/ray"] == mounts["/tmp/ray"]["name"] == "dockyard-ray-logs"  # the same folder
+        env = {e["name"]: e for e in keeper["env"]}
+        assert env["RAY_CLUSTER_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.labels['ray.io/cluster']"
+        assert keeper["resources"]["limits"] == {"cpu": "200m", "memory": "64Mi"}
+
+
+def test_no_keeper_where_nothing_would_be_kept_or_the_user_said_not_to():
+    for over in ({},  # no logs volume
+                 {**LOGS, "launch": {"watch": {"keepRayLogMiB": 0}}},
+                 {**LOGS, "launch": {"watch": {"enabled": False}}}):
+        for role, spec in _groups(_manifest(**over)).items():
+            assert _keeper(spec) is None, (over, role)
+            assert all(v["name"] != "dockyard-ray-logs" for v in spec.get("volumes") or []), (over, role)
+    only_head = {**LOGS, "infra": {**LOGS["infra"], "storage": {"logs": {"size": "1Gi", "mountOn": ["head"]}}}}
+    groups = _groups(_manifest(**only_head))
+    assert _keeper(groups["head"]) is not None
+    assert _keeper(groups["trainer"]) is None and _keeper(groups["inference"]) is None
+    keeper = _keeper(_groups(_manifest(**{**LOGS, "launch": {"watch": {"keepRayLogMiB": 3}}}))["trainer"])
+    assert keeper is not None and keeper["command"][-1] == str(3 << 20)
+
+
+def test_an_overlays_ray_log_volume_is_shared_and_its_copies_of_the_keeper_are_replaced():
+    """An overlay that already mounts /tmp/ray (KubeRay's pattern for a log-shipping sidecar) keeps its volume,
+    which the keeper reads; an overlay's init container or volume of the keeper's names does not survive."""
+    overlay = {"workerGroupSpecs": [{"groupName": "trainer", "template": {"spec": {
+        "containers": [{"name": "ray-worker", "volumeMounts": [{"name": "ray-logs", "mountPath": "/tmp/ray/"}]},
+                       {"name": "fluent-bit", "image": "fluent-bit",
+                        "volumeMounts": [{"name": "ray-logs", "mountPath": "/tmp/ray"}]}],
+        "volumes": [{"name": "ray-logs", "emptyDir": {}},
+                    {"name": "dockyard-watcher", "hostPath": {"path": "/etc"}}],
+        "initContainers": [{"name": "dockyard-ray-logs", "image": "evil", "command": ["sh"]}]}}}]}
+    spec = _groups(_manifest(**{**LOGS, "kuberay": {**LOGS["kuberay"], "spec": overlay}}))["trainer"]
+    keeper = _keeper(spec)
+    assert keeper is not None and keeper["image"] != "evil"
+    assert [c["name"] for c in spec["initContainers"]].count("dockyard-ray-logs") == 1
+    assert {m["mountPath"]: m["name"] for m in keeper["volumeMounts"]}["/tmp/ray"] == "ray-logs"
+    names = [v["name"] for v in spec["volumes"]]
+    assert "dockyard-ray-logs" not in names and names.count("dockyard-watcher") == 1
+    assert next(v for v in spec["volumes"] if v["name"] == "dockyard-watcher")["configMap"]["name"] == "grpo-swe-recipe"
+
+
+def test_an_attempts_ray_logs_of_a_role_are_read_back_or_said_not_kept(tmp_path):
+    _job(tmp_path, "20261204T100010Z-grpo-swe-aaaaa-raysubmit_1", "grpo-swe-aaaaa", "driver\n", "failed: exit code 1")
+    pod = tmp_path / "dockyard-pods" / "grpo-swe-aaaaa" / "grpo-swe-aaaaa-trainer-worker-q"
+    (pod / "session_1").mkdir(parents=True)
+    (pod / "pod.json").write_text(json.dumps({"role": "trainer"}))
+    (pod / "session_1" / "worker-1.err").write_text("the trainer's traceback\n")
+    text = kept_logs.read(Kube(tmp_path), "grpo-swe", "ns", _manifest(**LOGS), 1, 0, role="trainer")
+    assert "--- pod grpo-swe-aaaaa-trainer-worker-q (trainer) session_1/worker-1.err\nthe trainer's traceback" in text
+    with pytest.raises(CheckFailed, match="attempt 1's inference Ray logs were not kept: no inference pod of "
+                                          "RayCluster grpo-swe-aaaaa kept any"):
+        kept_logs.read(Kube(tmp_path), "grpo-swe", "ns", _manifest(**LOGS), 1, 0, role="inference")

@@ -1,9 +1,10 @@
 """The job a retry resumes (tests/live/test_real_ray.py's proof and `make bench`'s resume cost): one file per step
 in $DOCKYARD_CHECKPOINT_DIR, written aside then renamed (as NeMo-RL writes tmp_step_N), each holding when and where
 (the head pod: the driver runs there in HTTPMode) it was written, and a progress report per step (the run
-watcher's DOCKYARD_PROGRESS line, docs/run-watch.md). Started from step 0 it fails after step FAIL_AFTER with a
-traceback: the first attempt fails, and so does any attempt that lost the checkpoints; an attempt that finds step
-N goes on from N+1 to the end."""
+watcher's DOCKYARD_PROGRESS line, docs/run-watch.md). Started from step 0 it runs a task on a trainer pod that
+prints TRAINER_LINE (into that pod's Ray logs), then fails after step FAIL_AFTER with a traceback: the first
+attempt fails, and so does any attempt that lost the checkpoints; an attempt that finds step N goes on from N+1
+to the end."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 STEPS, FAIL_AFTER = 6, 2
+TRAINER_LINE = "dockyard-resume: the first attempt's trainer task was here"  # printed on a trainer pod, by Ray
 NO_CHECKPOINTS = "/tmp/dockyard-no-checkpoints"  # where it writes without DOCKYARD_CHECKPOINT_DIR: the pod's own disk
 CODE = f"""
 import json, os, socket, sys, time
@@ -27,6 +29,12 @@ for step in range(start, {STEPS}):
     print("dockyard-step", step, flush=True)
     print("DOCKYARD_PROGRESS", json.dumps({{"step": step, "total": {STEPS}, "checkpoint": step}}), flush=True)
     if start == 0 and step == {FAIL_AFTER}:
+        import ray
+        ray.init()
+        @ray.remote(num_cpus=0, resources={{"dockyard_fleet_trainer": 0.001}})
+        def say():
+            print("{TRAINER_LINE}", flush=True)
+        ray.get(say.remote(), timeout=300)
         print("dockyard-resume: failing on purpose after step", step, flush=True)
         raise RuntimeError("dockyard-resume: the first attempt fails here")
 print("dockyard-resume: done", flush=True)

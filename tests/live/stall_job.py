@@ -43,11 +43,13 @@ def entrypoint_override(interval: float) -> str:
 def guarded(doc: dict[str, Any], stall_timeout: int | None) -> None:
     """The resume proof's infra (one retry, a checkpoint claim: resume_job.retried), a logs claim of the same class,
     and the stall guard when `stall_timeout` is set (the first report's grace: 300 s, a cold head on two shared
-    cores)."""
+    cores). The Ray pods keep no Ray logs here (keepRayLogMiB 0): the negative control of the resume proof's
+    `logs --attempt 1 --role trainer`, on the same logs volume."""
     resume_job.retried(doc, checkpoints=True)
     doc["infra"]["storage"]["logs"] = dict(doc["infra"]["storage"]["checkpoints"])
+    doc["launch"]["watch"] = {"keepRayLogMiB": 0}
     if stall_timeout is not None:
-        doc["launch"]["watch"] = {"stallTimeoutSeconds": stall_timeout, "firstReportSeconds": 300}
+        doc["launch"]["watch"].update({"stallTimeoutSeconds": stall_timeout, "firstReportSeconds": 300})
 
 
 def kept_records(state_dir: Path, ns: str, release: str = "grpo-swe") -> list[tuple[str, list[dict]]]:

@@ -268,6 +268,13 @@ def test_a_retry_resumes_from_the_checkpoint_volume_which_outlives_uninstall(ray
     assert "--- attempt 1 of 2 kept" in kept and "dockyard-resume: failing on purpose after step 2" in kept, kept
     assert "Traceback (most recent call last)" in kept and "RuntimeError: dockyard-resume: the first attempt" in kept
     assert "dockyard-resume: done" not in kept, kept
+    # and so do its Ray pods' Ray logs: the line its trainer task printed, in that trainer pod's worker output
+    rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "1", "--role", "trainer",
+                        "--kubeconfig", kc)
+    assert rc == 0, kept + err
+    pods = {part.split("\n", 1)[0]: part.split("\n", 1)[1] for part in kept.split("\n--- pod ")[1:]}
+    said = [head for head, body in pods.items() if resume_job.TRAINER_LINE in body]
+    assert said and all("-trainer-" in h and "(trainer)" in h and "/worker-" in h for h in said), pods.keys()
     rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "2", "--kubeconfig", kc)
     assert rc == 0 and "dockyard-resume: start at step 3" in kept and "dockyard-resume: done" in kept, kept + err
     assert "failing on purpose" not in kept, kept
@@ -409,6 +416,10 @@ def test_a_stalled_attempt_is_ended_and_the_retry_resumes_reporting_steadily(ray
     assert f"the previous attempt's job ended: stalled: no progress for {STALL} s after step 2" in status, status
     rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "1", "--kubeconfig", kc)
     assert rc == 0 and f"dockyard: stalled: no progress for {STALL} s after step 2" in kept, kept + err
+    # negative control of the kept Ray logs: the same logs volume, keepRayLogMiB 0, and nothing of a pod kept
+    rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "1", "--role", "trainer",
+                        "--kubeconfig", kc)
+    assert rc == 1 and "attempt 1's trainer Ray logs were not kept: no trainer pod of RayCluster" in err, kept + err
     rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
     assert rc == 0, out + err
 

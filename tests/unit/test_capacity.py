@@ -49,4 +49,12 @@ def test_the_run_watcher_row_names_its_cost_its_guard_and_whether_logs_are_kept(
     trainer_only = watcher_row({"launch": {"watch": {"enabled": True}},
                                 "infra": {"storage": {"logs": {"size": "10Gi", "mountOn": ["trainer"]}}}})
     assert "no stall guard" in trainer_only.detail and "not kept after an attempt" in trainer_only.detail
+    # the Ray log keeper: a sidecar in each pod that mounts the volume, its requests named for the quota
+    assert ("the Ray logs of each head, trainer, inference pod kept there (up to 64 MiB a pod) by a sidecar "
+            "requesting cpu 10m, memory 32Mi a pod") in row.detail
+    assert "the Ray logs of each trainer pod kept there" in trainer_only.detail
+    off = watcher_row({"launch": {"watch": {"enabled": True, "keepRayLogMiB": 0}},
+                       "infra": {"storage": {"logs": {"size": "10Gi"}}}})
+    assert "the Ray pods' own Ray logs not kept (launch.watch.keepRayLogMiB 0)" in off.detail
+    assert "Ray pods' own Ray logs not kept (no infra.storage.logs)" in watcher_row({}).detail
     assert watcher_row({"launch": {"watch": {"enabled": False}}}).detail.startswith("off (launch.watch.enabled false)")

@@ -97,3 +97,23 @@ def test_the_newest_report_carries_what_the_cut_off_first_records_said():
     p = parse(records(*({"t": T0 + s, "step": s, "context": context} for s in range(40))))
     assert p.stall_timeout == 600 and p.cluster == "c2"
     assert lines(p, now=T0 + 40)[1] == "before:   the previous attempt's job ended: failed: exit code 1"
+
+
+def test_the_latest_file_of_a_bringup_head_shows_the_newest_job_by_name():
+    """`progress-latest.jsonl` starts over with each job, but a job still running after a newer one started
+    appends there too: only the newest job's records count, and the line names it."""
+    old = {"t": T0, "event": "started", "run": "eval-a", "submission": "raysubmit_a", "cluster": "grpo-swe"}
+    new = {"t": T0 + 10, "event": "started", "run": "train-b", "submission": "raysubmit_b", "cluster": "grpo-swe"}
+    text = records(old, new, {"t": T0 + 20, "step": 900, "submission": "raysubmit_a"},
+                   {"t": T0 + 30, "step": 4, "total": 8, "submission": "raysubmit_b"})
+    kube = Kube(text)
+    p = read(kube, "ns", "grpo-swe-head-svc", "10.244.0.9", job_progress.LATEST)
+    assert kube.asked[0][1]["filename"] == "dockyard/progress-latest.jsonl"
+    assert [r["step"] for r in p.reports] == [4]
+    assert lines(p, now=T0 + 31)[0] == "job train-b (raysubmit_b): step 4 of 8 (50%), last report 1 s ago"
+    # a rayjob's own file: the line is the job's, unnamed
+    assert lines(parse(text), now=T0 + 31)[0].startswith("step 4 of 8")
+    missing = ApiException(status=404, reason="Not Found")
+    missing.body = "file not found"
+    assert read(Kube(missing), "ns", "s", "10.244.0.9", job_progress.LATEST).unknown.startswith(
+        "no job has run under the run watcher on this cluster yet")

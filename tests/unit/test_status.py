@@ -3,6 +3,7 @@ runs each retry on a new RayCluster."""
 
 from __future__ import annotations
 
+from generator.live.cluster.kube import INSTANCE
 from generator.live.state.snapshot import Snapshot, _read_ray
 from generator.live.verbs.status import status_table
 
@@ -123,3 +124,23 @@ def test_the_progress_line_costs_status_one_request_and_none_without_it(monkeypa
     assert asked == [] and "progress" not in out
     asked, out = run(None)  # no head running: nothing to ask, and the line says why
     assert asked == [] and "progress   unknown (no running head pod)" in out
+
+    def bringup(head_ip):
+        snap = Snapshot("grpo-swe", "ns")
+        _read_ray(snap, [], [{"metadata": {"name": "grpo-swe", "labels": {INSTANCE: "grpo-swe"}},
+                              "status": {"state": "ready"}}])
+        snap.head_ip = head_ip
+        return snap
+
+    monkeypatch.setattr(verb, "take", lambda *a: bringup("10.244.0.8"))
+    kube = Kube()
+    monkeypatch.setattr(verb, "Kube", lambda *a: kube)
+    args = argparse.Namespace(kubeconfig=None, context=None, release="grpo-swe", namespace="ns", watch=False,
+                              output="table", progress=True, timeout=None)
+    assert verb.status(args) == 0
+    # a bringup cluster: one read too, of the newest job the run watcher ran on its head
+    assert kube.asked == ["/api/v1/namespaces/ns/services/grpo-swe-head-svc:8265/proxy/api/v0/logs/file"]
+    assert "progress   step 3 of 6 (50%)" in capsys.readouterr().out
+    monkeypatch.setattr(verb, "take", lambda *a: bringup(None))
+    kube.asked.clear()
+    assert verb.status(args) == 0 and kube.asked == []

@@ -281,3 +281,125 @@ def test_progress_records_stay_within_their_cap_and_carry_their_context(tmp_path
     last = [r for r in head_records(tmp_path) if "step" in r][-1]
     assert last["step"] == 599 and len(last["metrics"]["note"]) == 128
     assert last["context"] == {"cluster": "grpo-swe-abcde", "stallTimeout": 0}
+
+
+def ray_session(tmp_path: Path, name: str = "session_2026-12-05_10-00-00_000000_1") -> Path:
+    """A Ray log folder as Ray lays it out: /tmp/ray/session_<start>/logs, session_latest linking to it."""
+    logs = tmp_path / "ray" / name / "logs"
+    logs.mkdir(parents=True)
+    latest = tmp_path / "ray" / "session_latest"
+    if latest.is_symlink():
+        latest.unlink()
+    latest.symlink_to(tmp_path / "ray" / name)
+    return logs
+
+
+def keeper(tmp_path: Path, role: str, pod: str, cap: int = 1 << 20, every: str = "0.2") -> subprocess.Popen:
+    env = dict(os.environ, DOCKYARD_LOG_DIR=str(tmp_path / "volume"), POD_NAME=pod, RAY_CLUSTER_NAME="grpo-swe-aaaaa")
+    proc = subprocess.Popen([sys.executable, str(WATCHER), "keep-ray", "--role", role, "--keep-bytes", str(cap),
+                             "--every", every, "--ray-logs", str(tmp_path / "ray" / "session_latest" / "logs")],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    STARTED.append(proc)
+    return proc
+
+
+def wait_for_file(path: Path, text: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and text in path.read_text()):
+        assert time.monotonic() < deadline, f"{path} never held {text!r}"
+        time.sleep(0.05)
+
+
+def test_the_ray_log_keeper_copies_each_ray_process_output_as_it_grows_and_on_sigterm(tmp_path):
+    logs = ray_session(tmp_path)
+    (logs / "raylet.out").write_text("raylet up\n")
+    (logs / "python-core-worker-1.log").write_text("debug noise\n")  # not a process's stdout or stderr
+    proc = keeper(tmp_path, "trainer", "grpo-swe-aaaaa-trainer-worker-x1")
+    kept = tmp_path / "volume" / "dockyard-pods" / "grpo-swe-aaaaa" / "grpo-swe-aaaaa-trainer-worker-x1"
+    session = kept / "session_2026-12-05_10-00-00_000000_1"
+    wait_for_file(session / "raylet.out", "raylet up\n")
+    with open(logs / "worker-01-02-77.out", "a") as fh:
+        fh.write("the actor's unique line\n")
+    wait_for_file(session / "worker-01-02-77.out", "the actor's unique line")
+    with open(logs / "raylet.out", "a") as fh:
+        fh.write("raylet down\n")
+    proc.send_signal(signal.SIGTERM)  # the pod stops: the last sweep copies what came since the one before
+    assert proc.wait(timeout=10) == 0
+    assert (session / "raylet.out").read_text() == "raylet up\nraylet down\n"  # appended, not copied again
+    assert not (session / "python-core-worker-1.log").exists()
+    assert json.loads((kept / "pod.json").read_text())["role"] == "trainer"
+
+    # a restarted sidecar (a new process) goes on where the last one was, and a new Ray session is its own folder
+    new = ray_session(tmp_path, "session_2026-12-05_11-00-00_000000_1")
+    (new / "raylet.out").write_text("second session\n")
+    with open(logs / "raylet.out", "a") as fh:
+        fh.write("late line\n")
+    again = keeper(tmp_path, "trainer", "grpo-swe-aaaaa-trainer-worker-x1")
+    wait_for_file(kept / "session_2026-12-05_11-00-00_000000_1" / "raylet.out", "second session")
+    again.send_signal(signal.SIGTERM)
+    assert again.wait(timeout=10) == 0
+    assert (session / "raylet.out").read_text() == "raylet up\nraylet down\n"  # the old session: not followed
+
+
+def test_a_sigkilled_pod_loses_at_most_the_last_sweep_interval(tmp_path):
+    logs = ray_session(tmp_path)
+    proc = keeper(tmp_path, "inference", "p1", every="0.5")
+    kept = tmp_path / "volume" / "dockyard-pods" / "grpo-swe-aaaaa" / "p1" / "session_2026-12-05_10-00-00_000000_1"
+    with open(logs / "worker-a.err", "a") as fh:
+        fh.write("before the kill\n")
+        fh.flush()
+        time.sleep(1.2)  # more than one interval: the line is on the volume before the SIGKILL
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        fh.write("after the kill\n")
+    assert (kept / "worker-a.err").read_text() == "before the kill\n"
+
+
+def test_the_ray_logs_kept_stay_within_the_pods_cap_newest_kept(tmp_path):
+    logs = ray_session(tmp_path)
+    cap = 256 * 1024
+    proc = keeper(tmp_path, "trainer", "p1", cap=cap, every="0.1")
+    kept = tmp_path / "volume" / "dockyard-pods" / "grpo-swe-aaaaa" / "p1"
+    line = "x" * 99 + "\n"
+    for i in range(40):  # 40 files of 16 KiB each, then a last line to one of them: 640 KiB from Ray
+        (logs / f"worker-{i:02d}.out").write_text(line * 164)
+    time.sleep(0.5)
+    with open(logs / "worker-00.out", "a") as fh:
+        fh.write("the newest line\n")
+    wait_for_file(kept / "session_2026-12-05_10-00-00_000000_1" / "worker-00.out", "the newest line")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 0
+    on_volume = sum(f.stat().st_size for f in (kept / "session_2026-12-05_10-00-00_000000_1").iterdir())
+    assert on_volume <= cap, on_volume
+    assert "over the cap" in (kept / "dropped.txt").read_text()
+
+
+def test_kept_with_a_role_prints_that_roles_pods_ray_logs_or_says_none_kept(tmp_path, capsys):
+    logs = ray_session(tmp_path)
+    (logs / "worker-01.out").write_text("trainer actor line\n" + "".join(f"line {i}\n" for i in range(5)))
+    proc = keeper(tmp_path, "trainer", "grpo-swe-aaaaa-trainer-worker-x1")
+    wait_for_file(tmp_path / "volume" / "dockyard-pods" / "grpo-swe-aaaaa" / "grpo-swe-aaaaa-trainer-worker-x1" /
+                  "session_2026-12-05_10-00-00_000000_1" / "worker-01.out", "line 4")
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=10)
+    run = tmp_path / "volume" / "dockyard-runs" / "grpo-swe" / "20261205T100000Z-grpo-swe-aaaaa-raysubmit_1"
+    run.mkdir(parents=True)
+    (run / "started.json").write_text(json.dumps({"cluster": "grpo-swe-aaaaa"}))
+    (run / "driver.log").write_text("driver line\n")
+    os.environ["DOCKYARD_LOG_DIR"] = str(tmp_path / "volume")
+    try:
+        capsys.readouterr()
+        assert rw.main(["kept", "grpo-swe", "", "1", "0", "trainer"]) == 0
+        out = capsys.readouterr().out
+        assert "driver line" in out
+        assert ("--- pod grpo-swe-aaaaa-trainer-worker-x1 (trainer) session_2026-12-05_10-00-00_000000_1/"
+                "worker-01.out\ntrainer actor line\n") in out
+        assert rw.main(["kept", "grpo-swe", "", "1", "2", "trainer"]) == 0  # --tail 2: of each file
+        out = capsys.readouterr().out
+        assert "line 3\nline 4\n" in out and "trainer actor line" not in out
+        assert rw.main(["kept", "grpo-swe", "", "1", "0", "inference"]) == 0
+        last = capsys.readouterr().out.splitlines()[-1]
+        assert last == "DOCKYARD_NO_POD_LOGS no pod of role inference of RayCluster grpo-swe-aaaaa kept its Ray logs"
+    finally:
+        del os.environ["DOCKYARD_LOG_DIR"]

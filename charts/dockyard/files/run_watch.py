@@ -13,8 +13,9 @@ the job ended. What it does, while passing the child's output through to its own
   `DOCKYARD_PROGRESS {"step": 212, "total": 1000, "metrics": {"reward": 0.41}}` (step required, the rest
   optional; `checkpoint` may name the step of the checkpoint just written). Any process of the job may print
   it: Ray forwards its workers' and actors' stdout to the driver, prefix and all. Each report is appended, with
-  the watcher's clock, to `progress-<submission id>.jsonl` in `dockyard/` under the head's Ray log folder, where
-  `dockyard-k8s status` reads its last lines through the Ray dashboard's log API.
+  the watcher's clock, to `progress-<submission id>.jsonl` in `dockyard/` under the head's Ray log folder (and
+  to `progress-latest.jsonl`, the newest job's, for a bringup cluster), where `dockyard-k8s status` reads its
+  last lines through the Ray dashboard's log API.
 - **Stall guard** (`--stall-timeout`). No report for that many seconds after the last one (or for
   `--first-report` seconds after the start): every process of the job gets SIGTERM, then those still there
   SIGKILL after `--kill-grace` seconds, and the watcher exits 1 with `dockyard: stalled: …` as its last line. Ray then marks
@@ -44,6 +45,7 @@ import time
 
 MARK = "DOCKYARD_PROGRESS"
 KEPT_MARK = "DOCKYARD_KEPT"  # the first line of `kept`: the index of the kept attempts
+NO_POD_LOGS = "DOCKYARD_NO_POD_LOGS"  # the last line of `kept --role` when no pod of the role kept its logs
 RAY_LOGS = "/tmp/ray/session_latest/logs"
 PROGRESS_CAP = 1 << 20  # the progress file on the head is cut to its last lines past 1 MiB
 CHECKPOINT_NAME = re.compile(r"^(?!tmp)[A-Za-z_\-]*?(\d+)$")  # step_12, global_step_12, checkpoint-12; not tmp_step_12
@@ -110,13 +112,13 @@ class Records:
     """The progress records: one JSON object a line, on the head (read by `status`) and on the logs volume. Past
     PROGRESS_CAP bytes a file is cut to its newest records that fit in half of it."""
 
-    def __init__(self, head_path: str | None, kept_path: str | None, clock=time.time) -> None:
-        self.paths = [p for p in (head_path, kept_path) if p]
-        self.clock = clock
+    def __init__(self, paths: list, submission: str, clock=time.time) -> None:
+        self.paths = [p for p in paths if p]
+        self.submission, self.clock = submission, clock
         self.lock = threading.Lock()
 
     def add(self, record: dict) -> dict:
-        record = {"t": round(self.clock(), 3), **record}
+        record = {"t": round(self.clock(), 3), "submission": self.submission, **record}
         line = json.dumps(record, separators=(",", ":"), sort_keys=True) + "\n"
         with self.lock:
             for path in self.paths:
@@ -293,12 +295,200 @@ def _zombie(pid: int) -> bool:
         return True
 
 
+RAY_LOG_FILE = re.compile(r"^[A-Za-z0-9_.\-]+\.(out|err)$")  # the stdout and stderr of each Ray process
+
+
+class RayLogKeeper:
+    """`run_watch.py keep-ray --role R`: a sidecar of each Ray pod that mounts the logs volume copies the stdout and
+    stderr of every Ray process of the pod (`*.out`, `*.err` in the Ray log folder: raylet, GCS, dashboard, each
+    worker's and actor's) to `dockyard-pods/<RayCluster>/<pod>/<Ray session>/` on the volume, every `every`
+    seconds and once more when the pod stops, so they outlive the RayCluster.
+
+    Bounded: at most `cap` bytes per pod on the volume. Each file's copy is cut in halves like the driver log
+    (past cap/32 the copy becomes `<file>.1`, the one before dropped: at most cap/16 per file); past `cap` in
+    all, the older halves and then the copies written to least recently are dropped, and `dropped.txt` says which. A SIGKILL of the pod loses at
+    most the last `every` seconds."""
+
+    def __init__(self, logs: str, dest: str, cap: int) -> None:
+        self.logs, self.dest, self.cap = logs, dest, cap
+        self.half = max(cap // 32, 32768)
+        self.state = os.path.join(dest, "offsets.json")  # a restarted sidecar goes on where the last one was
+        self.offsets: dict = {}  # "session/name" -> bytes of the source already copied
+        self.written: dict = {}  # kept path -> when it was last written to
+        try:
+            with open(self.state, encoding="utf-8") as fh:
+                saved = json.load(fh)
+            self.offsets, self.written = dict(saved["offsets"]), dict(saved["written"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+
+    def sweep(self) -> None:
+        try:
+            session = os.path.basename(os.path.realpath(os.path.dirname(self.logs)))
+            names = sorted(n for n in os.listdir(self.logs) if RAY_LOG_FILE.match(n))
+        except OSError:
+            return  # Ray has not started yet
+        folder = os.path.join(self.dest, session)
+        before = dict(self.offsets)
+        for name in names:
+            self._copy(session, name, os.path.join(self.logs, name), os.path.join(folder, name))
+        self._bound()
+        if self.offsets != before:
+            try:
+                with open(self.state + ".tmp", "w", encoding="utf-8") as fh:
+                    json.dump({"offsets": self.offsets, "written": self.written}, fh)
+                os.replace(self.state + ".tmp", self.state)
+            except OSError:
+                pass
+
+    def _copy(self, session: str, name: str, src: str, dst: str) -> None:
+        key = f"{session}/{name}"
+        try:
+            size = os.path.getsize(src)
+            at = self.offsets.get(key, 0)
+            if size < at:
+                at = 0  # the file was truncated: copy it again from its start
+            if size == at:
+                return
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            with open(src, "rb") as fin:
+                fin.seek(at)
+                while True:
+                    data = fin.read(min(65536, self.half))
+                    if not data:
+                        break
+                    have = os.path.getsize(dst) if os.path.exists(dst) else 0
+                    if have and have + len(data) > self.half:
+                        os.replace(dst, dst + ".1")
+                    with open(dst, "ab") as fout:
+                        fout.write(data)
+                    at += len(data)
+            self.offsets[key] = at
+            self.written[dst] = time.time()
+        except OSError as exc:
+            _say(f"dockyard: cannot keep {src}: {exc}\n", sys.stderr)
+
+    def _bound(self) -> None:
+        """Past `cap` bytes in all: drop the older halves, then the copies least recently written to."""
+        sizes = {}
+        for path in self.written:
+            for part in (path + ".1", path):
+                if os.path.exists(part):
+                    sizes[part] = os.path.getsize(part)
+        total = sum(sizes.values())
+        if total <= self.cap:
+            return
+        order = sorted(self.written, key=self.written.get)
+        dropped = []
+        for part in [p + ".1" for p in order] + order:
+            if total <= self.cap:
+                break
+            if part in sizes:
+                try:
+                    os.remove(part)
+                except OSError:
+                    continue
+                total -= sizes.pop(part)
+                dropped.append(os.path.relpath(part, self.dest))
+        if dropped:
+            try:
+                with open(os.path.join(self.dest, "dropped.txt"), "a", encoding="utf-8") as fh:
+                    fh.write("".join(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} over the cap: {d}\n"
+                                     for d in dropped))
+            except OSError:
+                pass
+
+
+def keep_ray(argv: list[str]) -> int:
+    """The sidecar loop of RayLogKeeper, until SIGTERM (the pod stops: a native sidecar stops after the Ray
+    container, so the last sweep sees its last lines)."""
+    ap = argparse.ArgumentParser(prog="run_watch.py keep-ray")
+    ap.add_argument("--role", required=True)
+    ap.add_argument("--keep-bytes", type=int, default=64 << 20)
+    ap.add_argument("--every", type=float, default=5.0)
+    ap.add_argument("--ray-logs", default=RAY_LOGS)
+    args = ap.parse_args(argv)
+    pod = os.environ.get("POD_NAME") or "pod"
+    cluster = re.sub(r"[^A-Za-z0-9_.\-]", "_", os.environ.get("RAY_CLUSTER_NAME") or "cluster")
+    dest = os.path.join(os.environ.get("DOCKYARD_LOG_DIR") or "/dockyard/logs", "dockyard-pods", cluster, pod)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        os.makedirs(dest, exist_ok=True)
+        with open(os.path.join(dest, "pod.json"), "w", encoding="utf-8") as fh:
+            json.dump({"pod": pod, "role": args.role, "cluster": cluster, "started": round(time.time(), 3)}, fh)
+    except OSError as exc:
+        _say(f"dockyard: the Ray logs of this pod are not kept: cannot write {dest}: {exc}\n", sys.stderr)
+        stop.wait()  # a sidecar that exits is restarted: wait for the pod to stop instead
+        return 0
+    keeper = RayLogKeeper(args.ray_logs, dest, args.keep_bytes)
+    while not stop.is_set():
+        keeper.sweep()
+        stop.wait(args.every)
+    keeper.sweep()
+    return 0
+
+
+def pod_logs(cluster: str, role: str, tail: int) -> None:
+    """What `logs --attempt N --role R` prints after the attempt's jobs: the kept Ray logs of each pod of role R
+    of the attempt's RayCluster, file by file (the last TAIL lines of each; 0: all)."""
+    base = os.path.join(os.environ.get("DOCKYARD_LOG_DIR") or "/dockyard/logs", "dockyard-pods", cluster)
+    try:
+        pods = sorted(os.listdir(base))
+    except OSError:
+        pods = []
+    shown = 0
+    for pod in pods:
+        try:
+            with open(os.path.join(base, pod, "pod.json"), encoding="utf-8") as fh:
+                if json.load(fh).get("role") != role:
+                    continue
+        except (OSError, ValueError):
+            continue
+        shown += 1
+        for session in sorted(d for d in os.listdir(os.path.join(base, pod))
+                              if os.path.isdir(os.path.join(base, pod, d))):
+            folder = os.path.join(base, pod, session)
+            for name in sorted(n for n in os.listdir(folder) if not n.endswith(".1")):
+                parts = [os.path.join(folder, name + ".1"), os.path.join(folder, name)]
+                if not any(os.path.exists(p) and os.path.getsize(p) for p in parts):
+                    continue
+                print(f"--- pod {pod} ({role}) {session}/{name}", flush=True)
+                _print_parts(parts, tail)
+        dropped = os.path.join(base, pod, "dropped.txt")
+        if os.path.exists(dropped):
+            print(f"--- pod {pod} ({role}): some of its logs were dropped over the cap", flush=True)
+            _print_parts([dropped], 0)
+    if not shown:
+        print(f"{NO_POD_LOGS} no pod of role {role} of RayCluster {cluster} kept its Ray logs", flush=True)
+
+
+def _print_parts(parts: list, tail: int) -> None:
+    """The files one after the other on stdout: streamed whole, or their last TAIL lines (bounded memory)."""
+    last: collections.deque = collections.deque(maxlen=tail or None)
+    for part in parts:
+        try:
+            with open(part, "rb") as fh:
+                if tail:
+                    last.extend(fh)
+                else:
+                    sys.stdout.flush()
+                    shutil.copyfileobj(fh, sys.stdout.buffer)
+        except OSError:
+            pass
+    sys.stdout.flush()
+    sys.stdout.buffer.writelines(last)
+    sys.stdout.buffer.flush()
+
+
 def kept(argv: list[str]) -> int:
     """`run_watch.py kept RUN SINCE ATTEMPT TAIL`: what `dockyard-k8s logs --attempt` prints, run in a pod that
     mounts the logs volume. First line `DOCKYARD_KEPT {"attempts": [[cluster, [job, …]], …]}` (the run's jobs
     since the UTC stamp SINCE, grouped by RayCluster: one attempt each), then attempt ATTEMPT's jobs: each one's
     start and end records and its driver log (the last TAIL lines of it; 0: all)."""
     run, since, want, tail = argv[0], argv[1], int(argv[2]), int(argv[3])
+    role = argv[4] if len(argv) > 4 else None
     folder = os.path.join(os.environ.get("DOCKYARD_LOG_DIR") or "/dockyard/logs", "dockyard-runs", run)
     try:
         jobs = sorted(n for n in os.listdir(folder) if n >= since)
@@ -319,20 +509,9 @@ def kept(argv: list[str]) -> int:
         job = os.path.join(folder, name)
         print(f"--- job {name}" + (" (submitted again on the same RayCluster)" if i else "")
               + f": {records[name]['end']}")
-        last: collections.deque = collections.deque(maxlen=tail or None)  # the last TAIL lines: bounded memory
-        for part in ("driver.log.1", "driver.log"):
-            try:
-                with open(os.path.join(job, part), "rb") as fh:
-                    if tail:
-                        last.extend(fh)
-                    else:
-                        sys.stdout.flush()
-                        shutil.copyfileobj(fh, sys.stdout.buffer)  # streamed, whatever its size
-            except OSError:
-                pass
-        sys.stdout.flush()
-        sys.stdout.buffer.writelines(last)
-        sys.stdout.buffer.flush()
+        _print_parts([os.path.join(job, "driver.log.1"), os.path.join(job, "driver.log")], tail)
+    if role:
+        pod_logs(attempts[want - 1][0], role, tail)
     return 0
 
 
@@ -340,6 +519,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["kept"]:
         return kept(argv[1:])
+    if argv[:1] == ["keep-ray"]:
+        return keep_ray(argv[1:])
     ap = argparse.ArgumentParser(prog="run_watch.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", required=True, help="the run's name (the release): the kept logs' folder")
     ap.add_argument("--stall-timeout", type=int, default=0, help="seconds without a report that end the job")
@@ -353,11 +534,18 @@ def main(argv: list[str] | None = None) -> int:
     sid = submission_id()
     cluster = re.sub(r"[^A-Za-z0-9_.\-]", "_", os.environ.get("RAY_CLUSTER_NAME") or "cluster")
     head_dir = os.path.join(args.ray_logs, "dockyard")
+    head_paths: list = []
     try:
         os.makedirs(head_dir, exist_ok=True)
-        head_path: str | None = os.path.join(head_dir, f"progress-{sid}.jsonl")
+        head_paths.append(os.path.join(head_dir, f"progress-{sid}.jsonl"))
+        # the newest job's records under a fixed name too: what `status` reads on a bringup cluster, whose jobs
+        # it does not know by their submission ids (records of an older job still running carry its own id)
+        latest = os.path.join(head_dir, "progress-latest.jsonl")
+        with open(latest, "w", encoding="utf-8"):
+            pass
+        head_paths.append(latest)
     except OSError:
-        head_path = None
+        pass
     run_dir = job_dir = None
     if os.environ.get("DOCKYARD_LOG_DIR"):
         run_dir = os.path.join(os.environ["DOCKYARD_LOG_DIR"], "dockyard-runs", args.run)
@@ -368,11 +556,11 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as exc:
             _say(f"dockyard: logs not kept: cannot make {job_dir}: {exc}\n", sys.stderr)
             run_dir = job_dir = None
-    records = Records(head_path, job_dir and os.path.join(job_dir, "progress.jsonl"))
+    records = Records([*head_paths, job_dir and os.path.join(job_dir, "progress.jsonl")], sid)
     driver_log = KeptLog(job_dir and os.path.join(job_dir, "driver.log"), args.keep_bytes)
     watch = Watch(args)
     checkpoints = os.environ.get("DOCKYARD_CHECKPOINT_DIR")
-    records.add({"event": "started", "cluster": cluster, "submission": sid, "stallTimeout": args.stall_timeout,
+    records.add({"event": "started", "cluster": cluster, "run": args.run, "stallTimeout": args.stall_timeout,
                  "firstReport": args.first_report, "kept": bool(job_dir)})
     if job_dir:
         try:

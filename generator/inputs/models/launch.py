@@ -70,6 +70,11 @@ class RunWatch(Strict):
         64, ge=1, le=65536,
         description="Cap of each job's driver log kept on `infra.storage.logs`, in MiB (the newest part is kept).",
     )
+    keepRayLogMiB: int = Field(
+        64, ge=0, le=65536,
+        description="Cap of the Ray logs (stdout and stderr of each Ray process) each Ray pod that mounts "
+                    "`infra.storage.logs` keeps there, in MiB, copied every 5 s by a sidecar; 0: not kept.",
+    )
 
     @model_validator(mode="after")
     def _stall_needs_watch(self) -> RunWatch:

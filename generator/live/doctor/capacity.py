@@ -232,6 +232,10 @@ def quota_rows(kube: Kube, ns: Namespace, templates: dict[str, dict[str, Any]], 
 # process of the standard library beside the job, waking once a second.
 WATCHER_RSS_MIB = 16
 WATCHER_CPU = "about 1 millicore"
+# The Ray log keeper's sidecar (charts/dockyard/templates/ray/_storage.tpl, dockyard.ray.pinRayLogKeeper): what
+# each Ray pod that mounts the logs volume adds to its requests and limits, so Kueue's quota and the node count it.
+KEEPER_REQUESTS = "cpu 10m, memory 32Mi"
+KEEPER_LIMITS = "cpu 200m, memory 64Mi"
 
 
 def watcher_row(values: dict[str, Any]) -> Row:
@@ -248,5 +252,11 @@ def watcher_row(values: dict[str, Any]) -> Row:
     on_head = volume and "head" in (volume.get("mountOn") or ["head"])
     logs = (f"each job's driver log kept on infra.storage.logs (up to {watch.get('keepLogMiB', 64)} MiB each)"
             if on_head else "driver logs not kept after an attempt (no infra.storage.logs mounted on the head)")
+    keep = int(watch.get("keepRayLogMiB", 64))
+    groups = list(volume.get("mountOn") or ["head", "trainer", "inference"]) if volume and keep else []
+    keeper = (f"; the Ray logs of each {', '.join(groups)} pod kept there (up to {keep} MiB a pod) by a sidecar "
+              f"requesting {KEEPER_REQUESTS} a pod (limits {KEEPER_LIMITS})" if groups else
+              "; the Ray pods' own Ray logs not kept" + ("" if volume else " (no infra.storage.logs)")
+              + (" (launch.watch.keepRayLogMiB 0)" if volume and not keep else ""))
     return Row(OK, "run watcher", f"in the head's container, within its requests (~{WATCHER_RSS_MIB} MiB, "
-                                  f"{WATCHER_CPU}; no RBAC); {guard}; {logs}")
+                                  f"{WATCHER_CPU}; no RBAC); {guard}; {logs}{keeper}")

@@ -18,6 +18,7 @@ from generator.live.cluster.kube import Kube
 from generator.live.state.driver_log import dashboard
 
 LINES = 40  # records read: the rate is taken over the last reports among them
+LATEST = "latest"  # the newest job on the head: what status reads on a bringup cluster, whose job ids it lacks
 RATE_OVER = 10  # reports the seconds per step are taken over
 
 
@@ -33,6 +34,8 @@ class JobProgress:
     ended: dict[str, Any] | None = None
     stall_timeout: int = 0
     cluster: str | None = None  # the RayCluster the job runs on, as the watcher saw it
+    job: str | None = None  # with LATEST: which job the records are of (its RayJob, its submission id)
+    latest: bool = False  # read as LATEST: the line names the job
 
     def to_dict(self) -> dict[str, Any]:
         last = self.reports[-1] if self.reports else None
@@ -43,18 +46,26 @@ class JobProgress:
 
 
 def parse(text: str) -> JobProgress:
+    """The records of the newest job in `text` (the latest file may hold an older job's, still running, after the
+    newest's start; each record names its submission)."""
     out = JobProgress()
+    records = []
     for line in text.splitlines():
         try:
             rec = json.loads(line)
         except ValueError:
             continue
-        if not isinstance(rec, dict) or not isinstance(rec.get("t"), (int, float)):
+        if isinstance(rec, dict) and isinstance(rec.get("t"), (int, float)):
+            records.append(rec)
+    newest = next((r.get("submission") for r in reversed(records) if r.get("event") == "started"), None)
+    for rec in records:
+        if newest and rec.get("submission", newest) != newest:
             continue
         event = rec.get("event")
         if event == "started":
             out.started, out.stall_timeout = rec["t"], int(rec.get("stallTimeout") or 0)
             out.cluster = rec.get("cluster")
+            out.job = f"{rec.get('run')} ({rec.get('submission')})" if rec.get("run") else rec.get("submission")
         elif event == "previous":
             out.previous = rec
         elif event == "stalled":
@@ -106,16 +117,17 @@ def lines(p: JobProgress, now: float | None = None) -> list[str]:
     """The `progress` line (and, for a retried job, what ended the attempt before)."""
     now = time.time() if now is None else now
     out = []
+    job = f"job {p.job}: " if p.job and p.latest else ""
     if p.unknown:
         out.append(f"unknown ({p.unknown})")
     elif not p.reports:
         since = f", job started {_ago(now - p.started)} ago" if p.started else ""
-        out.append(f"no report yet{since}" + (" (stall guard: first report within its grace)"
-                                              if p.stall_timeout else ""))
+        out.append(f"{job}no report yet{since}" + (" (stall guard: first report within its grace)"
+                                                   if p.stall_timeout else ""))
     else:
         last = p.reports[-1]
         step, total = last["step"], last.get("total")
-        text = f"step {step}" + (f" of {total} ({100 * step // total}%)" if total else "")
+        text = f"{job}step {step}" + (f" of {total} ({100 * step // total}%)" if total else "")
         text += f", last report {_ago(now - last['t'])} ago"
         rate = seconds_per_step(p.reports)
         if rate is not None:
@@ -150,6 +162,11 @@ def read(kube: Kube, namespace: str, head_service: str | None, head_ip: str | No
 
     path = dashboard(namespace, head_service, "api/v0/logs/file")
     query = {"node_ip": head_ip, "filename": f"dockyard/progress-{job_id}.jsonl", "lines": str(LINES)}
+    none_yet = ("no records of the run watcher for this job yet: the job is starting, or runs without the watcher "
+                "(launch.watch.enabled false)")
+    if job_id == LATEST:
+        none_yet = ("no job has run under the run watcher on this cluster yet (`dockyard-k8s job submit` wraps "
+                    "it; launch.watch.enabled)")
     try:
         text = kube.get_text(path, query)
     except ApiException as exc:
@@ -157,8 +174,7 @@ def read(kube: Kube, namespace: str, head_service: str | None, head_ip: str | No
         if exc.status == 403:
             return JobProgress(unknown="forbidden: reading it needs get on services/proxy in the namespace")
         if "not found" in body:
-            return JobProgress(unknown="no records of the run watcher for this job yet: the job is starting, or "
-                                       "runs without the watcher (launch.watch.enabled false)")
+            return JobProgress(unknown=none_yet)
         return JobProgress(unknown=f"the head's dashboard answered {exc.status}: {body.strip()[:120]}")
     except Exception as exc:  # the dashboard not up yet, a cut connection
         return JobProgress(unknown=f"the head's dashboard did not answer ({type(exc).__name__})")
@@ -168,4 +184,6 @@ def read(kube: Kube, namespace: str, head_service: str | None, head_ip: str | No
         except ValueError:
             why = text
         return JobProgress(unknown=f"Ray's log API: {str(why)[:160]}")
-    return parse(text)
+    out = parse(text)
+    out.latest = job_id == LATEST
+    return out

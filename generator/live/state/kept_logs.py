@@ -27,6 +27,7 @@ from generator.render.pod_templates import pod_templates
 
 LOGS_VOLUME = "dockyard-logs"  # the pod volume of infra.storage.logs (charts/dockyard/templates/ray/_storage.tpl)
 KEPT_MARK = "DOCKYARD_KEPT "
+NO_POD_LOGS = "DOCKYARD_NO_POD_LOGS "  # the watcher's last line when no pod of the role kept its Ray logs
 NOT_KEPT = "attempt {n}'s logs were not kept"
 
 
@@ -72,16 +73,18 @@ def since_stamp(job: dict[str, Any] | None) -> str:
 
 
 def read(kube: Kube, release: str, namespace: str, manifest: str | None, attempt: int, tail: int,
-         timeout: float = 120.0, job_name: str | None = None) -> str:
+         timeout: float = 120.0, job_name: str | None = None, role: str | None = None) -> str:
     """Attempt `attempt`'s kept driver log (its jobs, in order) of the release's RayJob, or of RayJob `job_name`
-    (a job submitted to the release's bringup cluster); CheckFailed when it was not kept."""
+    (a job submitted to the release's bringup cluster), and with `role` the Ray logs its pods of that role kept
+    (the attempt's RayCluster's pods; a bringup cluster's hold every job it ran); CheckFailed when not kept."""
     not_kept = NOT_KEPT.format(n=attempt)
     template = head_template(manifest or "")
     if template is None:
         raise CheckFailed(f"{not_kept}: release {release} has no RayJob or RayCluster (attach mode keeps none)")
     run = job_name or release  # the run watcher's --run: the RayJob's name
     job = kube.get_ray("rayjobs", namespace, run)
-    pod = reader_pod(release, template, ["kept", run, since_stamp(job), str(attempt), str(tail)])
+    pod = reader_pod(release, template, ["kept", run, since_stamp(job), str(attempt), str(tail),
+                                         *([role] if role else [])])
     if pod is None:
         raise CheckFailed(f"{not_kept}: release {release} has no logs volume on its head (infra.storage.logs, "
                           f"with head in its mountOn, the default); set it, and the run watcher (launch.watch, on "
@@ -104,6 +107,10 @@ def read(kube: Kube, release: str, namespace: str, manifest: str | None, attempt
         raise CheckFailed(f"{not_kept}: the logs volume holds {held} (a job that ran without the run watcher "
                           f"kept nothing)")
     cluster = attempts[attempt - 1][0]
+    if role and rest.rstrip("\n").rpartition("\n")[2].startswith(NO_POD_LOGS):
+        raise CheckFailed(f"attempt {attempt}'s {role} Ray logs were not kept: no {role} pod of RayCluster {cluster} "
+                          f"kept any (the logs volume must be in infra.storage.logs.mountOn for {role}, and "
+                          f"launch.watch.keepRayLogMiB above 0, when the attempt ran)")
     return f"--- attempt {attempt} of {len(attempts)} kept (RayCluster {cluster})\n" + rest
 
 

@@ -1,5 +1,6 @@
 """`logs --role ROLE`: the logs of one fleet's scheduled pods, printed or streamed (-f); `logs --attempt N`: an
-attempt's driver log kept on the logs volume (state/kept_logs.py)."""
+attempt's driver log kept on the logs volume, and with `--role` its Ray pods' kept Ray logs
+(state/kept_logs.py)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,11 @@ from generator.live.state import kept_logs
 def logs(args: Any) -> int:
     if args.attempt is None and args.role is None:
         raise usage_error("logs needs --role ROLE (the pods' logs) or --attempt N (an attempt's kept driver log)")
-    if args.attempt is not None and (args.role or args.follow):
-        raise usage_error("--attempt reads what an attempt kept: it takes neither --role nor --follow")
+    if args.attempt is not None and args.follow:
+        raise usage_error("--attempt reads what an attempt kept: it takes no --follow")
+    if args.attempt is not None and args.role in ("sandbox", "submitter"):
+        raise usage_error(f"--attempt --role {args.role}: only the Ray pods (head, trainer, inference) keep their "
+                          f"logs; `logs --role {args.role}` prints the live pods'")
     if args.job and args.attempt is None:
         raise usage_error("--job names whose kept logs --attempt reads: give --attempt N too")
     if args.attempt is not None and args.attempt < 1:
@@ -28,7 +32,7 @@ def logs(args: Any) -> int:
     release, ns, records = resolve(kube, args.release, args.namespace)
     if args.attempt is not None:
         text = kept_logs.read(kube, release, ns, live_manifest(records), args.attempt, args.tail or 0,
-                              timeout=args.timeout or 120.0, job_name=args.job)
+                              timeout=args.timeout or 120.0, job_name=args.job, role=args.role)
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
         return EXIT_OK
     sel = f"{INSTANCE}={release},dockyard.dev/fleet={args.role}"

@@ -200,6 +200,7 @@ dict "ctx" $ "role" "trainer" "base" <dockyard.ray.workerBase> "overlay" {"group
 {{- $_ := set $spec "containers" (include "dockyard.ray.pinContainers" (dict "ctx" .ctx "role" .role "containers" $containers) | fromJsonArray) -}}
 {{- with concat ($base.template.spec.volumes | default list) $ov.volumes -}}{{- $_ := set $spec "volumes" . -}}{{- end -}}
 {{- $spec = include "dockyard.ray.pinStorage" (dict "ctx" .ctx "role" .role "spec" $spec) | fromJson -}}
+{{- $spec = include "dockyard.ray.pinRayLogKeeper" (dict "ctx" .ctx "role" .role "spec" $spec) | fromJson -}}
 {{- with include "dockyard.ray.tolerations" (dict "base" $base.template.spec.tolerations "overlay" $ov.tolerations) | fromJsonArray -}}
 {{- $_ := set $spec "tolerations" . -}}
 {{- end -}}

@@ -130,3 +130,67 @@ dict "ctx" $ "role" "head" "spec" {…} -> {…, "volumes": [… storage], "cont
 {{- end -}}
 {{- toJson $spec -}}
 {{- end -}}
+
+{{/* The Ray log keeper (docs/run-watch.md): in each group whose pods mount the logs volume, with the run watcher
+on and launch.watch.keepRayLogMiB above 0, a native sidecar (an init container that restarts Always: it starts
+before Ray and stops after it) runs the watcher's keep-ray mode. It reads the Ray container's /tmp/ray (the
+overlay's volume there, else an emptyDir the chart adds) and copies every Ray process's stdout and stderr to
+dockyard-pods/<RayCluster>/<pod>/ on the logs volume, so `logs --attempt N --role R` reads them after the
+RayCluster is gone. It has no service account token need and no port; its cost is in doctor's run watcher row.
+Applied after the overlay and the storage pins: an overlay's init container or volume of its names is replaced.
+dict "ctx" $ "role" "trainer" "spec" {…, "volumes": [… dockyard-logs]} -> {…, "initContainers": [{"name": "dockyard-ray-logs", …}, …]} */}}
+{{- define "dockyard.ray.pinRayLogKeeper" -}}
+{{- $spec := .spec -}}
+{{- $v := .ctx.Values -}}
+{{- $w := $v.launch.watch -}}
+{{- $l := (include "dockyard.storage.layout" .ctx | fromJson).logs -}}
+{{- $mounted := false -}}
+{{- range ($spec.volumes | default list) -}}{{- if eq .name $l.volume -}}{{- $mounted = true -}}{{- end -}}{{- end -}}
+{{- if and $w.enabled (gt (int64 $w.keepRayLogMiB) 0) $mounted -}}
+{{- $main := first $spec.containers -}}
+{{- $ours := list "dockyard-ray-logs" "dockyard-watcher" -}}
+{{- $rayVol := "" -}}
+{{- $mainMounts := list -}}
+{{- range ($main.volumeMounts | default list) -}}
+{{- if not (has .name $ours) -}}
+{{- $mainMounts = append $mainMounts . -}}
+{{- if eq (trimSuffix "/" .mountPath) "/tmp/ray" -}}{{- $rayVol = .name -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $main "volumeMounts" $mainMounts -}}
+{{- $volumes := list -}}
+{{- range $spec.volumes -}}
+{{- if not (has .name $ours) -}}{{- $volumes = append $volumes . -}}{{- end -}}
+{{- end -}}
+{{- if not $rayVol -}}
+{{- $rayVol = "dockyard-ray-logs" -}}
+{{- $volumes = append $volumes (dict "name" $rayVol "emptyDir" dict) -}}
+{{- $_ := set $main "volumeMounts" (append $mainMounts (dict "name" $rayVol "mountPath" "/tmp/ray")) -}}
+{{- end -}}
+{{- $volumes = append $volumes (dict "name" "dockyard-watcher" "configMap" (dict "name" (include "dockyard.recipe.name" .ctx) "items" (list (dict "key" "run_watch.py" "path" "run_watch.py")))) -}}
+{{- $_ := set $spec "volumes" $volumes -}}
+{{- $cap := mul (int64 $w.keepRayLogMiB) 1048576 -}}
+{{- $res := dict "cpu" "10m" "memory" "32Mi" -}}
+{{- $c := dict "name" "dockyard-ray-logs" "image" $main.image "imagePullPolicy" $main.imagePullPolicy
+  "restartPolicy" "Always"
+  "command" (list "python3" (printf "%s/run_watch.py" $v.launch.configMountPath) "keep-ray" "--role" .role "--keep-bytes" (toString $cap))
+  "env" (list
+    (dict "name" "POD_NAME" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.name")))
+    (dict "name" "RAY_CLUSTER_NAME" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.labels['ray.io/cluster']")))
+    (dict "name" "DOCKYARD_LOG_DIR" "value" $l.path))
+  "volumeMounts" (list
+    (dict "name" $l.volume "mountPath" $l.path)
+    (dict "name" $rayVol "mountPath" "/tmp/ray" "readOnly" true)
+    (dict "name" "dockyard-watcher" "mountPath" $v.launch.configMountPath "readOnly" true))
+  "resources" (dict "requests" $res "limits" (dict "cpu" "200m" "memory" "64Mi")) -}}
+{{- if $v.infra.security.enabled -}}
+{{- $_ := set $c "securityContext" (include "dockyard.containerSecurityContext" $v.infra.security | fromYaml) -}}
+{{- end -}}
+{{- $inits := list $c -}}
+{{- range ($spec.initContainers | default list) -}}
+{{- if ne .name "dockyard-ray-logs" -}}{{- $inits = append $inits . -}}{{- end -}}
+{{- end -}}
+{{- $_ := set $spec "initContainers" $inits -}}
+{{- end -}}
+{{- toJson $spec -}}
+{{- end -}}
