@@ -113,7 +113,9 @@ def _check(args: argparse.Namespace) -> int:
 OWN_VERBS = ("values", "render", "check")  # need none of the subcommand groups in other packages
 
 
-def build_parser(extensions: bool = True) -> argparse.ArgumentParser:
+def build_parser(extensions: bool = True, verb: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser; with `verb` one of an extension's verbs, that extension's subcommands alone (the others'
+    imports and parsers cost a verb run often, `status`, what it never uses)."""
     import argparse  # here: `render` and `check` start helm before paying for it (`_prestart_helm`)
 
     parser = argparse.ArgumentParser(
@@ -122,6 +124,10 @@ def build_parser(extensions: bool = True) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version="dockyard-k8s 0.1.0")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    if verb is not None and extensions and any(verb in verbs for verbs in EXTENSIONS.values()):
+        for _verbs, register in _extensions(verb):
+            register(sub)
+        return parser
 
     p = sub.add_parser("values", help="print the chart values composed from recipe + infra (no cluster contact)")
     _inputs_args(p)
@@ -150,19 +156,30 @@ def build_parser(extensions: bool = True) -> argparse.ArgumentParser:
                         "and Helm's capabilities; the apiserver validation is the nearest pinned minor")
     p.set_defaults(func=cmd_check)
 
-    for register in _extensions() if extensions else ():
+    for _verbs, register in _extensions() if extensions else ():
         register(sub)
     return parser
 
 
-def _extensions() -> list[Callable[[argparse._SubParsersAction], None]]:
-    """Subcommand groups that live in their own packages: each exposes add_parser(subparsers)."""
+# Subcommand groups that live in their own packages, each with the top-level verbs its add_parser registers
+# (tests/unit/test_live_cli.py holds the two together): a verb imports its own group only.
+EXTENSIONS = {
+    "generator.live.cli": ("run", "smoke", "cluster", "status", "logs", "history", "rollback", "uninstall", "job",
+                           "dev", "doctor"),
+    "generator.playground.cli": ("playground",),
+}
+
+
+def _extensions(verb: str | None = None) -> list[tuple[tuple[str, ...], Callable[[argparse._SubParsersAction], None]]]:
+    """(verbs, add_parser(subparsers)) of each group in EXTENSIONS, or of the one that has `verb`."""
     import importlib
 
     out = []
-    for module in ("generator.live.cli", "generator.playground.cli"):
+    for module, verbs in EXTENSIONS.items():
+        if verb is not None and verb not in verbs:
+            continue
         try:
-            out.append(importlib.import_module(module).add_parser)
+            out.append((verbs, importlib.import_module(module).add_parser))
         except ModuleNotFoundError as exc:
             if exc.name not in (module, module.rsplit(".", 1)[0]):
                 raise
@@ -199,7 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     # Importing the live and playground command groups costs ~10 ms that values/render/check never use.
-    parser = build_parser(extensions=not (argv and argv[0] in OWN_VERBS))
+    own = bool(argv and argv[0] in OWN_VERBS)
+    parser = build_parser(extensions=not own, verb=argv[0] if argv and not own else None)
     args, extra = parser.parse_known_args(argv)
     # KEY=VALUE overrides may come after options too (`run R I -n ns k=v`).
     if extra and hasattr(args, "overrides") and all("=" in a and not a.startswith("-") for a in extra):
@@ -217,8 +235,7 @@ def _main(argv: list[str]) -> int:
 
 def dispatch(args: argparse.Namespace) -> int:
     """Run a parsed command; the CLI's errors become one line on stderr and an exit code."""
-    from generator.errors import CheckFailed, InputError
-    from generator.tools import ToolMissing
+    from generator.errors import CheckFailed, InputError, ToolMissing
 
     try:
         code = args.func(args)

@@ -38,3 +38,7 @@ class InputError(Exception):
 
 class CheckFailed(Exception):
     """A check failed or the cluster said no: exit 1."""
+
+
+class ToolMissing(RuntimeError):
+    """A pinned tool is not built yet."""

@@ -9,6 +9,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from generator import tool_table
+from generator.errors import ToolMissing  # raised here; defined with the CLI's other errors (a light import)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,10 +37,6 @@ def state_dir() -> Path:
     """`${XDG_STATE_HOME:-~/.local/state}/dockyard-k8s`: what the CLI keeps between runs."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "dockyard-k8s"
-
-
-class ToolMissing(RuntimeError):
-    """A pinned tool is not built yet."""
 
 
 def versions() -> dict[str, str]:

@@ -52,9 +52,12 @@ def _handler(module: str, name: str, **extra: Any) -> Callable[[argparse.Namespa
         before = {sig: signal.signal(sig, _as_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
             fn = getattr(importlib.import_module(f"generator.live.verbs.{module}"), name)
+            chosen = getattr(args, "helm", None), getattr(args, "chart", None), getattr(args, "chart_version", None)
+            if not any(chosen):  # the defaults (the pinned helm, this chart): no helm module to import for them
+                return cluster_errors(fn)(args, **extra)
             from generator.render.helm import using
 
-            with using(getattr(args, "helm", None), getattr(args, "chart", None), getattr(args, "chart_version", None)):
+            with using(*chosen):
                 return cluster_errors(fn)(args, **extra)
         finally:
             for sig, old in before.items():

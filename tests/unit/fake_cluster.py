@@ -1,10 +1,13 @@
 """A fake Kubernetes API server for offline tests of generator/live, replaying tests/unit/recorded/*.json.
 
-The seam is the urllib3 PoolManager inside the kubernetes client's RESTClientObject: every request of `Kube`
-(its plain-JSON `request`/`list`, the typed CoreV1Api/... calls) ends there, so Kube, the client's ApiClient
-and RESTClientObject, and the live code's error translation run for real; only the socket is replaced. An
-answer is the recorded status, reason and body as a real urllib3 HTTPResponse; a recorded connection failure
-is raised as urllib3's MaxRetryError(NewConnectionError) with the recorded text.
+There are two seams, one per way a request of `Kube` leaves the process, and the fake answers both alike:
+the urllib3 PoolManager inside the kubernetes client's RESTClientObject (the typed CoreV1Api/... calls, and
+every request of a context whose credentials need the client), and `Transport.send` of the standard library's
+HTTPS (generator/live/cluster/transport.py: the plain-JSON `request`/`list` of a context with plain
+credentials, as the fake's kubeconfig has). Kube, the client's ApiClient and RESTClientObject, and the live
+code's error translation run for real; only the socket is replaced. An answer is the recorded status, reason
+and body (a real urllib3 HTTPResponse, or the transport's tuple); a recorded connection failure is raised as
+urllib3's MaxRetryError(NewConnectionError), or the transport's Unreachable, with the recorded text.
 
 Replays are keyed by method + path + query (+ the body's `match` part for SelfSubjectAccessReviews and dry-run
 pods: generator.maint.recording.match_of). Several answers to one key come in recorded order, the last
@@ -109,6 +112,21 @@ class FakeCluster:
         if "text" in ex:
             return self._response(ex["status"], ex["reason"], ex["text"].encode(), "text/plain; charset=utf-8")
         return self._response(ex["status"], ex["reason"], json.dumps(ex["body"]).encode())
+
+    # the transport's interface (Transport.send) -----------------------------------------------------
+    def send(self, method: str, path: str, query: list[tuple[str, str]], body: bytes | None,
+             headers: dict[str, str], timeout: float) -> tuple[int, str, dict[str, str], bytes]:
+        from urllib.parse import urlencode
+
+        from generator.live.cluster.transport import Unreachable
+
+        url = SERVER + path + ("?" + urlencode(query) if query else "")
+        try:
+            resp = self.request(method, url, body=body, timeout=urllib3.Timeout(total=timeout))
+        except MaxRetryError as exc:
+            m = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(exc.reason))
+            raise Unreachable(m.group(1).strip() if m else str(exc.reason)) from None
+        return resp.status, resp.reason or "", dict(resp.headers), resp.read()
 
     def clear(self) -> None:
         pass
@@ -225,5 +243,8 @@ def install(monkeypatch: Any, tmp_path: Path, *scenarios: str, namespace: str | 
         self.pool_manager = fake
 
     monkeypatch.setattr(rest.RESTClientObject, "__init__", init)
+    from generator.live.cluster.transport import Transport
+
+    monkeypatch.setattr(Transport, "send", lambda self, *a: fake.send(*a))
     monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path, namespace)))
     return fake

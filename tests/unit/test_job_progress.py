@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-from kubernetes.client.exceptions import ApiException
-
 from generator.live.state import job_progress
 from generator.live.state.job_progress import lines, parse, read, seconds_per_step
 
@@ -52,20 +50,16 @@ def test_no_report_yet_stalled_and_what_ended_before():
 
 
 class Kube:
+    """Answers get_answer as the cluster would: text (200), (status, text), or an exception (no answer)."""
+
     def __init__(self, answer):
         self.answer, self.asked = answer, []
 
-    def get_text(self, path, query):
+    def get_answer(self, path, query):
         self.asked.append((path, query))
         if isinstance(self.answer, Exception):
             raise self.answer
-        return self.answer
-
-
-def _refusal(status: int, body: str) -> ApiException:
-    exc = ApiException(status=status)
-    exc.body = body
-    return exc
+        return self.answer if isinstance(self.answer, tuple) else (200, self.answer)
 
 
 def test_one_read_through_the_heads_dashboard():
@@ -81,12 +75,15 @@ def test_one_read_through_the_heads_dashboard():
 def test_why_progress_is_unknown():
     assert read(Kube(""), "ns", "svc", "ip", None).unknown == "no job submitted yet"
     assert read(Kube(""), "ns", "svc", None, "j").unknown == "no running head pod"
-    forbidden = read(Kube(_refusal(403, "forbidden")), "ns", "svc", "ip", "j").unknown
+    forbidden = read(Kube((403, "forbidden")), "ns", "svc", "ip", "j").unknown
     assert forbidden == "forbidden: reading it needs get on services/proxy in the namespace"
-    missing = read(Kube(_refusal(500, "A file is not found at: /tmp/ray/x")), "ns", "svc", "ip", "j").unknown
+    missing = read(Kube((500, "A file is not found at: /tmp/ray/x")), "ns", "svc", "ip", "j").unknown
     assert missing.startswith("no records of the run watcher for this job yet: the job is starting, or runs")
     ray_no = read(Kube('{"result": false, "msg": "Cannot find matching node_id"}'), "ns", "svc", "ip", "j").unknown
     assert ray_no == "Ray's log API: Cannot find matching node_id"
+    no_endpoints = json.dumps({"kind": "Status", "code": 503, "message": 'no endpoints available for service "s"'})
+    assert read(Kube((503, no_endpoints)), "ns", "svc", "ip", "j").unknown == \
+        'the head\'s dashboard answered 503: no endpoints available for service "s"'
     down = read(Kube(ConnectionError("refused")), "ns", "svc", "ip", "j").unknown
     assert down == "the head's dashboard did not answer (ConnectionError)"
     assert lines(read(Kube(ConnectionError()), "ns", "svc", "ip", "j"))[0].startswith("unknown (")
@@ -113,7 +110,5 @@ def test_the_latest_file_of_a_bringup_head_shows_the_newest_job_by_name():
     assert lines(p, now=T0 + 31)[0] == "job train-b (raysubmit_b): step 4 of 8 (50%), last report 1 s ago"
     # a rayjob's own file: the line is the job's, unnamed
     assert lines(parse(text), now=T0 + 31)[0].startswith("step 4 of 8")
-    missing = ApiException(status=404, reason="Not Found")
-    missing.body = "file not found"
-    assert read(Kube(missing), "ns", "s", "10.244.0.9", job_progress.LATEST).unknown.startswith(
+    assert read(Kube((404, "file not found")), "ns", "s", "10.244.0.9", job_progress.LATEST).unknown.startswith(
         "no job has run under the run watcher on this cluster yet")

@@ -13,6 +13,7 @@ from urllib3.exceptions import MaxRetryError
 from generator.cli import main
 from generator.errors import CheckFailed
 from generator.live.cluster.kube import Kube, cluster_errors, crd_missing, describe_error, is_forbidden
+from generator.live.cluster.transport import Unreachable
 
 ALICE = 'User "system:serviceaccount:rec:alice"'
 
@@ -60,11 +61,16 @@ def test_unprocessable_entity(monkeypatch, tmp_path):
 
 
 def test_connection_refused(monkeypatch, tmp_path):
+    """The same line whichever way the request went: the standard library's transport (plain requests of a
+    context with plain credentials) or the kubernetes client (the typed APIs)."""
     install(monkeypatch, tmp_path, "errors")
-    exc = failure(lambda: Kube().request("GET", "/version"))
-    assert isinstance(exc, MaxRetryError)
-    assert describe_error(exc, SERVER) == (f"cannot reach the Kubernetes API at {SERVER}: Connection refused "
-                                           "(check --kubeconfig / --context, or start the playground)")
+    plain = failure(lambda: Kube().request("GET", "/version"))
+    assert isinstance(plain, Unreachable)
+    typed = failure(lambda: Kube().git_version())
+    assert isinstance(typed, MaxRetryError)
+    for exc in (plain, typed):
+        assert describe_error(exc, SERVER) == (f"cannot reach the Kubernetes API at {SERVER}: Connection refused "
+                                               "(check --kubeconfig / --context, or start the playground)")
 
     @cluster_errors
     def verb() -> int:

@@ -34,3 +34,26 @@ def test_cli_start_does_not_import_kubernetes_or_pyhelm3():
     code = ("import sys; from generator.cli import build_parser; build_parser(); "
             "print(any(m.split('.')[0] in ('kubernetes', 'pyhelm3') for m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_each_groups_verbs_are_the_ones_it_registers_and_a_verb_builds_its_group_alone():
+    """generator.cli builds only the group a verb belongs to (EXTENSIONS): the table and the registered parsers
+    agree, and a group's verb parses the same whether built alone or with every group."""
+    import argparse
+    import importlib
+
+    from generator.cli import EXTENSIONS
+
+    for module, verbs in EXTENSIONS.items():
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(module).add_parser(sub)
+        assert tuple(sub.choices) == verbs, module
+    alone = build_parser(verb="status")
+    assert set(alone._subparsers._group_actions[0].choices) == set(EXTENSIONS["generator.live.cli"])
+    argv = ["status", "r", "-n", "ns", "--no-progress", "-o", "json"]
+    assert vars(alone.parse_args(argv)).keys() == vars(build_parser().parse_args(argv)).keys()
+    # an unknown word builds every group, so the usage error lists them all
+    assert "playground" in build_parser(verb="statsu")._subparsers._group_actions[0].choices
+    code = ("import sys; from generator.cli import build_parser; build_parser(verb='status'); "
+            "print(sorted(m for m in ('generator.playground', 'generator.tools') if m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "[]"

@@ -93,9 +93,9 @@ def test_the_progress_line_costs_status_one_request_and_none_without_it(monkeypa
         def __init__(self):
             self.asked = []
 
-        def get_text(self, path, query):
+        def get_answer(self, path, query):
             self.asked.append(path)
-            return json.dumps({"t": time.time(), "step": 3, "total": 6}) + "\n"
+            return 200, json.dumps({"t": time.time(), "step": 3, "total": 6}) + "\n"
 
         def namespace_deletion(self, namespace):
             return None

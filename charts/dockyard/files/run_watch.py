@@ -483,10 +483,11 @@ def _print_parts(parts: list, tail: int) -> None:
 
 
 def kept(argv: list[str]) -> int:
-    """`run_watch.py kept RUN SINCE ATTEMPT TAIL`: what `dockyard-k8s logs --attempt` prints, run in a pod that
-    mounts the logs volume. First line `DOCKYARD_KEPT {"attempts": [[cluster, [job, …]], …]}` (the run's jobs
+    """`run_watch.py kept RUN SINCE ATTEMPT TAIL [ROLE]`: what `dockyard-k8s logs --attempt [--role]` prints, run in
+    a pod that mounts the logs volume. First line `DOCKYARD_KEPT {"attempts": [[cluster, [job, …]], …]}` (the run's jobs
     since the UTC stamp SINCE, grouped by RayCluster: one attempt each), then attempt ATTEMPT's jobs: each one's
-    start and end records and its driver log (the last TAIL lines of it; 0: all)."""
+    start and end records and its driver log (the last TAIL lines of it; 0: all); with ROLE, then the Ray logs the
+    attempt's pods of that role kept (pod_logs)."""
     run, since, want, tail = argv[0], argv[1], int(argv[2]), int(argv[3])
     role = argv[4] if len(argv) > 4 else None
     folder = os.path.join(os.environ.get("DOCKYARD_LOG_DIR") or "/dockyard/logs", "dockyard-runs", run)

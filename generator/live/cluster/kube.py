@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,54 +34,73 @@ class Kube:
     """One ApiClient for one kubeconfig/context; `calls` counts API requests (status is bounded)."""
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None):
-        from kubernetes import client, config
-        from kubernetes.config.config_exception import ConfigException
-
         from generator.live.cluster import kubeconfig as kc
+        from generator.live.cluster.transport import Transport
 
         self.source = kc.source(kubeconfig)  # the files, merged as kubectl merges them; helm gets the same
         self.kubeconfig = self.source.files[0] if self.source.explicit else None  # helm's --kubeconfig
-        doc = kc.merged(self.source)
-        where = f"kubeconfig {self.source.describe()}"
+        self._doc = doc = kc.merged(self.source)
+        self._where = where = f"kubeconfig {self.source.describe()}"
         names = [c.get("name") for c in doc["contexts"]]
         self.context = context or doc.get("current-context")
         if not self.context:
             raise usage_error(f"{where}: no current-context: pass --context (one of: {', '.join(names) or 'none'})")
         if self.context not in names:
             raise usage_error(f"{where}: no context {self.context} (it has: {', '.join(names) or 'none'})")
-        cfg = client.Configuration()
-        try:
-            config.load_kube_config_from_dict(doc, context=self.context, client_configuration=cfg,
-                                              persist_config=False)
-        except ConfigException as exc:
-            raise usage_error(f"{where}: {exc}") from None
         chosen = next(c for c in doc["contexts"] if c.get("name") == self.context)
         self.context_namespace = (chosen.get("context") or {}).get("namespace")
-        cfg.retries = 0
-        self.server = cfg.host
-        self.api = client.ApiClient(cfg)
         self.calls = 0
         self._git_version: str | None = None
         self.request_timeout = 30.0  # seconds, per request
         self.deadline: float | None = None  # time.monotonic() past which a request gets REQUEST_FLOOR seconds
-        original = self.api.call_api
+        self.watches = 0  # watch streams opened (not in `calls`: a snapshot's count stays exact)
+        # Plain credentials go through the standard library's HTTPS (transport.py); the rest, and the typed APIs
+        # of the less frequent verbs, through the kubernetes client, built on first use.
+        try:
+            self.transport = Transport.for_context(doc, self.context)
+        except (OSError, ValueError) as exc:
+            raise usage_error(f"{where}: context {self.context}: {exc}") from None
+        if self.transport is None:
+            self.server = self.api.configuration.host
+        else:
+            cluster = (chosen.get("context") or {}).get("cluster")
+            self.server = next(c["cluster"]["server"] for c in doc["clusters"] if c.get("name") == cluster)
+
+    @functools.cached_property
+    def api(self) -> Any:
+        """The kubernetes client's ApiClient for this context (its import costs ~0.26 s: only when used)."""
+        from kubernetes import client, config
+        from kubernetes.config.config_exception import ConfigException
+
+        cfg = client.Configuration()
+        try:
+            config.load_kube_config_from_dict(self._doc, context=self.context, client_configuration=cfg,
+                                              persist_config=False)
+        except ConfigException as exc:
+            raise usage_error(f"{self._where}: {exc}") from None
+        cfg.retries = 0
+        api = client.ApiClient(cfg)
+        original = api.call_api
 
         @functools.wraps(original)
         def counted(*a: Any, **kw: Any) -> Any:
             self.calls += 1
-            limit = self.request_timeout
-            if self.deadline is not None:
-                limit = min(limit, max(REQUEST_FLOOR, self.deadline - time.monotonic()))
-            kw.setdefault("_request_timeout", limit)
+            kw.setdefault("_request_timeout", self._timeout())
             try:
                 return original(*a, **kw)
             except Exception as exc:
                 setattr(exc, _SERVER_ATTR, self.server)  # for cluster_errors' line (server_of)
                 raise
 
-        self.api.call_api = counted  # type: ignore[method-assign]
-        self._call_uncounted = original
-        self.watches = 0  # watch streams opened (not in `calls`: a snapshot's count stays exact)
+        api.call_api = counted  # type: ignore[method-assign]
+        self._call_uncounted: Callable[..., Any] = original
+        return api
+
+    def _timeout(self) -> float:
+        limit = self.request_timeout
+        if self.deadline is not None:
+            limit = min(limit, max(REQUEST_FLOOR, self.deadline - time.monotonic()))
+        return limit
 
     # plain JSON requests -------------------------------------------------------------------------
     # The hot paths (status, run --wait) go through the client's ApiClient (its configuration, auth,
@@ -100,22 +120,55 @@ class Kube:
         """One GET whose answer is text, not JSON (a file through a service proxy); ApiException on non-2xx."""
         return self._send("GET", path, query, None, None, "*/*").decode("utf-8", "replace")
 
+    def get_answer(self, path: str, query: dict[str, Any] | None = None) -> tuple[int, str]:
+        """One GET whose status is data, not an error: (HTTP status, text). For a read that may well not be there
+        yet (the head's progress file through its dashboard), answered without building an exception."""
+        status, _reason, _headers, data = self._exchange("GET", path, query, None, None, "*/*")
+        return status, data.decode("utf-8", "replace")
+
     def _send(self, method: str, path: str, query: dict[str, Any] | None, body: Any, content_type: str | None,
               accept: str) -> bytes:
-        from kubernetes.client.exceptions import ApiException
+        status, reason, headers, data = self._exchange(method, path, query, body, content_type, accept)
+        if not 200 <= status <= 299:
+            # the client's own error type (imported on this path only, whichever way the request went), as its
+            # typed APIs raise it
+            from kubernetes.client.exceptions import ApiException
+
+            error = ApiException(status=status, reason=reason)
+            error.body = data.decode("utf-8", "replace")
+            error.headers = headers
+            setattr(error, _SERVER_ATTR, self.server)
+            raise error
+        return data
+
+    def _exchange(self, method: str, path: str, query: dict[str, Any] | None, body: Any, content_type: str | None,
+                  accept: str) -> tuple[int, str, dict[str, str], bytes]:
+        """One request, counted: (status, reason, headers, body), whatever the status. Through the standard
+        library's transport for plain credentials, else the kubernetes client's ApiClient."""
+        import json
 
         headers = {"Accept": accept}
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
-        params = self.api.param_serialize(
-            method=method, resource_path=path, header_params=headers, body=body, auth_settings=["BearerToken"],
-            query_params=[(k, v) for k, v in (query or {}).items() if v is not None])
-        resp = self.api.call_api(*params)
-        resp.read()
-        if not 200 <= resp.status <= 299:
-            raise ApiException.from_response(http_resp=resp, body=(resp.data or b"").decode("utf-8", "replace"),
-                                             data=None)
-        return resp.data or b""
+        params = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items()
+                  if v is not None]
+        if self.transport is None:
+            serialized = self.api.param_serialize(method=method, resource_path=path, header_params=headers, body=body,
+                                                  auth_settings=["BearerToken"], query_params=params)
+            resp = self.api.call_api(*serialized)
+            resp.read()
+            return resp.status, resp.reason or "", dict(resp.getheaders() or {}), resp.data or b""
+        from generator.live.cluster.transport import Unreachable
+
+        self.calls += 1
+        data = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        try:
+            return self.transport.send(method, path, params, data, headers, self._timeout())
+        except Unreachable as exc:
+            setattr(exc, _SERVER_ATTR, self.server)
+            raise
 
     def list(self, path: str, label_selector: str | None = None, field_selector: str | None = None) -> Objects:
         """The items of a list call, as dicts."""
@@ -165,29 +218,28 @@ class Kube:
         return client.CustomObjectsApi(self.api)
 
     def close(self) -> None:
-        self.api.close()
+        if self.transport is not None:
+            self.transport.close()
+        if "api" in self.__dict__:
+            self.api.close()
 
     # helpers ------------------------------------------------------------------------------------
     def list_ray(self, plural: str, namespace: str, selector: str | None = None) -> Objects:
-        from kubernetes.client.exceptions import ApiException
-
         try:
             path = f"/apis/{RAY_GROUP}/{RAY_VERSION}/namespaces/{namespace}/{plural}"
             return self.list(path, label_selector=selector)
-        except ApiException as exc:
-            if exc.status == 404:
+        except Exception as exc:
+            if api_status(exc) == 404:
                 raise CheckFailed(crd_missing(plural)) from None
             raise
 
     def get_ray(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
-        from kubernetes.client.exceptions import ApiException
-
         try:
             return self.request("GET", f"/apis/{RAY_GROUP}/{RAY_VERSION}/namespaces/{namespace}/{plural}/{name}")
-        except ApiException as exc:
-            if exc.status == 404 and _is_object_404(exc):
+        except Exception as exc:
+            if api_status(exc) == 404 and _is_object_404(exc):
                 return None
-            if exc.status == 404:
+            if api_status(exc) == 404:
                 raise CheckFailed(crd_missing(plural)) from None
             raise
 
@@ -244,13 +296,11 @@ class Kube:
         return flags, kc.helm_env(self.source)
 
     def namespace_exists(self, name: str) -> bool:
-        from kubernetes.client.exceptions import ApiException
-
         try:
             self.request("GET", f"/api/v1/namespaces/{name}")
             return True
-        except ApiException as exc:
-            if exc.status == 404:
+        except Exception as exc:
+            if api_status(exc) == 404:
                 return False
             raise
 
@@ -262,13 +312,11 @@ class Kube:
     def namespace_state(self, name: str) -> tuple[bool | None, str | None]:
         """(whether the namespace exists — None when it cannot be read —, why it is being deleted or None),
         from one read."""
-        from kubernetes.client.exceptions import ApiException
-
         try:
             doc = self.request("GET", f"/api/v1/namespaces/{name}")
-        except ApiException as exc:
-            if exc.status in (403, 404):
-                return (False if exc.status == 404 else None), None
+        except Exception as exc:
+            if api_status(exc) in (403, 404):
+                return (False if api_status(exc) == 404 else None), None
             raise
         since = doc["metadata"].get("deletionTimestamp")
         status = doc.get("status") or {}
@@ -309,11 +357,18 @@ class Kube:
             time.sleep(0.2)
 
 
+def api_status(exc: BaseException) -> int | None:
+    """The HTTP status of an API answer that was not 2xx (the client's ApiException, whichever way the request
+    went), None for any other failure. Without the client imported no such answer came: it is not imported."""
+    errors = sys.modules.get("kubernetes.client.exceptions")
+    if errors is not None and isinstance(exc, errors.ApiException):
+        return int(exc.status) if exc.status is not None else None
+    return None
+
+
 def is_forbidden(exc: BaseException) -> bool:
     """An API answer 403: RBAC (or an admission plugin) refused the request."""
-    from kubernetes.client.exceptions import ApiException
-
-    return isinstance(exc, ApiException) and exc.status == 403
+    return api_status(exc) == 403
 
 
 def crd_missing(plural: str) -> str:
@@ -337,11 +392,18 @@ def describe_error(exc: BaseException, server: str | None = None) -> str | None:
     """One line for a client failure a user can act on; None when it is not a cluster failure."""
     import json
 
+    from generator.live.cluster.transport import Unreachable
+
+    where = f" at {server}" if server else ""
+    if isinstance(exc, Unreachable):
+        return (f"cannot reach the Kubernetes API{where}: {exc.detail} "
+                "(check --kubeconfig / --context, or start the playground)")
+    if "kubernetes.client.exceptions" not in sys.modules:
+        return None  # neither the client's answers nor its urllib3 failures: it never ran
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError as Urllib3Error
     from urllib3.exceptions import MaxRetryError
 
-    where = f" at {server}" if server else ""
     if isinstance(exc, MaxRetryError):
         reason = exc.reason
         text = str(reason)

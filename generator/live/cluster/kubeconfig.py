@@ -82,8 +82,9 @@ def _absolute(entry: dict[str, Any], keys: tuple[str, ...], base: Path) -> None:
 def _read(path: str) -> dict[str, Any]:
     import yaml
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's when PyYAML has it: ~4 ms less a start
     try:
-        doc = yaml.safe_load(Path(path).read_text()) or {}
+        doc = yaml.load(Path(path).read_text(), Loader=loader) or {}  # a safe loader, C or Python
     except (OSError, yaml.YAMLError) as exc:
         raise _usage(f"kubeconfig {path}: {exc}") from None
     if not isinstance(doc, dict):

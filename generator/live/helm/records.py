@@ -17,12 +17,23 @@ def labels(obj: dict[str, Any]) -> dict[str, str]:
     return obj["metadata"].get("labels") or {}
 
 
+_DECODED: dict[tuple[str, str], dict[str, Any]] = {}  # (uid, resourceVersion) -> the record, decoded once a process
+
+
 def decode_release(secret: dict[str, Any]) -> dict[str, Any]:
-    """Helm's release record: base64(gzip(JSON)) inside the Secret's `release` key."""
+    """Helm's release record: base64(gzip(JSON)) inside the Secret's `release` key. A Secret of the same uid and
+    resourceVersion holds the same record: it is decoded once (status asks for the manifest more than once)."""
+    meta = secret.get("metadata") or {}
+    key = (meta.get("uid") or "", meta.get("resourceVersion") or "")
+    if all(key) and key in _DECODED:
+        return _DECODED[key]
     raw = base64.b64decode(base64.b64decode(secret["data"]["release"]))
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
-    return json.loads(raw)
+    record = json.loads(raw)
+    if all(key):
+        _DECODED[key] = record
+    return record
 
 
 def release_records(kube: Kube, release: str, namespace: str | None) -> list[dict[str, Any]]:

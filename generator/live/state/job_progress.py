@@ -158,8 +158,6 @@ def read(kube: Kube, namespace: str, head_service: str | None, head_ip: str | No
         return JobProgress(unknown="no job submitted yet")
     if not head_service or not head_ip:
         return JobProgress(unknown="no running head pod")
-    from kubernetes.client.exceptions import ApiException
-
     path = dashboard(namespace, head_service, "api/v0/logs/file")
     query = {"node_ip": head_ip, "filename": f"dockyard/progress-{job_id}.jsonl", "lines": str(LINES)}
     none_yet = ("no records of the run watcher for this job yet: the job is starting, or runs without the watcher "
@@ -168,16 +166,19 @@ def read(kube: Kube, namespace: str, head_service: str | None, head_ip: str | No
         none_yet = ("no job has run under the run watcher on this cluster yet (`dockyard-k8s job submit` wraps "
                     "it; launch.watch.enabled)")
     try:
-        text = kube.get_text(path, query)
-    except ApiException as exc:
-        body = (exc.body or "") if isinstance(exc.body, str) else ""
-        if exc.status == 403:
-            return JobProgress(unknown="forbidden: reading it needs get on services/proxy in the namespace")
-        if "not found" in body:
-            return JobProgress(unknown=none_yet)
-        return JobProgress(unknown=f"the head's dashboard answered {exc.status}: {body.strip()[:120]}")
-    except Exception as exc:  # the dashboard not up yet, a cut connection
+        status, text = kube.get_answer(path, query)  # an answer that is not 2xx is a reason here, not an error
+    except Exception as exc:  # the connection cut, the apiserver not reached
         return JobProgress(unknown=f"the head's dashboard did not answer ({type(exc).__name__})")
+    if status == 403:
+        return JobProgress(unknown="forbidden: reading it needs get on services/proxy in the namespace")
+    if not 200 <= status <= 299:
+        if "not found" in text:
+            return JobProgress(unknown=none_yet)
+        try:  # the apiserver's own Status (no endpoints for the head's Service yet, …): its message
+            said = json.loads(text).get("message") or text
+        except (ValueError, AttributeError):
+            said = text
+        return JobProgress(unknown=f"the head's dashboard answered {status}: {str(said).strip()[:120]}")
     if text.lstrip().startswith('{"result": false'):
         try:
             why = json.loads(text).get("msg") or text

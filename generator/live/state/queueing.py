@@ -20,6 +20,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from generator.live.cluster.kube import api_status
 from generator.live.kueue.api import API, JOB_UID_LABEL, PRIORITY_LABEL, QUEUE_LABEL, WORKLOADS, unreadable
 
 WAITING = ("queued", "preempted", "evicted")  # states in which nothing of the gang runs (once it is suspended)
@@ -184,12 +185,12 @@ def read(kube: Any, namespace: str, obj: dict[str, Any], kind: str) -> Queue:
     """Read the object's Workload (and, as needed, its LocalQueue and preemptor) into a Queue. Any failed
     Kueue read (refused, unserved, a 5xx or 429 of a busy apiserver) is the Queue's note, never an exception:
     one hiccup of Kueue's API does not fail `status` or `run --wait`."""
-    from kubernetes.client.exceptions import ApiException
-
     uid = obj["metadata"].get("uid") or ""
     try:
         found = kube.list(f"{API}/namespaces/{namespace}/workloads", label_selector=f"{JOB_UID_LABEL}={uid}")
-    except ApiException as exc:
+    except Exception as exc:
+        if api_status(exc) is None:
+            raise
         q = summarize(obj, kind, None)
         q.state, q.message, q.note = ("queued" if q.suspended else "unknown"), None, _note(exc, f"{WORKLOADS} in "
                                                                                                  f"{namespace}")
@@ -209,14 +210,14 @@ def read(kube: Any, namespace: str, obj: dict[str, Any], kind: str) -> Queue:
 
 def _cluster_queue(kube: Any, namespace: str, local_queue: str) -> tuple[str | None, str | None]:
     """(the LocalQueue's ClusterQueue, a note when it cannot be told)."""
-    from kubernetes.client.exceptions import ApiException
-
     from generator.live.cluster.kube import _is_object_404
 
     try:
         lq = kube.request("GET", f"{API}/namespaces/{namespace}/localqueues/{local_queue}")
-    except ApiException as exc:
-        if exc.status == 404 and _is_object_404(exc):
+    except Exception as exc:
+        if api_status(exc) is None:
+            raise
+        if api_status(exc) == 404 and _is_object_404(exc):
             return None, f"LocalQueue {local_queue} does not exist in namespace {namespace}"
         if unreadable(exc, "") is not None:
             return None, None  # the Workload's own reason (or the Workloads' note) says enough
@@ -227,13 +228,13 @@ def _cluster_queue(kube: Any, namespace: str, local_queue: str) -> tuple[str | N
 def _preemptor(kube: Any, namespace: str, job_uid: str) -> str:
     """Who preempted: the Workload labelled with the preemptor's job UID, cluster-wide (a cohort spans
     namespaces), else (that list refused) in this namespace; its job UID when neither can be read."""
-    from kubernetes.client.exceptions import ApiException
-
     for path in (f"{API}/workloads", f"{API}/namespaces/{namespace}/workloads"):
         try:
             found = kube.list(path, label_selector=f"{JOB_UID_LABEL}={job_uid}")
-        except ApiException as exc:
-            if exc.status in (401, 403):
+        except Exception as exc:
+            if api_status(exc) is None:
+                raise
+            if api_status(exc) in (401, 403):
                 continue
             break
         wl = pick(found, job_uid)
@@ -246,13 +247,13 @@ def _preemptor(kube: Any, namespace: str, job_uid: str) -> str:
 def workloads_of(kube: Any, namespace: str, uids: list[str]) -> tuple[list[dict[str, Any]] | None, str | None]:
     """(the Workloads Kueue made for these object UIDs, None) — one list per UID —, or (None, why) when they
     cannot be read (refused, or Kueue not served): unknown, which is not "none left"."""
-    from kubernetes.client.exceptions import ApiException
-
     out: list[dict[str, Any]] = []
     for uid in uids:
         try:
             out += kube.list(f"{API}/namespaces/{namespace}/workloads", label_selector=f"{JOB_UID_LABEL}={uid}")
-        except ApiException as exc:
+        except Exception as exc:
+            if api_status(exc) is None:
+                raise
             why = unreadable(exc, f"{WORKLOADS} in {namespace}", then="")
             if why is None:
                 raise
