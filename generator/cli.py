@@ -126,7 +126,7 @@ def build_parser(extensions: bool = True, verb: str | None = None) -> argparse.A
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     if verb is not None and extensions and any(verb in verbs for verbs in EXTENSIONS.values()):
         for _verbs, register in _extensions(verb):
-            register(sub)
+            register(sub, verb)  # that verb's parser alone
         return parser
 
     p = sub.add_parser("values", help="print the chart values composed from recipe + infra (no cluster contact)")
@@ -170,8 +170,8 @@ EXTENSIONS = {
 }
 
 
-def _extensions(verb: str | None = None) -> list[tuple[tuple[str, ...], Callable[[argparse._SubParsersAction], None]]]:
-    """(verbs, add_parser(subparsers)) of each group in EXTENSIONS, or of the one that has `verb`."""
+def _extensions(verb: str | None = None) -> list[tuple[tuple[str, ...], Callable[..., None]]]:
+    """(verbs, add_parser(subparsers[, only])) of each group in EXTENSIONS, or of the one that has `verb`."""
     import importlib
 
     out = []

@@ -103,6 +103,8 @@ class Tape:
             reason_exc = getattr(error, "reason", None)
             ex["error"] = {"type": type(error).__name__, "reason_type": type(reason_exc).__name__,
                            "reason": str(reason_exc)}
+            if isinstance(error, _Refused):
+                ex["error"] = {"type": "MaxRetryError", "reason_type": "NewConnectionError", "reason": error.reason}
         else:
             ex["status"], ex["reason"] = status, reason
             try:
@@ -138,9 +140,24 @@ class RecordingPool:
         return getattr(self.real, name)
 
 
+class _Refused:
+    """A transport failure in the words a urllib3 connection failure is recorded in (`<where>: <message>`), so the
+    fake replays it on either seam (tests/unit/fake_cluster.py)."""
+
+    def __init__(self, exc: Any) -> None:
+        errno = f"[Errno {exc.errno}] " if exc.errno is not None else ""
+        self.reason = f"transport: Failed to establish a new connection: {errno}{exc.detail}"
+
+
 def install() -> None:
-    """Every ApiClient made from now on records through RecordingPool."""
+    """Every request from now on records: each ApiClient's through RecordingPool, and the standard library's
+    transport (generator/live/cluster/transport.py: the plain requests of a context with plain credentials) through
+    a wrapper of Transport.send."""
+    from urllib.parse import urlencode
+
     from kubernetes.client import rest
+
+    from generator.live.cluster.transport import Transport, Unreachable
 
     original = rest.RESTClientObject.__init__
 
@@ -149,6 +166,22 @@ def install() -> None:
         self.pool_manager = RecordingPool(self.pool_manager)
 
     rest.RESTClientObject.__init__ = init  # type: ignore[method-assign]
+    send = Transport.send
+
+    def recorded(self: Transport, method: str, path: str, query: list[tuple[str, str]], body: bytes | None,
+                 headers: dict[str, str], timeout: float) -> tuple[int, str, dict[str, str], bytes]:
+        url = path + ("?" + urlencode(query) if query else "")
+        try:
+            answer = send(self, method, path, query, body, headers, timeout)
+        except Unreachable as exc:
+            if TAPE is not None:
+                TAPE.add(method, url, body, None, None, None, _Refused(exc))  # type: ignore[arg-type]
+            raise
+        if TAPE is not None:
+            TAPE.add(method, url, body, answer[0], answer[1], answer[3])
+        return answer
+
+    Transport.send = recorded  # type: ignore[method-assign]
 
 
 @contextlib.contextmanager

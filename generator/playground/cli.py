@@ -88,8 +88,9 @@ def _status(args: argparse.Namespace) -> int:
     return status(_state_dir(args))
 
 
-def add_parser(subparsers: Any) -> None:
-    """Register `playground` with its `up`, `down` and `status` actions on an argparse subparsers."""
+def add_parser(subparsers: Any, only: str | None = None) -> None:
+    """Register `playground` with its `up`, `down` and `status` actions on an argparse subparsers (`only`: the
+    verb the CLI runs, `playground` itself: the group's one verb)."""
     pg = subparsers.add_parser(
         "playground",
         help="the local playground cluster (real control plane, simulated GPU nodes, KubeRay)",

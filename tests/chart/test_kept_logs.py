@@ -187,3 +187,38 @@ def test_an_attempts_ray_logs_of_a_role_are_read_back_or_said_not_kept(tmp_path)
     with pytest.raises(CheckFailed, match="attempt 1's inference Ray logs were not kept: no inference pod of "
                                           "RayCluster grpo-swe-aaaaa kept any"):
         kept_logs.read(Kube(tmp_path), "grpo-swe", "ns", _manifest(**LOGS), 1, 0, role="inference")
+
+
+def test_an_output_the_kubelet_cut_at_its_start_is_read_by_the_index_printed_last_too(tmp_path):
+    _job(tmp_path, "20261204T100010Z-grpo-swe-aaaaa-raysubmit_1", "grpo-swe-aaaaa", "driver line\n", "succeeded")
+
+    class Cut(Kube):
+        def get_text(self, path, query):
+            return super().get_text(path, query).split("\n", 2)[2]  # the index and the job line rotated away
+
+    text = kept_logs.read(Cut(tmp_path), "grpo-swe", "ns", _manifest(**LOGS), 1, 0)
+    assert text.splitlines()[:2] == ["--- attempt 1 of 1 kept (RayCluster grpo-swe-aaaaa)",
+                                     "(the start of this output was cut by the kubelet: use --tail)"]
+    assert "driver line" in text and "DOCKYARD_KEPT" not in text
+
+
+def test_the_keeper_reads_ray_logs_through_the_ray_containers_own_tmp_mount_subpath_and_all():
+    """A read-only root gives the Ray container a scratch /tmp (the chart's `tmp` emptyDir): Ray writes /tmp/ray
+    there, and the keeper mounts that volume at /tmp, read-only, instead of hiding it under a new one. An overlay's
+    mount of /tmp/ray with a subPath is copied with its subPath."""
+    hardened = {**LOGS, "infra": {**LOGS["infra"], "security": {**LOGS["infra"]["security"],
+                                                                "readOnlyRootFilesystem": True}}}
+    spec = _groups(_manifest(**hardened))["trainer"]
+    keeper = _keeper(spec)
+    ray = {m["mountPath"]: m for m in spec["containers"][0]["volumeMounts"]}
+    assert "/tmp/ray" not in ray and ray["/tmp"]["name"] == "tmp"
+    assert {m["mountPath"]: m for m in keeper["volumeMounts"]}["/tmp"] == {"name": "tmp", "mountPath": "/tmp",
+                                                                           "readOnly": True}
+    assert all(v["name"] != "dockyard-ray-logs" for v in spec["volumes"])
+    overlay = {"workerGroupSpecs": [{"groupName": "trainer", "template": {"spec": {
+        "containers": [{"name": "ray-worker", "volumeMounts": [{"name": "shared", "mountPath": "/tmp/ray",
+                                                                "subPath": "ray"}]}],
+        "volumes": [{"name": "shared", "emptyDir": {}}]}}}]}
+    keeper = _keeper(_groups(_manifest(**{**LOGS, "kuberay": {**LOGS["kuberay"], "spec": overlay}}))["trainer"])
+    assert {m["mountPath"]: m for m in keeper["volumeMounts"]}["/tmp/ray"] == {
+        "name": "shared", "mountPath": "/tmp/ray", "subPath": "ray", "readOnly": True}

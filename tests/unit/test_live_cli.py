@@ -49,7 +49,10 @@ def test_each_groups_verbs_are_the_ones_it_registers_and_a_verb_builds_its_group
         importlib.import_module(module).add_parser(sub)
         assert tuple(sub.choices) == verbs, module
     alone = build_parser(verb="status")
-    assert set(alone._subparsers._group_actions[0].choices) == set(EXTENSIONS["generator.live.cli"])
+    assert set(alone._subparsers._group_actions[0].choices) == {"status"}  # the verb's parser alone
+    for verb in EXTENSIONS["generator.live.cli"]:  # each verb built alone is the verb built with the rest
+        assert build_parser(verb=verb)._subparsers._group_actions[0].choices[verb].format_help() == \
+            build_parser()._subparsers._group_actions[0].choices[verb].format_help()
     argv = ["status", "r", "-n", "ns", "--no-progress", "-o", "json"]
     assert vars(alone.parse_args(argv)).keys() == vars(build_parser().parse_args(argv)).keys()
     # an unknown word builds every group, so the usage error lists them all

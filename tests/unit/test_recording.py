@@ -3,6 +3,7 @@ fake cannot answer fails the test, and the typed client's models are built from 
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -57,3 +58,51 @@ def test_requests_are_bounded_by_the_verbs_deadline(monkeypatch, tmp_path):
     kube.namespace_exists("rec")
     assert fake.timeouts[0] == kube.request_timeout == 30.0
     assert 9 < fake.timeouts[1] <= 10 and fake.timeouts[2] == REQUEST_FLOOR
+
+
+def test_the_standard_library_transport_is_recorded_as_the_client_is(monkeypatch, tmp_path):
+    """`make record` hooks both ways a request leaves: the plain requests of a context with plain credentials go
+    through Transport.send, and a tape of them (answers and a refused connection) reads as the client's does."""
+    import http.server
+    import socket
+    import threading
+
+    from generator.live.cluster.transport import Transport, Unreachable
+    from generator.maint import recording as rec
+
+    monkeypatch.setattr(Transport, "send", Transport.send)  # restored at teardown: install() patches it
+    from kubernetes.client import rest
+
+    monkeypatch.setattr(rest.RESTClientObject, "__init__", rest.RESTClientObject.__init__)
+    rec.install()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b'{"kind": "PodList", "items": []}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        refused = Transport(f"http://127.0.0.1:{closed.getsockname()[1]}", None, None, None)
+        try:
+            with rec.scenario(tmp_path, "plain", "test"):
+                up = Transport(f"http://127.0.0.1:{server.server_port}", None, None, None)
+                assert up.send("GET", "/api/v1/pods", [("labelSelector", "a=b")], None, {}, 5.0)[0] == 200
+                with pytest.raises(Unreachable):
+                    refused.send("GET", "/version", [], None, {}, 5.0)
+        finally:
+            server.shutdown()
+            server.server_close()
+    answer, failure = json.loads((tmp_path / "plain.json").read_text())["exchanges"]
+    assert answer == {"method": "GET", "path": "/api/v1/pods", "query": {"labelSelector": "a=b"}, "status": 200,
+                      "reason": "OK", "body": {"kind": "PodList", "items": []}}
+    assert failure["path"] == "/version" and failure["error"]["type"] == "MaxRetryError"
+    assert "[Errno 111] Connection refused" in failure["error"]["reason"]

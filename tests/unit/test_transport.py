@@ -162,3 +162,20 @@ def test_credentials_it_does_not_implement_are_left_to_the_kubernetes_client(ser
     with pytest.raises(ValueError, match="a client certificate needs its key"):
         Transport.for_context(_doc(server, {}, {"client-certificate-data": "eA=="}), "x")
 
+
+
+def test_a_server_behind_a_proxy_is_left_to_the_client_and_loopback_never_is(monkeypatch):
+    doc = {"clusters": [{"name": "c", "cluster": {"server": "https://api.example.test:6443"}}],
+           "users": [{"name": "u", "user": {"token": "t"}}],
+           "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}
+    for var in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY",
+                "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    assert Transport.for_context(doc, "x") is not None
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
+    assert Transport.for_context(doc, "x") is None  # the kubernetes client honours the proxy
+    monkeypatch.setenv("NO_PROXY", ".example.test")
+    assert Transport.for_context(doc, "x") is not None
+    monkeypatch.delenv("NO_PROXY")
+    doc["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:6443"
+    assert Transport.for_context(doc, "x") is not None  # loopback is never proxied

@@ -234,7 +234,8 @@ def test_the_next_job_reports_how_the_one_before_ended_and_kept_groups_attempts(
         rw.main(["kept", "grpo-swe", since, "1", "1"])
         out = capsys.readouterr().out
         assert json.loads(out.splitlines()[0].removeprefix("DOCKYARD_KEPT "))["attempts"][0][0] == "grpo-swe-bbbbb"
-        assert out.splitlines()[-1] == "attempt two"  # --tail 1
+        assert out.splitlines()[-2] == "attempt two"  # --tail 1 (the index again last)
+        assert out.splitlines()[-1] == out.splitlines()[0]
     finally:
         del os.environ["DOCKYARD_LOG_DIR"]
 
@@ -280,7 +281,7 @@ def test_progress_records_stay_within_their_cap_and_carry_their_context(tmp_path
     assert path.stat().st_size <= rw.PROGRESS_CAP
     last = [r for r in head_records(tmp_path) if "step" in r][-1]
     assert last["step"] == 599 and len(last["metrics"]["note"]) == 128
-    assert last["context"] == {"cluster": "grpo-swe-abcde", "stallTimeout": 0}
+    assert last["context"] == {"cluster": "grpo-swe-abcde", "run": "grpo-swe", "stallTimeout": 0}
 
 
 def ray_session(tmp_path: Path, name: str = "session_2026-12-05_10-00-00_000000_1") -> Path:
@@ -330,16 +331,20 @@ def test_the_ray_log_keeper_copies_each_ray_process_output_as_it_grows_and_on_si
     assert not (session / "python-core-worker-1.log").exists()
     assert json.loads((kept / "pod.json").read_text())["role"] == "trainer"
 
-    # a restarted sidecar (a new process) goes on where the last one was, and a new Ray session is its own folder
+    # a restarted sidecar (a new process) goes on where the last one was; a new Ray session (the Ray container
+    # restarted) is a folder of its own, and the old session is swept once more for its last lines (the crash's)
+    with open(logs / "raylet.out", "a") as fh:
+        fh.write("the crash's last line\n")
     new = ray_session(tmp_path, "session_2026-12-05_11-00-00_000000_1")
     (new / "raylet.out").write_text("second session\n")
-    with open(logs / "raylet.out", "a") as fh:
-        fh.write("late line\n")
     again = keeper(tmp_path, "trainer", "grpo-swe-aaaaa-trainer-worker-x1")
     wait_for_file(kept / "session_2026-12-05_11-00-00_000000_1" / "raylet.out", "second session")
+    with open(logs / "raylet.out", "a") as fh:
+        fh.write("after the switch\n")  # the old session is no longer followed
+    time.sleep(0.5)
     again.send_signal(signal.SIGTERM)
     assert again.wait(timeout=10) == 0
-    assert (session / "raylet.out").read_text() == "raylet up\nraylet down\n"  # the old session: not followed
+    assert (session / "raylet.out").read_text() == "raylet up\nraylet down\nthe crash's last line\n"
 
 
 def test_a_sigkilled_pod_loses_at_most_the_last_sweep_interval(tmp_path):
@@ -372,6 +377,7 @@ def test_the_ray_logs_kept_stay_within_the_pods_cap_newest_kept(tmp_path):
     assert proc.wait(timeout=10) == 0
     on_volume = sum(f.stat().st_size for f in (kept / "session_2026-12-05_10-00-00_000000_1").iterdir())
     assert on_volume <= cap, on_volume
+    assert "the newest line" in (kept / "session_2026-12-05_10-00-00_000000_1" / "worker-00.out").read_text()
     assert "over the cap" in (kept / "dropped.txt").read_text()
 
 
@@ -399,7 +405,27 @@ def test_kept_with_a_role_prints_that_roles_pods_ray_logs_or_says_none_kept(tmp_
         out = capsys.readouterr().out
         assert "line 3\nline 4\n" in out and "trainer actor line" not in out
         assert rw.main(["kept", "grpo-swe", "", "1", "0", "inference"]) == 0
-        last = capsys.readouterr().out.splitlines()[-1]
+        last = capsys.readouterr().out.splitlines()[-2]  # before the index, again last
         assert last == "DOCKYARD_NO_POD_LOGS no pod of role inference of RayCluster grpo-swe-aaaaa kept its Ray logs"
     finally:
         del os.environ["DOCKYARD_LOG_DIR"]
+
+
+def test_the_latest_progress_file_belongs_to_the_newest_job_alone(tmp_path):
+    """A bringup cluster's `status` reads progress-latest.jsonl: a job still running when a newer one starts stops
+    writing there (the newer one replaced the file), so the newest job's records are not mixed with its."""
+    older = start(tmp_path, job(REPORT + 'for s in range(30):\n    report(s)\n    time.sleep(0.1)'), sid="raysubmit_a")
+    latest = tmp_path / "ray" / "dockyard" / "progress-latest.jsonl"
+    deadline = time.monotonic() + 10
+    while '"step":' not in (latest.read_text() if latest.exists() else ""):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    newer = start(tmp_path, job(REPORT + "report(100)"), sid="raysubmit_b")
+    newer.communicate(timeout=30)
+    older.communicate(timeout=30)
+    records = [json.loads(line) for line in latest.read_text().splitlines()]
+    assert {r["submission"] for r in records} == {"raysubmit_b"}, records
+    assert [r["step"] for r in records if "step" in r] == [100]
+    own = [json.loads(line) for line in (tmp_path / "ray" / "dockyard" / "progress-raysubmit_a.jsonl").open()]
+    assert [r["step"] for r in own if "step" in r] == list(range(30))  # its own file has all of them
+    assert all(r["context"]["run"] == "grpo-swe" for r in own if "step" in r)

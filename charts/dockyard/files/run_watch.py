@@ -112,21 +112,29 @@ class Records:
     """The progress records: one JSON object a line, on the head (read by `status`) and on the logs volume. Past
     PROGRESS_CAP bytes a file is cut to its newest records that fit in half of it."""
 
-    def __init__(self, paths: list, submission: str, clock=time.time) -> None:
+    def __init__(self, paths: list, submission: str, clock=time.time, shared: str | None = None) -> None:
         self.paths = [p for p in paths if p]
         self.submission, self.clock = submission, clock
         self.lock = threading.Lock()
+        # `shared` (progress-latest.jsonl) is written while it is this job's: a newer job replaces the file
+        # (a new inode) at its start, and this one stops writing there
+        self.shared = {shared: os.stat(shared).st_ino} if shared and shared in self.paths else {}
 
     def add(self, record: dict) -> dict:
-        record = {"t": round(self.clock(), 3), "submission": self.submission, **record}
+        record = {"t": round(self.clock(), 3), **record, "submission": self.submission}  # the writer's, always
         line = json.dumps(record, separators=(",", ":"), sort_keys=True) + "\n"
         with self.lock:
-            for path in self.paths:
+            for path in list(self.paths):
                 try:
+                    if path in self.shared and os.stat(path).st_ino != self.shared[path]:
+                        self.paths.remove(path)  # a newer job's now
+                        continue
                     with open(path, "a", encoding="utf-8") as fh:
                         fh.write(line)
                     if os.path.getsize(path) > PROGRESS_CAP:
                         self._cut(path)
+                        if path in self.shared:
+                            self.shared[path] = os.stat(path).st_ino
                 except OSError as exc:
                     _say(f"dockyard: cannot write progress to {path}: {exc}\n", sys.stderr)
         return record
@@ -302,47 +310,62 @@ class RayLogKeeper:
     """`run_watch.py keep-ray --role R`: a sidecar of each Ray pod that mounts the logs volume copies the stdout and
     stderr of every Ray process of the pod (`*.out`, `*.err` in the Ray log folder: raylet, GCS, dashboard, each
     worker's and actor's) to `dockyard-pods/<RayCluster>/<pod>/<Ray session>/` on the volume, every `every`
-    seconds and once more when the pod stops, so they outlive the RayCluster.
+    seconds and once more when the pod stops, so they outlive the RayCluster. When Ray starts a new session (its
+    container restarted), the old session's folder is swept once more first: its last lines are the crash's.
 
-    Bounded: at most `cap` bytes per pod on the volume. Each file's copy is cut in halves like the driver log
-    (past cap/32 the copy becomes `<file>.1`, the one before dropped: at most cap/16 per file); past `cap` in
-    all, the older halves and then the copies written to least recently are dropped, and `dropped.txt` says which. A SIGKILL of the pod loses at
-    most the last `every` seconds."""
+    Bounded: at most `cap` bytes of copies per pod on the volume, counted as they are written. Each file's copy is
+    cut in halves like the driver log (past cap/32 the copy becomes `<file>.1`, the one before dropped: at most
+    cap/16 per file); past `cap` in all, the older halves and then the copies written to least recently are
+    dropped, and `dropped.txt` (itself cut to its last 64 KiB) says which. A SIGKILL of the pod loses at most the
+    last `every` seconds."""
+
+    NOTES_CAP = 65536
 
     def __init__(self, logs: str, dest: str, cap: int) -> None:
         self.logs, self.dest, self.cap = logs, dest, cap
         self.half = max(cap // 32, 32768)
         self.state = os.path.join(dest, "offsets.json")  # a restarted sidecar goes on where the last one was
         self.offsets: dict = {}  # "session/name" -> bytes of the source already copied
-        self.written: dict = {}  # kept path -> when it was last written to
+        self.written: dict = {}  # kept path (and its .1) -> [bytes on the volume, when last written to]
+        self.session: str | None = None  # the Ray session folder followed
         try:
             with open(self.state, encoding="utf-8") as fh:
                 saved = json.load(fh)
             self.offsets, self.written = dict(saved["offsets"]), dict(saved["written"])
+            self.session = saved.get("session")
         except (OSError, ValueError, KeyError, TypeError):
             pass
+        self.total = sum(size for size, _ in self.written.values())
 
     def sweep(self) -> None:
-        try:
-            session = os.path.basename(os.path.realpath(os.path.dirname(self.logs)))
-            names = sorted(n for n in os.listdir(self.logs) if RAY_LOG_FILE.match(n))
-        except OSError:
-            return  # Ray has not started yet
-        folder = os.path.join(self.dest, session)
         before = dict(self.offsets)
-        for name in names:
-            self._copy(session, name, os.path.join(self.logs, name), os.path.join(folder, name))
-        self._bound()
+        try:
+            session = os.path.realpath(os.path.dirname(self.logs))  # session_latest -> session_<start>
+        except OSError:
+            return
+        if self.session and self.session != session:
+            self._sweep_session(self.session)  # the old session's last lines, once
+        self.session = session
+        self._sweep_session(session)
         if self.offsets != before:
             try:
                 with open(self.state + ".tmp", "w", encoding="utf-8") as fh:
-                    json.dump({"offsets": self.offsets, "written": self.written}, fh)
+                    json.dump({"offsets": self.offsets, "written": self.written, "session": self.session}, fh)
                 os.replace(self.state + ".tmp", self.state)
             except OSError:
                 pass
 
-    def _copy(self, session: str, name: str, src: str, dst: str) -> None:
-        key = f"{session}/{name}"
+    def _sweep_session(self, session: str) -> None:
+        folder = os.path.join(session, os.path.basename(self.logs))
+        try:
+            names = sorted(n for n in os.listdir(folder) if RAY_LOG_FILE.match(n))
+        except OSError:
+            return  # Ray has not started yet, or the session is gone
+        name_of = os.path.basename(session)
+        for name in names:
+            self._copy(f"{name_of}/{name}", os.path.join(folder, name), os.path.join(self.dest, name_of, name))
+
+    def _copy(self, key: str, src: str, dst: str) -> None:
         try:
             size = os.path.getsize(src)
             at = self.offsets.get(key, 0)
@@ -357,44 +380,55 @@ class RayLogKeeper:
                     data = fin.read(min(65536, self.half))
                     if not data:
                         break
-                    have = os.path.getsize(dst) if os.path.exists(dst) else 0
+                    have = self.written.get(dst, [0, 0])[0]
                     if have and have + len(data) > self.half:
                         os.replace(dst, dst + ".1")
+                        self._forget(dst + ".1")
+                        self.written[dst + ".1"] = [have, time.time()]
+                        self.total += have
+                        self.written[dst] = [0, 0]
+                        have = 0
                     with open(dst, "ab") as fout:
                         fout.write(data)
+                    self.written[dst] = [have + len(data), time.time()]
+                    self.total += len(data)
                     at += len(data)
-            self.offsets[key] = at
-            self.written[dst] = time.time()
+                    self.offsets[key] = at
+                    if self.total > self.cap:
+                        self._bound(keep=dst)
         except OSError as exc:
             _say(f"dockyard: cannot keep {src}: {exc}\n", sys.stderr)
 
-    def _bound(self) -> None:
-        """Past `cap` bytes in all: drop the older halves, then the copies least recently written to."""
-        sizes = {}
-        for path in self.written:
-            for part in (path + ".1", path):
-                if os.path.exists(part):
-                    sizes[part] = os.path.getsize(part)
-        total = sum(sizes.values())
-        if total <= self.cap:
-            return
-        order = sorted(self.written, key=self.written.get)
+    def _forget(self, path: str) -> None:
+        size, _ = self.written.pop(path, [0, 0])
+        self.total -= size
+
+    def _bound(self, keep: str) -> None:
+        """Past `cap`: drop the older halves, then the copies least recently written to (`keep`, being written,
+        last of all)."""
+        order = sorted((p for p in self.written if p != keep), key=lambda p: self.written[p][1])
         dropped = []
-        for part in [p + ".1" for p in order] + order:
-            if total <= self.cap:
+        for path in [p for p in order if p.endswith(".1")] + [p for p in order if not p.endswith(".1")] + [keep]:
+            if self.total <= self.cap:
                 break
-            if part in sizes:
-                try:
-                    os.remove(part)
-                except OSError:
-                    continue
-                total -= sizes.pop(part)
-                dropped.append(os.path.relpath(part, self.dest))
-        if dropped:
             try:
-                with open(os.path.join(self.dest, "dropped.txt"), "a", encoding="utf-8") as fh:
+                os.remove(path)
+            except OSError:
+                pass
+            self._forget(path)
+            dropped.append(os.path.relpath(path, self.dest))
+        if dropped:
+            notes = os.path.join(self.dest, "dropped.txt")
+            try:
+                with open(notes, "a", encoding="utf-8") as fh:
                     fh.write("".join(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} over the cap: {d}\n"
                                      for d in dropped))
+                if os.path.getsize(notes) > self.NOTES_CAP:
+                    with open(notes, "rb") as fh:
+                        fh.seek(-(self.NOTES_CAP // 2), os.SEEK_END)
+                        tail = fh.read()
+                    with open(notes, "wb") as fh:
+                        fh.write(tail[tail.find(b"\n") + 1:])
             except OSError:
                 pass
 
@@ -513,6 +547,8 @@ def kept(argv: list[str]) -> int:
         _print_parts([os.path.join(job, "driver.log.1"), os.path.join(job, "driver.log")], tail)
     if role:
         pod_logs(attempts[want - 1][0], role, tail)
+    # the index again last: the kubelet keeps the end of a long container log (containerLogMaxSize), not its start
+    print(KEPT_MARK + " " + json.dumps({"attempts": attempts}), flush=True)
     return 0
 
 
@@ -542,8 +578,9 @@ def main(argv: list[str] | None = None) -> int:
         # the newest job's records under a fixed name too: what `status` reads on a bringup cluster, whose jobs
         # it does not know by their submission ids (records of an older job still running carry its own id)
         latest = os.path.join(head_dir, "progress-latest.jsonl")
-        with open(latest, "w", encoding="utf-8"):
+        with open(f"{latest}.{sid}", "w", encoding="utf-8"):
             pass
+        os.replace(f"{latest}.{sid}", latest)  # a new file: the job before sees it is no longer its own
         head_paths.append(latest)
     except OSError:
         pass
@@ -557,7 +594,8 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as exc:
             _say(f"dockyard: logs not kept: cannot make {job_dir}: {exc}\n", sys.stderr)
             run_dir = job_dir = None
-    records = Records([*head_paths, job_dir and os.path.join(job_dir, "progress.jsonl")], sid)
+    records = Records([*head_paths, job_dir and os.path.join(job_dir, "progress.jsonl")], sid,
+                      shared=head_paths[-1] if len(head_paths) > 1 else None)
     driver_log = KeptLog(job_dir and os.path.join(job_dir, "driver.log"), args.keep_bytes)
     watch = Watch(args)
     checkpoints = os.environ.get("DOCKYARD_CHECKPOINT_DIR")
@@ -585,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, stop)
     # with each report: what `status` needs even when it reads only the newest records
-    context = {"cluster": cluster, "stallTimeout": args.stall_timeout}
+    context = {"cluster": cluster, "run": args.run, "stallTimeout": args.stall_timeout}
     if prev:
         context["previous"] = {"cluster": prev.get("cluster"), "end": prev.get("end")}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -54,6 +55,8 @@ class Kube:
         self.request_timeout = 30.0  # seconds, per request
         self.deadline: float | None = None  # time.monotonic() past which a request gets REQUEST_FLOOR seconds
         self.watches = 0  # watch streams opened (not in `calls`: a snapshot's count stays exact)
+        self._api: Any = None
+        self._api_lock = threading.Lock()
         # Plain credentials go through the standard library's HTTPS (transport.py); the rest, and the typed APIs
         # of the less frequent verbs, through the kubernetes client, built on first use.
         try:
@@ -66,9 +69,16 @@ class Kube:
             cluster = (chosen.get("context") or {}).get("cluster")
             self.server = next(c["cluster"]["server"] for c in doc["clusters"] if c.get("name") == cluster)
 
-    @functools.cached_property
+    @property
     def api(self) -> Any:
-        """The kubernetes client's ApiClient for this context (its import costs ~0.26 s: only when used)."""
+        """The kubernetes client's ApiClient for this context (its import costs ~0.26 s: built on first use, once,
+        whichever thread asks first: a wait's watch threads may)."""
+        with self._api_lock:
+            if self._api is None:
+                self._api = self._build_api()
+            return self._api
+
+    def _build_api(self) -> Any:
         from kubernetes import client, config
         from kubernetes.config.config_exception import ConfigException
 
@@ -198,6 +208,8 @@ class Kube:
                         on_event()
                 finally:
                     resp.response.release_conn()
+            except InputError:
+                return  # the client cannot be built for this kubeconfig: no watch (the wait still polls)
             except Exception:
                 stop.wait(1.0)
 
@@ -220,8 +232,8 @@ class Kube:
     def close(self) -> None:
         if self.transport is not None:
             self.transport.close()
-        if "api" in self.__dict__:
-            self.api.close()
+        if self._api is not None:
+            self._api.close()
 
     # helpers ------------------------------------------------------------------------------------
     def list_ray(self, plural: str, namespace: str, selector: str | None = None) -> Objects:

@@ -28,11 +28,12 @@ CLIENT_ONLY_CLUSTER = ("proxy-url",)
 
 
 class Unreachable(Exception):
-    """The API server could not be reached (connection refused, DNS, TLS): `detail` says how."""
+    """The API server could not be reached (connection refused, DNS, TLS): `detail` says how, `errno` the
+    system's error number when there is one."""
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, errno: int | None = None) -> None:
         super().__init__(detail)
-        self.detail = detail
+        self.detail, self.errno = detail, errno
 
 
 class Transport:
@@ -57,6 +58,8 @@ class Transport:
         if any(k in user for k in CLIENT_ONLY_USER) or any(k in cluster for k in CLIENT_ONLY_CLUSTER):
             return None
         server = str(cluster["server"])
+        if _proxied(server):
+            return None  # the client dials through the proxy the environment names, as kubectl does
         tls = None
         if server.startswith("https://"):
             # The kubeconfig's CA alone is trusted when it names one (as client-go does), the system's roots
@@ -108,23 +111,21 @@ class Transport:
         headers = {**headers, "User-Agent": "dockyard-k8s"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        for attempt in (0, 1):
+        while True:
             conn = self._connection(timeout)
+            reused = conn.sock is not None  # a kept-alive connection, which the server may have closed since
             try:
                 conn.request(method, url, body=body, headers=headers)
                 resp = conn.getresponse()
                 data = resp.read()
                 return resp.status, resp.reason, dict(resp.getheaders()), data
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
-                conn.close()  # a kept-alive connection the server closed: once more on a new one
-                self.local.conn = None
-                if attempt:
-                    raise Unreachable(f"{type(exc).__name__}: {exc}") from None
             except (OSError, http.client.HTTPException) as exc:
                 conn.close()
                 self.local.conn = None
-                raise Unreachable(_reason(exc)) from None
-        raise AssertionError("unreachable")
+                closed = isinstance(exc, http.client.RemoteDisconnected | BrokenPipeError | ConnectionResetError)
+                if closed and reused and method in ("GET", "HEAD"):
+                    continue  # once more on a new connection (not reused: no loop); a write is never sent twice
+                raise Unreachable(_reason(exc), exc.errno if isinstance(exc, OSError) else None) from None
 
     def close(self) -> None:
         conn = getattr(self.local, "conn", None)
@@ -144,6 +145,29 @@ class _Https(http.client.HTTPConnection):
     def connect(self) -> None:
         super().connect()
         self.sock = self.tls.wrap_socket(self.sock, server_hostname=self.server_name)
+
+
+def _proxied(server: str) -> bool:
+    """Whether the environment sends requests to `server` through a proxy (HTTPS_PROXY / HTTP_PROXY / ALL_PROXY,
+    less NO_PROXY), which the transport does not implement. Loopback and localhost never are, as in Go's
+    ProxyFromEnvironment."""
+    import ipaddress
+
+    url = urllib.parse.urlsplit(server)
+    host = (url.hostname or "").lower()
+    names = ("HTTPS_PROXY", "ALL_PROXY") if url.scheme == "https" else ("HTTP_PROXY", "ALL_PROXY")
+    if not any(os.environ.get(n) or os.environ.get(n.lower()) for n in names) or host == "localhost":
+        return False
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return False
+    except ValueError:
+        pass
+    for entry in (os.environ.get("NO_PROXY") or os.environ.get("no_proxy") or "").split(","):
+        entry = entry.strip().lower().split(":")[0]
+        if entry == "*" or (entry and (host == entry.lstrip(".") or host.endswith("." + entry.lstrip(".")))):
+            return False
+    return True
 
 
 def _pem(user: dict[str, Any], key: str) -> bytes | None:

@@ -46,8 +46,8 @@ class JobProgress:
 
 
 def parse(text: str) -> JobProgress:
-    """The records of the newest job in `text` (the latest file may hold an older job's, still running, after the
-    newest's start; each record names its submission)."""
+    """The records of the newest job in `text`. Each record names its submission: a job still running when a newer
+    one replaced progress-latest.jsonl stops writing there, and any record of its that came first is left out."""
     out = JobProgress()
     records = []
     for line in text.splitlines():
@@ -77,6 +77,8 @@ def parse(text: str) -> JobProgress:
     context = (out.reports[-1].get("context") if out.reports else None) or {}
     if isinstance(context, dict):  # each report repeats what the first records said: they may be cut off
         out.cluster = out.cluster or context.get("cluster")
+        if out.job is None and context.get("run"):
+            out.job = f"{context['run']} ({out.reports[-1].get('submission')})"
         out.stall_timeout = out.stall_timeout or int(context.get("stallTimeout") or 0)
         if out.previous is None and isinstance(context.get("previous"), dict):
             out.previous = context["previous"]

@@ -98,10 +98,19 @@ def read(kube: Kube, release: str, namespace: str, manifest: str | None, attempt
             kube.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", query={"gracePeriodSeconds": 0})
         except Exception:
             pass
+    # the reader prints the index first and, past the attempt's logs, again last (the end of a log the kubelet
+    # cut at its containerLogMaxSize still holds it)
     first, _, rest = text.partition("\n")
-    if not first.startswith(KEPT_MARK):
+    body, _, last = rest.rstrip("\n").rpartition("\n")
+    if first.startswith(KEPT_MARK) and not rest.strip():
+        index, rest = first, ""
+    elif last.startswith(KEPT_MARK):
+        index, rest = last, (body + "\n" if body else "")
+        if not first.startswith(KEPT_MARK):
+            rest = f"(the start of this output was cut by the kubelet: use --tail)\n{first}\n{rest}"
+    else:
         raise CheckFailed(f"the logs reader pod {name} printed no index: {first[:200]}")
-    attempts = json.loads(first[len(KEPT_MARK):])["attempts"]
+    attempts = json.loads(index[len(KEPT_MARK):])["attempts"]
     if not 1 <= attempt <= len(attempts):
         held = f"attempts 1 to {len(attempts)}" if attempts else "no attempt of this RayJob"
         raise CheckFailed(f"{not_kept}: the logs volume holds {held} (a job that ran without the run watcher "

@@ -291,6 +291,7 @@ def _read_ray(snap: Snapshot, jobs: Objects, clusters: Objects) -> dict[str, Any
             "reason": st.get("reason"),
             "readyWorkers": st.get("readyWorkerReplicas"),
             "desiredGPU": st.get("desiredGPU"),
+            "headService": (st.get("head") or {}).get("serviceName"),
         }
         ray_spec = cluster.get("spec") or ray_spec
     return ray_spec

@@ -77,7 +77,8 @@ def read_progress(kube: Kube, snap: Snapshot) -> None:
     """The job's progress into the snapshot: one request while the job has a head to read it from. On a bringup
     cluster: the newest job the run watcher ran there (`job submit`'s)."""
     if snap.rayjob is None and snap.mode == "bringup" and snap.raycluster and snap.head_ip:
-        service = f"{snap.raycluster['name']}-head-svc"  # KubeRay's name for the head's Service
+        # the head's Service as KubeRay reports it (it may shorten a long name), else its usual name
+        service = snap.raycluster.get("headService") or f"{snap.raycluster['name']}-head-svc"
         snap.progress = job_progress.read(kube, snap.namespace, service, snap.head_ip, job_progress.LATEST)
         return
     if snap.rayjob is None or snap.job_id is None:

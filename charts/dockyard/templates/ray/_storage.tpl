@@ -133,8 +133,8 @@ dict "ctx" $ "role" "head" "spec" {…} -> {…, "volumes": [… storage], "cont
 
 {{/* The Ray log keeper (docs/run-watch.md): in each group whose pods mount the logs volume, with the run watcher
 on and launch.watch.keepRayLogMiB above 0, a native sidecar (an init container that restarts Always: it starts
-before Ray and stops after it) runs the watcher's keep-ray mode. It reads the Ray container's /tmp/ray (the
-overlay's volume there, else an emptyDir the chart adds) and copies every Ray process's stdout and stderr to
+before Ray and stops after it) runs the watcher's keep-ray mode. It reads the Ray container's /tmp/ray (through
+the Ray container's own mount of /tmp/ray or /tmp, else an emptyDir the chart adds at /tmp/ray) and copies every Ray process's stdout and stderr to
 dockyard-pods/<RayCluster>/<pod>/ on the logs volume, so `logs --attempt N --role R` reads them after the
 RayCluster is gone. It has no service account token need and no port; its cost is in doctor's run watcher row.
 Applied after the overlay and the storage pins: an overlay's init container or volume of its names is replaced.
@@ -149,24 +149,30 @@ dict "ctx" $ "role" "trainer" "spec" {…, "volumes": [… dockyard-logs]} -> {�
 {{- if and $w.enabled (gt (int64 $w.keepRayLogMiB) 0) $mounted -}}
 {{- $main := first $spec.containers -}}
 {{- $ours := list "dockyard-ray-logs" "dockyard-watcher" -}}
-{{- $rayVol := "" -}}
+{{- /* The Ray container's own mount of /tmp/ray, else of /tmp (the chart's scratch /tmp under a read-only root,
+or an overlay's): the keeper mounts the same (subPath and all), read-only; else an emptyDir at /tmp/ray. */ -}}
+{{- $rayMount := dict -}}
+{{- $tmpMount := dict -}}
 {{- $mainMounts := list -}}
 {{- range ($main.volumeMounts | default list) -}}
 {{- if not (has .name $ours) -}}
 {{- $mainMounts = append $mainMounts . -}}
-{{- if eq (trimSuffix "/" .mountPath) "/tmp/ray" -}}{{- $rayVol = .name -}}{{- end -}}
+{{- if eq (trimSuffix "/" .mountPath) "/tmp/ray" -}}{{- $rayMount = . -}}{{- end -}}
+{{- if eq (trimSuffix "/" .mountPath) "/tmp" -}}{{- $tmpMount = . -}}{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- $_ := set $main "volumeMounts" $mainMounts -}}
+{{- $shared := $rayMount | default $tmpMount -}}
 {{- $volumes := list -}}
 {{- range $spec.volumes -}}
 {{- if not (has .name $ours) -}}{{- $volumes = append $volumes . -}}{{- end -}}
 {{- end -}}
-{{- if not $rayVol -}}
-{{- $rayVol = "dockyard-ray-logs" -}}
-{{- $volumes = append $volumes (dict "name" $rayVol "emptyDir" dict) -}}
-{{- $_ := set $main "volumeMounts" (append $mainMounts (dict "name" $rayVol "mountPath" "/tmp/ray")) -}}
+{{- if not $shared -}}
+{{- $shared = dict "name" "dockyard-ray-logs" "mountPath" "/tmp/ray" -}}
+{{- $volumes = append $volumes (dict "name" "dockyard-ray-logs" "emptyDir" dict) -}}
+{{- $_ := set $main "volumeMounts" (append $mainMounts $shared) -}}
 {{- end -}}
+{{- $keeperMount := merge (dict "readOnly" true "mountPath" (trimSuffix "/" $shared.mountPath)) (omit $shared "readOnly" "mountPath") -}}
 {{- $volumes = append $volumes (dict "name" "dockyard-watcher" "configMap" (dict "name" (include "dockyard.recipe.name" .ctx) "items" (list (dict "key" "run_watch.py" "path" "run_watch.py")))) -}}
 {{- $_ := set $spec "volumes" $volumes -}}
 {{- $cap := mul (int64 $w.keepRayLogMiB) 1048576 -}}
@@ -180,7 +186,7 @@ dict "ctx" $ "role" "trainer" "spec" {…, "volumes": [… dockyard-logs]} -> {�
     (dict "name" "DOCKYARD_LOG_DIR" "value" $l.path))
   "volumeMounts" (list
     (dict "name" $l.volume "mountPath" $l.path)
-    (dict "name" $rayVol "mountPath" "/tmp/ray" "readOnly" true)
+    $keeperMount
     (dict "name" "dockyard-watcher" "mountPath" $v.launch.configMountPath "readOnly" true))
   "resources" (dict "requests" $res "limits" (dict "cpu" "200m" "memory" "64Mi")) -}}
 {{- if $v.infra.security.enabled -}}
