@@ -222,3 +222,10 @@ def test_the_keeper_reads_ray_logs_through_the_ray_containers_own_tmp_mount_subp
     keeper = _keeper(_groups(_manifest(**{**LOGS, "kuberay": {**LOGS["kuberay"], "spec": overlay}}))["trainer"])
     assert {m["mountPath"]: m for m in keeper["volumeMounts"]}["/tmp/ray"] == {
         "name": "shared", "mountPath": "/tmp/ray", "subPath": "ray", "readOnly": True}
+
+
+def test_a_log_that_ends_mid_line_leaves_the_last_index_on_its_own_line(tmp_path):
+    _job(tmp_path, "20261204T100010Z-grpo-swe-aaaaa-raysubmit_1", "grpo-swe-aaaaa", "crashed mid-li", None)
+    text = kept_logs.read(Kube(tmp_path), "grpo-swe", "ns", _manifest(**LOGS), 1, 0)
+    assert text.splitlines()[0] == "--- attempt 1 of 1 kept (RayCluster grpo-swe-aaaaa)"
+    assert text.rstrip("\n").endswith("crashed mid-li") and "DOCKYARD_KEPT" not in text

@@ -112,13 +112,13 @@ class Records:
     """The progress records: one JSON object a line, on the head (read by `status`) and on the logs volume. Past
     PROGRESS_CAP bytes a file is cut to its newest records that fit in half of it."""
 
-    def __init__(self, paths: list, submission: str, clock=time.time, shared: str | None = None) -> None:
+    def __init__(self, paths: list, submission: str, clock=time.time, shared: tuple | None = None) -> None:
         self.paths = [p for p in paths if p]
         self.submission, self.clock = submission, clock
         self.lock = threading.Lock()
-        # `shared` (progress-latest.jsonl) is written while it is this job's: a newer job replaces the file
-        # (a new inode) at its start, and this one stops writing there
-        self.shared = {shared: os.stat(shared).st_ino} if shared and shared in self.paths else {}
+        # `shared` (progress-latest.jsonl, the inode of the file this job made) is written while it is this
+        # job's: a newer job replaces the file (a new inode) at its start, and this one stops writing there
+        self.shared = {shared[0]: shared[1]} if shared and shared[0] in self.paths else {}
 
     def add(self, record: dict) -> dict:
         record = {"t": round(self.clock(), 3), **record, "submission": self.submission}  # the writer's, always
@@ -132,21 +132,25 @@ class Records:
                     with open(path, "a", encoding="utf-8") as fh:
                         fh.write(line)
                     if os.path.getsize(path) > PROGRESS_CAP:
-                        self._cut(path)
+                        inode = self._cut(path)
                         if path in self.shared:
-                            self.shared[path] = os.stat(path).st_ino
+                            self.shared[path] = inode
                 except OSError as exc:
                     _say(f"dockyard: cannot write progress to {path}: {exc}\n", sys.stderr)
         return record
 
     @staticmethod
-    def _cut(path: str) -> None:
+    def _cut(path: str) -> int:
+        """Cut the file to its newest records; the inode of the file that replaces it."""
         with open(path, "rb") as fh:
             fh.seek(-(PROGRESS_CAP // 2), os.SEEK_END)
             tail = fh.read()
-        with open(path + ".tmp", "wb") as fh:
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as fh:
             fh.write(tail[tail.find(b"\n") + 1:])  # whole records only
-        os.replace(path + ".tmp", path)
+            inode = os.fstat(fh.fileno()).st_ino
+        os.replace(tmp, path)
+        return inode
 
 
 class KeptLog:
@@ -331,18 +335,21 @@ class RayLogKeeper:
         try:
             with open(self.state, encoding="utf-8") as fh:
                 saved = json.load(fh)
-            self.offsets, self.written = dict(saved["offsets"]), dict(saved["written"])
-            self.session = saved.get("session")
-        except (OSError, ValueError, KeyError, TypeError):
+            offsets = {str(k): int(v) for k, v in saved["offsets"].items()}
+            written = {str(k): float(v[1]) for k, v in saved["written"].items()}
+            session = saved.get("session")
+            self.offsets, self.session = offsets, session if isinstance(session, str) else None
+            # the copies as the disk has them (a SIGKILL may have come between a drop and the state's save)
+            self.written = {p: [os.path.getsize(p), t] for p, t in written.items() if os.path.isfile(p)}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
             pass
         self.total = sum(size for size, _ in self.written.values())
 
     def sweep(self) -> None:
         before = dict(self.offsets)
-        try:
-            session = os.path.realpath(os.path.dirname(self.logs))  # session_latest -> session_<start>
-        except OSError:
-            return
+        session = os.path.realpath(os.path.dirname(self.logs))  # session_latest -> session_<start>
+        if not os.path.isdir(os.path.join(session, os.path.basename(self.logs))):
+            return  # Ray has not started a session yet (the sidecar starts first)
         if self.session and self.session != session:
             self._sweep_session(self.session)  # the old session's last lines, once
         self.session = session
@@ -382,11 +389,12 @@ class RayLogKeeper:
                         break
                     have = self.written.get(dst, [0, 0])[0]
                     if have and have + len(data) > self.half:
-                        os.replace(dst, dst + ".1")
-                        self._forget(dst + ".1")
-                        self.written[dst + ".1"] = [have, time.time()]
-                        self.total += have
-                        self.written[dst] = [0, 0]
+                        self._forget(dst + ".1")  # the older half, replaced
+                        try:
+                            os.replace(dst, dst + ".1")
+                            self.written[dst + ".1"] = self.written.pop(dst)  # its bytes move with it
+                        except FileNotFoundError:  # gone under us: nothing to move
+                            self._forget(dst)
                         have = 0
                     with open(dst, "ab") as fout:
                         fout.write(data)
@@ -547,8 +555,9 @@ def kept(argv: list[str]) -> int:
         _print_parts([os.path.join(job, "driver.log.1"), os.path.join(job, "driver.log")], tail)
     if role:
         pod_logs(attempts[want - 1][0], role, tail)
-    # the index again last: the kubelet keeps the end of a long container log (containerLogMaxSize), not its start
-    print(KEPT_MARK + " " + json.dumps({"attempts": attempts}), flush=True)
+    # the index again last, on a line of its own (a log cut mid-line ends without one): the kubelet keeps the end
+    # of a long container log (containerLogMaxSize), not its start
+    print("\n" + KEPT_MARK + " " + json.dumps({"attempts": attempts}), flush=True)
     return 0
 
 
@@ -572,14 +581,15 @@ def main(argv: list[str] | None = None) -> int:
     cluster = re.sub(r"[^A-Za-z0-9_.\-]", "_", os.environ.get("RAY_CLUSTER_NAME") or "cluster")
     head_dir = os.path.join(args.ray_logs, "dockyard")
     head_paths: list = []
+    shared = None
     try:
         os.makedirs(head_dir, exist_ok=True)
         head_paths.append(os.path.join(head_dir, f"progress-{sid}.jsonl"))
         # the newest job's records under a fixed name too: what `status` reads on a bringup cluster, whose jobs
         # it does not know by their submission ids (records of an older job still running carry its own id)
         latest = os.path.join(head_dir, "progress-latest.jsonl")
-        with open(f"{latest}.{sid}", "w", encoding="utf-8"):
-            pass
+        with open(f"{latest}.{sid}", "w", encoding="utf-8") as fh:
+            shared = (latest, os.fstat(fh.fileno()).st_ino)  # this job's file, whoever replaces it next
         os.replace(f"{latest}.{sid}", latest)  # a new file: the job before sees it is no longer its own
         head_paths.append(latest)
     except OSError:
@@ -594,8 +604,7 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as exc:
             _say(f"dockyard: logs not kept: cannot make {job_dir}: {exc}\n", sys.stderr)
             run_dir = job_dir = None
-    records = Records([*head_paths, job_dir and os.path.join(job_dir, "progress.jsonl")], sid,
-                      shared=head_paths[-1] if len(head_paths) > 1 else None)
+    records = Records([*head_paths, job_dir and os.path.join(job_dir, "progress.jsonl")], sid, shared=shared)
     driver_log = KeptLog(job_dir and os.path.join(job_dir, "driver.log"), args.keep_bytes)
     watch = Watch(args)
     checkpoints = os.environ.get("DOCKYARD_CHECKPOINT_DIR")

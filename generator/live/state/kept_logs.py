@@ -102,12 +102,12 @@ def read(kube: Kube, release: str, namespace: str, manifest: str | None, attempt
     # cut at its containerLogMaxSize still holds it)
     first, _, rest = text.partition("\n")
     body, _, last = rest.rstrip("\n").rpartition("\n")
-    if first.startswith(KEPT_MARK) and not rest.strip():
-        index, rest = first, ""
-    elif last.startswith(KEPT_MARK):
-        index, rest = last, (body + "\n" if body else "")
+    if last.startswith(KEPT_MARK):  # the index printed last, after a line break of its own
+        index, rest = last, (body.rstrip("\n") + "\n" if body.strip() else "")
         if not first.startswith(KEPT_MARK):
             rest = f"(the start of this output was cut by the kubelet: use --tail)\n{first}\n{rest}"
+    elif first.startswith(KEPT_MARK):  # the index alone (nothing kept for that attempt), or an older reader's
+        index = first
     else:
         raise CheckFailed(f"the logs reader pod {name} printed no index: {first[:200]}")
     attempts = json.loads(index[len(KEPT_MARK):])["attempts"]
