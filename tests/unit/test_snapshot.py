@@ -91,7 +91,8 @@ def test_status_in_a_namespace_being_deleted_says_what_holds_it(monkeypatch, tmp
 
 def test_status_with_plain_credentials_never_imports_the_kubernetes_client(tmp_path):
     """The client's import alone (~0.26 s) is most of what `status` used to cost: with a kubeconfig of plain
-    credentials (the fake's: a token) the whole verb runs on the standard library's transport. In a process of
+    credentials (the fake's: a token) the whole verb runs on the standard library's transport, and the table of
+    tools (the build pins, ~10 ms of imports) is not read either. In a process of
     its own, with only Transport.send answered by the recording (the fake's own module imports urllib3, not
     the client)."""
     import subprocess
@@ -110,7 +111,8 @@ Transport.send = lambda self, *a: fake.send(*a)
 os.environ["KUBECONFIG"] = str(write_kubeconfig(Path({str(tmp_path)!r})))
 from generator.cli import main
 code = main(["status", "{RELEASE}", "-n", "{NS}", *sys.argv[1:]])
-print("exit", code, "client imported", "kubernetes" in sys.modules, "requests", len(fake.requests))
+print("exit", code, "client imported", "kubernetes" in sys.modules, "requests", len(fake.requests),
+      "tool table imported", "generator.tools" in sys.modules)
 """
 
     def run(*flags: str) -> str:
@@ -119,5 +121,5 @@ print("exit", code, "client imported", "kubernetes" in sys.modules, "requests", 
 
     # the recording's head has no endpoints yet: the progress read answers 503, which is a reason to say, not an
     # error to build (a refusal elsewhere would import the client's ApiException, on that path only)
-    assert run("--no-progress") == "exit 0 client imported False requests 8"
-    assert run() == "exit 0 client imported False requests 9"
+    assert run("--no-progress") == "exit 0 client imported False requests 8 tool table imported False"
+    assert run() == "exit 0 client imported False requests 9 tool table imported False"

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from generator.live.state.driver_log import WATCHER, watcher
+from generator.live.state.driver_log import watcher, watcher_file
 
 rw = watcher()  # the chart's files/run_watch.py as a module
+WATCHER = watcher_file()
 
 
 def job(body: str) -> str:

@@ -38,6 +38,7 @@ class Unreachable(Exception):
 
 class Transport:
     def __init__(self, server: str, tls: ssl.SSLContext | None, token: str | None, server_name: str | None) -> None:
+        self.server = server
         url = urllib.parse.urlsplit(server)
         self.https = url.scheme == "https"
         self.host, self.port = url.hostname or "", url.port or (443 if self.https else 80)

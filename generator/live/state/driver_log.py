@@ -10,13 +10,10 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from generator.live.cluster.kube import Kube
-from generator.tools import CHART_DIR
-
-# The run watcher: the chart ships it, it becomes the job's driver (docs/run-watch.md)
-WATCHER = CHART_DIR / "files" / "run_watch.py"
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 # jobDeploymentStatus of a RayJob whose failed attempt is retried (launch.backoffLimit): the job has not ended
@@ -46,13 +43,21 @@ def read(kube: Kube, namespace: str, job: dict) -> str:
     return ans.get("logs", "") if isinstance(ans, dict) else ""
 
 
+def watcher_file() -> Path:
+    """The run watcher: the chart ships it, it becomes the job's driver (docs/run-watch.md). Found through the
+    table of tools' chart folder, imported here and not at the module's top: `status` never needs it."""
+    from generator.tools import CHART_DIR
+
+    return CHART_DIR / "files" / "run_watch.py"
+
+
 def watcher() -> Any:
-    """The run watcher (WATCHER), loaded as a module once: its report parser is the contract, so the CLI reads a
+    """The run watcher (watcher_file), loaded as a module once: its report parser is the contract, so the CLI reads a
     driver log's reports exactly as the watcher does."""
     import importlib.util
 
     if "dockyard_run_watch" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("dockyard_run_watch", WATCHER)
+        spec = importlib.util.spec_from_file_location("dockyard_run_watch", watcher_file())
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
         sys.modules["dockyard_run_watch"] = module

@@ -22,7 +22,7 @@ import yaml
 
 from generator.errors import CheckFailed
 from generator.live.cluster.kube import INSTANCE, Kube
-from generator.live.state.driver_log import WATCHER
+from generator.live.state.driver_log import watcher_file
 from generator.render.pod_templates import pod_templates
 
 LOGS_VOLUME = "dockyard-logs"  # the pod volume of infra.storage.logs (charts/dockyard/templates/ray/_storage.tpl)
@@ -45,7 +45,8 @@ def reader_pod(release: str, template: dict[str, Any], argv: list[str]) -> dict[
     mount = next((m for m in head.get("volumeMounts") or [] if m.get("name") == LOGS_VOLUME), None)
     if volume is None or mount is None:
         return None
-    container = {"name": "read", "image": head.get("image"), "command": ["python3", "-c", WATCHER.read_text(), *argv],
+    command = ["python3", "-c", watcher_file().read_text(), *argv]
+    container = {"name": "read", "image": head.get("image"), "command": command,
                  "env": [{"name": "DOCKYARD_LOG_DIR", "value": mount["mountPath"]}],
                  "volumeMounts": [{**mount, "readOnly": True}],
                  "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m",
