@@ -17,6 +17,7 @@ from generator.inputs.explain import from_validation
 from generator.inputs.loader import Document, apply_overrides, load
 from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 from generator.inputs.storage_rules import gang_problems
+from generator.inputs.topology_rules import together_problem
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
@@ -110,6 +111,12 @@ def compose(inputs: Inputs) -> ChartValues:
         doc = inputs.infra_doc
         raise InputError([Problem(doc.path, doc.line_of(("infra", "storage", key)), f"infra.storage.{key}.accessModes",
                                   message, expected) for key, message, expected in gang])
+    topology = infra.launch.topology.model_dump() if infra.launch.topology is not None else None
+    together = together_problem(topology, recipe.cluster.model_dump())
+    if together:
+        doc = inputs.infra_doc
+        raise InputError([Problem(doc.path, doc.line_of(("launch", "topology", "groups")), "launch.topology.groups",
+                                  *together)])
     return ChartValues.model_validate({
         "recipe": {
             "name": recipe.name,

@@ -67,11 +67,18 @@ def _up(args: argparse.Namespace) -> int:
         node_cpu=args.node_cpu,
         node_memory=args.node_memory,
         gpu_node_devices=args.gpu_node_devices,
+        topology=args.topology,
     )
     try:
         shape.devices()
     except ValueError as exc:
         raise _usage_error(f"--gpu-node-devices: {exc}") from None
+    try:
+        shape.racks()
+    except ValueError as exc:
+        raise _usage_error(f"--topology: {exc}") from None
+    if args.topology and not args.kueue:
+        raise _usage_error("--topology needs --kueue: the Topology and its queue are Kueue's objects")
     return up(_state_dir(args), shape, timeout=args.timeout, real_node=args.real_node, kueue=args.kueue,
               agent_sandbox=args.agent_sandbox)
 
@@ -131,6 +138,10 @@ def add_parser(subparsers: Any, only: str | None = None) -> None:
     up.add_argument("--kueue", action="store_true",
                     help="also run the Kueue controller (sigs.k8s.io/kueue) with its webhooks, a ClusterQueue "
                          "`playground` over the nodes' capacity and LocalQueue `training` in namespace `dockyard`")
+    up.add_argument("--topology", default="", metavar="BxR",
+                    help="label the GPU nodes with a network topology of B blocks of R racks "
+                         "(cloud.provider.com/topology-block, -rack) and, with --kueue, make Kueue's Topology over "
+                         "them, a flavor naming it and LocalQueue `topology` in namespace `dockyard` (launch.topology)")
     up.add_argument("--agent-sandbox", action="store_true",
                     help="also run agent-sandbox's controller (sigs.k8s.io/agent-sandbox, --extensions) with its CRDs, "
                          "for sandbox.backend agent-sandbox")

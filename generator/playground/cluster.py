@@ -280,9 +280,13 @@ def _start_kueue(state: PlaygroundState, state_dir: Path, t0: float, deadline: f
     launch.wait("Kueue /readyz", _alive_check(state, "kueue"), deadline, "kueue")
     kq.register_webhooks(api, kq.webhook_configurations(kdir / "webhook.yaml", state.ports.kueue_webhook,
                                                          state.ca_file))
-    nominal = kq.create_queues(api, deadline)
+    topology = bool(state.shape.topology)
+    nominal = kq.create_queues(api, deadline, topology)
     say(f"  Kueue ready: ClusterQueue {kq.CLUSTER_QUEUE} ({', '.join(f'{k} {v}' for k, v in nominal.items())}), "
         f"LocalQueue {kq.NAMESPACE}/{kq.LOCAL_QUEUE} ({time.monotonic() - t0:.1f} s)")
+    if topology:
+        say(f"  Kueue topology: Topology {kq.TOPOLOGY} ({state.shape.topology} blocks x racks of the GPU nodes), "
+            f"ResourceFlavor {kq.TOPOLOGY_FLAVOR}, LocalQueue {kq.NAMESPACE}/{kq.TOPOLOGY_QUEUE}")
 
 
 def _start_agent_sandbox(state: PlaygroundState, state_dir: Path, t0: float, deadline: float, say: Say) -> None:

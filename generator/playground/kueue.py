@@ -12,7 +12,10 @@ over the playground's capacity.
 
 Objects made at `up`: ResourceFlavor `default-flavor`, ClusterQueue `playground` (quota: every node's
 allocatable cpu, memory and nvidia.com/gpu; all namespaces), LocalQueue `training` in namespace `dockyard`
-(values-examples/grpo_swe_kueue.infra.yaml uses it).
+(values-examples/grpo_swe_kueue.infra.yaml uses it). With `up --topology`, also Topology `playground` (block,
+rack, host), ResourceFlavor `gpu-topology` over the GPU nodes naming it, ClusterQueue `topology` (the GPU nodes'
+capacity in that flavor, the CPU nodes' in `default-flavor`, for the head and the submitter) and LocalQueue
+`topology` in namespace `dockyard` (values-examples/grpo_swe_topology.infra.yaml uses it).
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ NAMESPACE = "dockyard"
 FRAMEWORKS = ("ray.io/rayjob", "ray.io/raycluster")
 WEBHOOKS = ("dockyard-playground-kueue-mutating", "dockyard-playground-kueue-validating")
 API = "/apis/kueue.x-k8s.io/v1beta2"
+TOPOLOGY = "playground"
+TOPOLOGY_FLAVOR = "gpu-topology"
+TOPOLOGY_QUEUE = "topology"  # the ClusterQueue's name and the LocalQueue's
+GPU_NODES = {"nvidia.com/gpu.present": "true"}
 # The mount namespace's one step: the overlay on /etc, then Kueue in place of the shell (same PID).
 _MOUNT_SCRIPT = 'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc && shift 2 && exec "$@"'
 
@@ -153,11 +160,48 @@ def queue_objects(nominal: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def create_queues(api: Api, deadline: float) -> dict[str, str]:
-    """Create the playground's queue objects (retrying while Kueue's webhooks warm up); wait until both queues
-    are Active; return the ClusterQueue's quota."""
-    nominal = quota(api.get("/api/v1/nodes")["items"])
-    for path, obj in queue_objects(nominal):
+def topology_objects(nodes: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """(collection path, object) of `up --topology`'s Topology, its flavor, ClusterQueue and LocalQueue. The
+    Topology ends with the hosts' level, so Kueue places each pod on a node and honours taints and selectors;
+    the flavor's node label is the GPU nodes' own. Head and submitter (not placed) take `default-flavor`:
+    Kueue gives a ClusterQueue's topology flavor only to pod sets that ask for a level when it has others."""
+    from generator.playground.nodes import BLOCK_LABEL, RACK_LABEL
+
+    labels = [((n.get("metadata") or {}).get("labels") or {}) for n in nodes]
+    gpu = [n for n, lab in zip(nodes, labels, strict=True) if lab.get("nvidia.com/gpu.present") == "true"]
+    cpu = [n for n, lab in zip(nodes, labels, strict=True) if lab.get("nvidia.com/gpu.present") != "true"]
+    resources = ["cpu", "memory", "nvidia.com/gpu"]
+    flavors = [(TOPOLOGY_FLAVOR, quota(gpu)), (FLAVOR, {**quota(cpu), "nvidia.com/gpu": "0"})]
+    return [
+        (f"{API}/topologies", {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+                               "metadata": {"name": TOPOLOGY},
+                               "spec": {"levels": [{"nodeLabel": BLOCK_LABEL}, {"nodeLabel": RACK_LABEL},
+                                                   {"nodeLabel": "kubernetes.io/hostname"}]}}),
+        (f"{API}/resourceflavors", {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                                    "metadata": {"name": TOPOLOGY_FLAVOR},
+                                    "spec": {"nodeLabels": dict(GPU_NODES), "topologyName": TOPOLOGY}}),
+        (f"{API}/clusterqueues", {
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": TOPOLOGY_QUEUE},
+            "spec": {"namespaceSelector": {}, "resourceGroups": [{
+                "coveredResources": resources,
+                "flavors": [{"name": name, "resources": [{"name": r, "nominalQuota": q[r]} for r in resources]}
+                            for name, q in flavors],
+            }]},
+        }),
+        (f"{API}/namespaces/{NAMESPACE}/localqueues", {
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+            "metadata": {"name": TOPOLOGY_QUEUE, "namespace": NAMESPACE}, "spec": {"clusterQueue": TOPOLOGY_QUEUE},
+        }),
+    ]
+
+
+def create_queues(api: Api, deadline: float, topology: bool = False) -> dict[str, str]:
+    """Create the playground's queue objects (retrying while Kueue's webhooks warm up), with `topology` the
+    topology's too; wait until every queue is Active; return the ClusterQueue `playground`'s quota."""
+    nodes = api.get("/api/v1/nodes")["items"]
+    nominal = quota(nodes)
+    objects = queue_objects(nominal) + (topology_objects(nodes) if topology else [])
+    for path, obj in objects:
         while True:
             try:
                 api.create(path, obj)
@@ -166,7 +210,10 @@ def create_queues(api: Api, deadline: float) -> dict[str, str]:
                 if time.monotonic() > deadline:
                     raise UpError(f"creating {obj['kind']} {obj['metadata']['name']}: {exc}", "kueue") from None
                 time.sleep(0.3)
-    for path in (f"{API}/clusterqueues/{CLUSTER_QUEUE}", f"{API}/namespaces/{NAMESPACE}/localqueues/{LOCAL_QUEUE}"):
+    queues = [(CLUSTER_QUEUE, LOCAL_QUEUE)] + ([(TOPOLOGY_QUEUE, TOPOLOGY_QUEUE)] if topology else [])
+    paths = [p for cq, lq in queues
+             for p in (f"{API}/clusterqueues/{cq}", f"{API}/namespaces/{NAMESPACE}/localqueues/{lq}")]
+    for path in paths:
         while not active(api, path):
             if time.monotonic() > deadline:
                 raise UpError(f"timed out waiting for {path} to be Active", "kueue")

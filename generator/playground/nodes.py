@@ -27,6 +27,10 @@ GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"
 DEVICE_RE = (r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
              r"/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 SIMULATED_TAINT = {"key": "playground.dockyard.dev/simulated", "value": "true", "effect": "NoSchedule"}
+# The network's place of a GPU node (`up --topology`), as GPU clouds label it (the labels of Kueue's own Topology
+# examples): a block of racks of hosts; the hosts' level is kubernetes.io/hostname.
+BLOCK_LABEL = "cloud.provider.com/topology-block"
+RACK_LABEL = "cloud.provider.com/topology-rack"
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,31 @@ class Shape:
     # Fabric devices every GPU node advertises beside its GPUs, as an RDMA or EFA device plugin would:
     # "rdma/ib=2,vpc.amazonaws.com/efa=4" (`up --gpu-node-devices`); none by default.
     gpu_node_devices: str = ""
+    # The GPU nodes' network topology, BLOCKSxRACKS (`up --topology 2x2`): each block holds RACKS racks, the GPU
+    # nodes are dealt out to the racks in order (rack 0 of block 0 first); none by default.
+    topology: str = ""
+
+    def racks(self) -> tuple[int, int]:
+        """topology as (blocks, racks per block), (0, 0) for none; ValueError naming what is wrong."""
+        if not self.topology:
+            return (0, 0)
+        blocks, x, racks = self.topology.partition("x")
+        if not (x and blocks.isascii() and blocks.isdigit() and racks.isascii() and racks.isdigit()) \
+                or int(blocks) < 1 or int(racks) < 1:
+            raise ValueError(f"{self.topology!r} is not BLOCKSxRACKS (e.g. 2x2: two blocks of two racks)")
+        if int(blocks) * int(racks) > self.gpu_nodes:
+            raise ValueError(f"{int(blocks) * int(racks)} racks for {self.gpu_nodes} GPU nodes: every rack needs a "
+                             "node (more --gpu-nodes, or fewer racks)")
+        return (int(blocks), int(racks))
+
+    def place(self, index: int) -> dict[str, str]:
+        """The topology labels of GPU node `index` ({} without a topology): node i of n sits in rack
+        i * racks // n (so racks hold n // racks nodes or one more), numbered within the whole playground."""
+        blocks, per_block = self.racks()
+        if not blocks:
+            return {}
+        rack = index * blocks * per_block // self.gpu_nodes
+        return {BLOCK_LABEL: f"block-{rack // per_block}", RACK_LABEL: f"rack-{rack}"}
 
     def devices(self) -> dict[str, int]:
         """gpu_node_devices as {resource: count}; ValueError naming what is wrong."""
@@ -100,6 +129,7 @@ def node_manifest(name: str, index: int, shape: Shape, gpus: int, kube_version: 
                 "cloud.google.com/gke-accelerator": "nvidia-h100-80gb",  # GKE's product label
             }
         )
+        labels.update(shape.place(index))
         capacity["nvidia.com/gpu"] = str(gpus)
         capacity.update({name: str(count) for name, count in shape.devices().items()})
     cidr = node_pod_cidr(index)

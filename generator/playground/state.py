@@ -162,8 +162,8 @@ class PlaygroundState:
         )
 
     def _shape(self) -> dict[str, Any]:
-        """As saved: gpu_node_devices only when set (an older file reads and writes back as it was)."""
-        return {k: v for k, v in asdict(self.shape).items() if v or k != "gpu_node_devices"}
+        """As saved: gpu_node_devices and topology only when set (an older file reads and writes back as it was)."""
+        return {k: v for k, v in asdict(self.shape).items() if v or k not in ("gpu_node_devices", "topology")}
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

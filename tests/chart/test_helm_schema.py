@@ -38,6 +38,18 @@ BAD = [
      {"launch": {"queue": "training"}, "kuberay": {"spec": {"enableInTreeAutoscaling": True}}},
      "enableInTreeAutoscaling"),
     ("suspend in the overlay", {"kuberay": {"spec": {"suspend": False}}}, "/kuberay/spec"),
+    ("topology without a queue", {"launch": {"topology": {"level": "example.com/rack"}}}, "queue"),
+    ("topology in attach mode", {"launch": {"mode": "attach", "clusterName": "shared", "queue": "q",
+                                            "topology": {"level": "example.com/rack"}}}, "mode"),
+    ("topology level not a label key", {"launch": {"queue": "q", "topology": {"level": "rack level"}}}, "level"),
+    ("topology mode both", {"launch": {"queue": "q", "topology": {"level": "a.io/rack", "mode": "both"}}}, "mode"),
+    ("topology together with two multi-node fleets",
+     {"launch": {"queue": "q", "topology": {"level": "a.io/rack", "groups": "together"}},
+      "recipe": {"cluster": {"trainer": {"nodes": 2}, "inference": {"nodes": 3}}}}, "/recipe/cluster"),
+    ("topology annotation in a placed fleet's overlay",
+     {"launch": {"queue": "q", "topology": {"level": "a.io/rack"}}, "kuberay": {"spec": {"workerGroupSpecs": [
+         {"groupName": "trainer", "template": {"metadata": {"annotations": {
+             "kueue.x-k8s.io/podset-group-name": "g"}}}}]}}}, "podset-group-name"),
     ("stall timeout under the floor", {"launch": {"watch": {"stallTimeoutSeconds": 10}}}, "stallTimeoutSeconds"),
     ("stall guard without the watcher", {"launch": {"watch": {"enabled": False, "stallTimeoutSeconds": 600}}},
      "enabled"),

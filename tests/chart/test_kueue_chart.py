@@ -82,3 +82,66 @@ def test_a_null_suspend_from_plain_helm_values_is_not_rendered():
                             {"kuberay": {"spec": {"suspend": None}}})
         obj = render_values(values).one(KIND[mode])
         assert not [p for p in _keys(obj) if p.endswith(".suspend")], obj
+
+
+# launch.topology: Kueue's Topology Aware Scheduling annotations on exactly the trainer and inference templates.
+TOPOLOGY_KEYS = ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology",
+                 "kueue.x-k8s.io/podset-group-name")
+
+
+def _annotations(obj: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Each pod template's annotations by role (head, trainer, inference, submitter)."""
+    spec = obj["spec"]
+    cluster = spec.get("rayClusterSpec", spec)
+    out = {"head": cluster["headGroupSpec"]["template"]}
+    out.update({g["groupName"]: g["template"] for g in cluster["workerGroupSpecs"]})
+    if "submitterPodTemplate" in spec:
+        out["submitter"] = spec["submitterPodTemplate"]
+    return {role: t.get("metadata", {}).get("annotations", {}) for role, t in out.items()}
+
+
+@pytest.mark.parametrize("groups", ["each", "together"])
+@pytest.mark.parametrize("placement", ["required", "preferred"])
+@pytest.mark.parametrize("mode", ["rayjob", "bringup"])
+def test_topology_annotates_exactly_the_trainer_and_inference_templates(mode, placement, groups):
+    topology = {"level": "cloud.provider.com/topology-rack", "mode": placement, "groups": groups}
+    out = render_values(chart_values(launch={"mode": mode, "queue": "training", "topology": topology}))
+    by_role = _annotations(out.one(KIND[mode]))
+    level_key = f"kueue.x-k8s.io/podset-{placement}-topology"
+    for fleet in ("trainer", "inference"):
+        expected = {level_key: "cloud.provider.com/topology-rack"}
+        if groups == "together":
+            expected["kueue.x-k8s.io/podset-group-name"] = "gpu-fleets"  # the same group on both: one domain
+        assert {k: v for k, v in by_role[fleet].items() if k in TOPOLOGY_KEYS} == expected, by_role
+    # the head and the submitter are not placed (no weight sync; Kueue's PodSet group holds two pod sets)
+    assert set(by_role) == ({"head", "trainer", "inference"} | ({"submitter"} if mode == "rayjob" else set()))
+    for role in set(by_role) - {"trainer", "inference"}:
+        assert not [k for k in by_role[role] if k.startswith("kueue.x-k8s.io/")], (role, by_role[role])
+    # nothing else carries them: the queue label stays on the object, the sandbox pool is not placed
+    assert out.text.count(level_key) == 2
+
+
+def test_topology_keeps_the_overlays_own_annotations_and_without_it_the_overlay_places_itself():
+    overlay = {"workerGroupSpecs": [{"groupName": "trainer", "template": {"metadata": {"annotations": {
+        "team": "rl", "kueue.x-k8s.io/podset-preferred-topology": "example.com/block"}}}}]}
+    plain = _annotations(render_values(chart_values(launch={"queue": "training"}, kuberay={"spec": overlay}))
+                         .one("RayJob"))
+    assert plain["trainer"] == {"team": "rl", "kueue.x-k8s.io/podset-preferred-topology": "example.com/block"}
+    assert plain["inference"] == {}
+    overlay["workerGroupSpecs"][0]["template"]["metadata"]["annotations"] = {"team": "rl"}
+    placed = _annotations(render_values(chart_values(
+        launch={"queue": "training", "topology": {"level": "example.com/rack"}}, kuberay={"spec": overlay}))
+        .one("RayJob"))
+    assert placed["trainer"] == {"team": "rl", "kueue.x-k8s.io/podset-required-topology": "example.com/rack"}
+    assert placed["inference"] == {"kueue.x-k8s.io/podset-required-topology": "example.com/rack"}
+
+
+def test_the_chart_places_the_fleets_as_the_generator_says():
+    """The chart's annotations are generator/inputs/topology_rules.py's, for every choice."""
+    from generator.inputs import topology_rules
+
+    for topology in ({"level": "a.io/rack"}, {"level": "a.io/rack", "mode": "preferred", "groups": "together"}):
+        full = {"mode": "required", "groups": "each", **topology}
+        by_role = _annotations(render_values(chart_values(launch={"queue": "q", "topology": topology}))
+                               .one("RayJob"))
+        assert by_role["trainer"] == by_role["inference"] == topology_rules.pod_annotations(full)

@@ -7,6 +7,7 @@ import json
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from generator.inputs import topology_rules
 from generator.inputs.models import ChartValues
 from generator.render import kubeconform
 from tests.conftest import chart_values, render_values
@@ -62,14 +63,20 @@ infra_over = st.fixed_dictionaries({
         "security": security,
         "storage": storage,
     }),
-    "launch": st.fixed_dictionaries({"mode": st.sampled_from(["rayjob", "bringup", "attach"])}),
+    "launch": st.fixed_dictionaries({"mode": st.sampled_from(["rayjob", "bringup", "attach"])}, optional={
+        "topology": st.fixed_dictionaries({"level": st.sampled_from(["example.com/rack", "kubernetes.io/hostname"])},
+                                          optional={"mode": st.sampled_from(["required", "preferred"]),
+                                                    "groups": st.sampled_from(["each", "together"])})}),
     "kuberay": st.fixed_dictionaries({
         "pdb": st.fixed_dictionaries({"enabled": st.booleans()}),
         "network": network,
         "spec": st.fixed_dictionaries({
             "workerGroupSpecs": st.lists(st.fixed_dictionaries({
                 "groupName": st.sampled_from(["trainer", "inference"]),
-                "template": st.fixed_dictionaries({"spec": st.fixed_dictionaries({
+                # an overlay's own annotations, and (without launch.topology, the overlay's to set) Kueue's
+                "template": st.fixed_dictionaries({"metadata": st.fixed_dictionaries({"annotations": st.sampled_from(
+                    [{"team": "rl"}, {"team": "rl", topology_rules.PREFERRED: "example.com/block"}])}),
+                                                   "spec": st.fixed_dictionaries({
                     "nodeSelector": st.dictionaries(names, names, max_size=2),
                     "containers": st.sampled_from([[{"name": "ray-worker",
                                                      "env": [{"name": "DOCKYARD_FLEET_ROLE", "value": "x"},
@@ -103,8 +110,17 @@ infra_over = st.fixed_dictionaries({
           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(over=infra_over)
 def test_any_valid_values_render_validate_and_keep_invariants(over):
-    if over["launch"]["mode"] == "attach":
-        over["launch"]["clusterName"] = "shared"
+    launch, cluster = over["launch"], over["recipe"]["cluster"]
+    if launch["mode"] == "attach":
+        launch["clusterName"] = "shared"
+        launch.pop("topology", None)
+    topology = launch.get("topology")
+    if topology:
+        launch["queue"] = "training"
+        if topology_rules.together_problem(topology, cluster):
+            cluster["inference"]["nodes"] = 1
+        for group in over["kuberay"]["spec"]["workerGroupSpecs"]:  # refused beside launch.topology
+            group["template"]["metadata"]["annotations"].pop(topology_rules.PREFERRED, None)
     gpu_security = over["infra"]["security"]
     if gpu_security["enabled"] and gpu_security["profile"] == "restricted":  # refused with rdma and hostNetwork
         over["kuberay"]["network"] = {"profile": "efa", "efa": {"perPod": 1}}
@@ -132,7 +148,23 @@ def test_any_valid_values_render_validate_and_keep_invariants(over):
             limits = group["template"]["spec"]["containers"][0]["resources"]["limits"]
             assert limits["nvidia.com/gpu"] == shape["gpusPerNode"]
     _fabric_pinned(over["kuberay"]["network"], out.groups())
+    _topology_pinned(topology, over["kuberay"]["spec"]["workerGroupSpecs"], out.groups())
     assert out.one("Deployment")["spec"]["replicas"] == over["sandbox"]["replicas"]
+
+
+def _topology_pinned(topology, overlays, groups):
+    """launch.topology's annotations on exactly the trainer and inference templates; without it, the overlay's
+    Kueue annotations as given; every other annotation of the overlay kept."""
+    given = {g["groupName"]: g["template"]["metadata"]["annotations"] for g in overlays}
+    for role, group in groups.items():
+        annotations = group["template"].get("metadata", {}).get("annotations", {})
+        kueue = {k: v for k, v in annotations.items() if k.startswith(topology_rules.PODSET_PREFIX)}
+        own = given.get(role, {}) if role != "head" else {}
+        if topology and role != "head":
+            assert kueue == topology_rules.pod_annotations(topology), (role, annotations)
+        else:
+            assert kueue == {k: v for k, v in own.items() if k.startswith(topology_rules.PODSET_PREFIX)}, role
+        assert all(annotations.get(k) == v for k, v in own.items() if not k.startswith(topology_rules.PODSET_PREFIX))
 
 
 def _fabric_pinned(network, groups):

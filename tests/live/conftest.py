@@ -29,9 +29,10 @@ from session_env import SESSION_PREFIX, exit_code, reap_dead_sessions, sessions_
 LIVE_DIR = Path(__file__).resolve().parent
 
 # Shape the session's playground is started with when none is running: its GPU nodes advertise an RDMA and an
-# EFA device as those device plugins would (kuberay.network's live tests, test_live_fabric.py).
+# EFA device as those device plugins would (kuberay.network's live tests, test_live_fabric.py), and they are two
+# racks in two blocks, with Kueue's Topology over them (launch.topology's live tests, test_live_topology.py).
 SESSION_SHAPE = {"gpu_nodes": 2, "gpus_per_node": 8, "cpu_nodes": 1, "node_cpu": "64", "node_memory": "512Gi",
-                 "gpu_node_devices": "rdma/ib=2,vpc.amazonaws.com/efa=4"}
+                 "gpu_node_devices": "rdma/ib=2,vpc.amazonaws.com/efa=4", "topology": "2x1"}
 
 
 def session_kueue() -> bool:

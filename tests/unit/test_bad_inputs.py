@@ -318,6 +318,27 @@ CASES = [
     ("priority class without a queue", ("infra", "launch.priorityClass", "high"),
      ["launch.priorityClass: a WorkloadPriorityClass without launch.queue does nothing",
       "expected: launch.queue: the LocalQueue to submit to, or no launch.priorityClass"]),
+    # topology-aware placement (launch.topology): Kueue's, on the fleets the chart places
+    ("topology without a queue", ("infra", "launch", {"mode": "rayjob", "topology": {"level": "example.com/rack"}}),
+     ["launch.topology: topology placement is Kueue's (Topology Aware Scheduling): without launch.queue",
+      "expected: launch.queue: the LocalQueue of a ClusterQueue whose flavor names a Topology, or no launch.topology"]),
+    ("topology in attach mode", ("infra", "launch", {"mode": "attach", "clusterName": "shared",
+                                                     "topology": {"level": "example.com/rack"}}),
+     ["launch.topology: an existing cluster is not placed by this release",
+      "expected: no launch.topology in attach mode, or launch.mode rayjob or bringup"]),
+    ("topology level not a label key", _queued(launch__topology={"level": "rack level"}),
+     ["launch.topology.level: 'rack level' is not valid", "expected: a label key"]),
+    ("topology neither required nor preferred", _queued(launch__topology={"level": "a.io/rack", "mode": "both"}),
+     ["launch.topology.mode: 'both' is not allowed", "expected: one of: required, preferred"]),
+    ("topology without a level", _queued(launch__topology={"mode": "preferred"}),
+     ["launch.topology.level: required"]),
+    ("topology annotation in the overlay", _queued(launch__topology={"level": "a.io/rack"}, kuberay__spec={
+        "workerGroupSpecs": [{"groupName": "inference", "template": {"metadata": {"annotations": {
+            "kueue.x-k8s.io/podset-preferred-topology": "a.io/block"}}}}]}),
+     [("kuberay.spec.workerGroupSpecs[0].template.metadata.annotations.kueue.x-k8s.io/podset-preferred-topology: "
+       "launch.topology places the trainer and inference pods"),
+      ("expected: no kueue.x-k8s.io/podset-preferred-topology in the inference overlay (launch.topology sets "
+       "kueue.x-k8s.io/podset-required-topology)")]),
     # the run watcher's stall guard (launch.watch)
     ("stall timeout under the floor", ("infra", "launch.watch", {"stallTimeoutSeconds": 10}),
      ["launch.watch.stallTimeoutSeconds", "greater than or equal to 30"]),
@@ -487,6 +508,22 @@ def test_bad_input_table(tmp_path, capsys, case_id, change, expected):
     assert f"error: {bad_file}:" in err
     for fragment in expected:
         assert fragment in err, f"{fragment!r} not in:\n{err}"
+
+
+def test_trainer_and_inference_together_need_a_single_node_fleet(tmp_path, capsys):
+    """Kueue's PodSet group holds two pod sets of which one is a single pod: a refusal that needs both files,
+    named at the infra spec's key; with one fleet of one node, the same infra passes."""
+    infra = write(tmp_path, "bad.infra.yaml", infra_with_all({"launch.queue": "training", "launch.topology": {
+        "level": "example.com/rack", "groups": "together"}}))
+    data = yaml.safe_load(RECIPE.read_text())
+    data["cluster"] = {"trainer": {"nodes": 2, "gpusPerNode": 8}, "inference": {"nodes": 2, "gpusPerNode": 8}}
+    code, err = run_cli(capsys, write(tmp_path, "bad.yaml", data), infra)
+    assert code == 2, err
+    assert f"error: {infra}:" in err and "launch.topology.groups: Kueue places two pod sets in one domain only" in err
+    assert "the recipe has trainer 2 and inference 2 nodes" in err
+    assert "expected: launch.topology.groups: each, or recipe.cluster.inference.nodes (or trainer.nodes) 1" in err
+    data["cluster"]["inference"]["nodes"] = 1
+    assert run_cli(capsys, write(tmp_path, "ok.yaml", data), infra)[0] == 0
 
 
 def test_line_numbers_point_at_the_key(tmp_path, capsys):

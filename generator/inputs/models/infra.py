@@ -25,6 +25,7 @@ from generator.inputs.models.storage import StorageSettings
 from generator.inputs.models.types import Dns1123Label, Dns1123Subdomain, Strict, refused
 from generator.inputs.rules import toyaml_problem
 from generator.inputs.storage_rules import LAYOUT, OFFLINE_ENV
+from generator.inputs.topology_rules import OVERLAY_RULE as TOPOLOGY_OVERLAY_RULE
 
 # What importers read from here (the infra spec's parts live in the modules above).
 __all__ = ["GROUPS", "KUEUE_AUTOSCALING_RULE", "SANDBOX_CHART_ENV", "SANDBOX_CHART_LABELS", "InfraBase",
@@ -142,7 +143,8 @@ class InfraSpec(Strict):
     """The infra spec file."""
 
     model_config = Strict.model_config | {"json_schema_extra": {"allOf": [KUEUE_AUTOSCALING_RULE,
-                                                                          RESTRICTED_FABRIC_RULE]}}
+                                                                          RESTRICTED_FABRIC_RULE,
+                                                                          TOPOLOGY_OVERLAY_RULE]}}
 
     infra: InfraSettings = Field(description="Image, backend, namespace and cluster-wide settings.")
     launch: LaunchSettings = Field(LaunchSettings(), description="How the GPU fleet is launched.")

@@ -15,6 +15,7 @@ from generator.inputs.models.network import NetworkSettings
 from generator.inputs.models.placement import KubeRayPlacement
 from generator.inputs.models.types import INT32_MAX, STRICT_TYPES, FreeForm, Strict, refuse_non_finite, refused
 from generator.inputs.rules import duplicate_group, kuberay_overlay_problem, overlay_shape_problem
+from generator.inputs.topology_rules import overlay_problem as topology_overlay_problem
 
 # The Ray version the chart's pods run by default: the one the playground's Ray image is built with (the table of
 # tools' RAY_VERSION, read from the committed table, never $DOCKYARD_TOOLS_TABLE's: it is the chart's default).
@@ -115,7 +116,12 @@ KUEUE_AUTOSCALING_RULE: dict[str, Any] = {
 
 
 def kueue_overlay_problem(launch: LaunchSettings, kuberay: KubeRaySettings) -> Exception | None:
-    """Kueue's rule on the kuberay.spec overlay of a queued job, or None."""
+    """Kueue's rules on the kuberay.spec overlay of a queued job (no autoscaling; the placed fleets' pod-set
+    annotations left to launch.topology), or None."""
+    topology = launch.topology.model_dump() if launch.topology is not None else None
+    owned = topology_overlay_problem(topology, [g.model_dump() for g in kuberay.spec.workerGroupSpecs])
+    if owned:
+        return refused(("kuberay", "spec") + owned[0], owned[1], owned[2])
     if launch.queue is not None and (kuberay.spec.model_extra or {}).get("enableInTreeAutoscaling") is True:
         return refused(("kuberay", "spec", "enableInTreeAutoscaling"), KUEUE_AUTOSCALING,
                        "false (or unset), or no launch.queue")

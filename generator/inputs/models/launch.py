@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from generator.inputs.models.types import DNS1035_LABEL_RE, INT32_MAX, KueueName, Strict, refused
+from generator.inputs.models.types import DNS1035_LABEL_RE, INT32_MAX, KueueName, LabelKey, Strict, refused
 
 # Kueue's admission rules (its RayJob and RayCluster webhooks, v0.17.0), in the words the chart uses too
 # (charts/dockyard/templates/_validate.tpl, dockyard.validate.kueue).
@@ -33,6 +33,16 @@ STALL_NO_WATCH = ("a stall guard with launch.watch.enabled false has nothing to 
                   "reads the job's progress reports")
 STALL_ATTACH = ("a stall guard in attach mode has no job of this release to end: the existing cluster's jobs are "
                 "submitted and watched elsewhere")
+
+# Topology-aware placement: Kueue's Topology Aware Scheduling reads the annotations the chart renders, so it means
+# something on a queued job only.
+TOPOLOGY_NO_QUEUE = ("topology placement is Kueue's (Topology Aware Scheduling): without launch.queue no Kueue "
+                     "admits the gang, and the scheduler places it where GPUs are free")
+TOPOLOGY_ATTACH = ("an existing cluster is not placed by this release: its pods were scheduled when it was made")
+TOPOLOGY_TOGETHER = ("Kueue places two pod sets in one domain only as a PodSet group of two where one of them is a "
+                     "single pod (v0.17): trainer and inference together need recipe.cluster.trainer.nodes or "
+                     "recipe.cluster.inference.nodes to be 1")
+TOPOLOGY_SET: dict[str, Any] = {"required": ["topology"], "properties": {"topology": {"type": "object"}}}
 
 # JSON Schema conditions: a queue (or priority class) is set when it is a string (values.yaml holds null).
 QUEUED: dict[str, Any] = {"required": ["queue"], "properties": {"queue": {"type": "string"}}}
@@ -84,6 +94,27 @@ class RunWatch(Strict):
         return self
 
 
+class TopologyPlacement(Strict):
+    """Where Kueue places the GPU fleets in the network: within one domain of a level of the cluster's Kueue
+    `Topology` (docs/kueue.md). The head and the submitter are not placed: they carry no weight sync."""
+
+    level: LabelKey = Field(
+        description="The node label of the level, one of the Kueue Topology's levels (e.g. "
+                    "`cloud.provider.com/topology-rack`, or `kubernetes.io/hostname` for one node).",
+    )
+    mode: Literal["required", "preferred"] = Field(
+        "required",
+        description="`required`: admitted only into one domain of the level, else the job waits; `preferred`: one "
+                    "domain when one fits, else the fewest domains Kueue finds.",
+    )
+    groups: Literal["each", "together"] = Field(
+        "each",
+        description="`each`: the trainer within one domain and the inference within one domain (maybe another); "
+                    "`together`: both in the same domain (a Kueue PodSet group: one of the two fleets must be "
+                    "a single node).",
+    )
+
+
 class LaunchSettings(Strict):
     """How the GPU fleet is launched."""
 
@@ -96,6 +127,7 @@ class LaunchSettings(Strict):
             {"if": {"properties": {"mode": {"const": "attach"}}, "required": ["mode"]},
              "then": {"properties": {"watch": {"properties": {"stallTimeoutSeconds": {"type": "null"}}}}}},
             {"if": QUEUED, "then": {"properties": {"mode": {"not": {"const": "attach"}}}}},
+            {"if": TOPOLOGY_SET, "then": QUEUED},
             {"if": {"required": ["queue"], "properties": {"queue": {"type": "string"}, "mode": {"const": "rayjob"}}},
              "then": {"properties": {"shutdownAfterJobFinishes": {"const": True}}}},
         ]}
@@ -139,6 +171,11 @@ class LaunchSettings(Strict):
                     "`queue`.",
     )
 
+    topology: TopologyPlacement | None = Field(
+        None,
+        description="Place the trainer and inference fleets by the network's topology (Kueue Topology Aware "
+                    "Scheduling; needs `queue`). Unset: wherever the scheduler finds GPUs.",
+    )
     watch: RunWatch = Field(RunWatch(), description="The run watcher: progress, kept logs, the stall guard.")
 
     @field_validator("clusterName")
@@ -153,6 +190,13 @@ class LaunchSettings(Strict):
         if self.mode == "attach" and self.watch.stallTimeoutSeconds is not None:
             raise refused(("watch", "stallTimeoutSeconds"), STALL_ATTACH,
                           "no launch.watch.stallTimeoutSeconds in attach mode, or launch.mode rayjob or bringup")
+        if self.topology is not None and self.mode == "attach":
+            raise refused(("topology",), TOPOLOGY_ATTACH,
+                          "no launch.topology in attach mode, or launch.mode rayjob or bringup")
+        if self.topology is not None and self.queue is None:
+            raise refused(("topology",), TOPOLOGY_NO_QUEUE,
+                          "launch.queue: the LocalQueue of a ClusterQueue whose flavor names a Topology, "
+                          "or no launch.topology")
         if self.priorityClass is not None and self.queue is None:
             raise refused(("priorityClass",), KUEUE_PRIORITY_ALONE,
                           "launch.queue: the LocalQueue to submit to, or no launch.priorityClass")

@@ -18,6 +18,7 @@ from generator.inputs.models.recipe import ClusterShape
 from generator.inputs.models.types import DNS1035_LABEL_RE, Strict, refused
 from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 from generator.inputs.storage_rules import gang_problems
+from generator.inputs.topology_rules import OVERLAY_RULE, TOGETHER_RULE, together_problem
 
 DEFAULT_IMAGE = Image(repository="ghcr.io/dockyard-rl/ubuntu-swe", tag="vllm")
 
@@ -53,6 +54,8 @@ class ChartValues(Strict):
              "then": {"properties": {"recipe": {"properties": {"name": {"maxLength": MAX_RAYJOB_NAME}}}}}},
             KUEUE_AUTOSCALING_RULE,
             RESTRICTED_FABRIC_RULE,
+            OVERLAY_RULE,
+            TOGETHER_RULE,
         ]}
     }
 
@@ -73,6 +76,10 @@ class ChartValues(Strict):
             self.infra.security, self.kuberay.network)
         if problem:
             raise problem
+        topology = self.launch.topology.model_dump() if self.launch.topology is not None else None
+        together = together_problem(topology, self.recipe.cluster.model_dump())
+        if together:
+            raise refused(("launch", "topology", "groups"), *together)
         for key, message, expected in gang_problems(self.infra.storage.model_dump(), self.recipe.cluster.model_dump()):
             raise refused(("infra", "storage", key, "accessModes"), message, expected)
         return self

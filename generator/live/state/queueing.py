@@ -45,6 +45,7 @@ class Queue:
     waiting: str | None = None  # evicted or preempted: why it is not admitted again yet
     preempted_by: str | None = None
     note: str | None = None  # what could not be read, or what is odd
+    placement: str | None = None  # where Kueue's Topology Aware Scheduling put the fleets (kueue/topology.py)
 
     @property
     def waits(self) -> bool:
@@ -205,7 +206,31 @@ def read(kube: Any, namespace: str, obj: dict[str, Any], kind: str) -> Queue:
         cluster_queue, note = _cluster_queue(kube, namespace, queue_name(obj) or "")
     q = summarize(obj, kind, wl, cluster_queue=cluster_queue, preemptor=preemptor)
     q.note = q.note or (note if q.reason != "Inadmissible" else None)  # Kueue's own words say it then
+    if wl is not None and admitted:
+        q.placement = _placement(kube, wl)
     return q
+
+
+def _placement(kube: Any, wl: dict[str, Any]) -> str | None:
+    """The placement line of an admitted Workload that asked for a topology; the hosts' domains read from
+    the nodes (one list, by the level's label) when Kueue recorded the hosts only."""
+    from generator.live.kueue import topology
+
+    placed = topology.placements(wl)
+    level = topology.hosts_level(placed)
+    node_level: dict[str, str] | None = None
+    if level:
+        try:
+            nodes = kube.list("/api/v1/nodes", label_selector=level)
+            node_level = {((n["metadata"].get("labels") or {}).get("kubernetes.io/hostname") or n["metadata"]["name"]):
+                          n["metadata"]["labels"][level] for n in nodes}
+        except Exception as exc:
+            if api_status(exc) is None:
+                raise
+    text = topology.line(placed, node_level)
+    if text and level and node_level is None:
+        text += f" (the nodes' {level} labels could not be read)"
+    return text
 
 
 def _cluster_queue(kube: Any, namespace: str, local_queue: str) -> tuple[str | None, str | None]:

@@ -37,6 +37,8 @@ def status_table(snap: Snapshot) -> str:
                      + (f"  — {c['reason']}" if c.get("reason") else ""))
     if snap.queue:
         lines.append(f"queue      {queueing.line(snap.queue)}")
+        if snap.queue.placement:
+            lines.append(f"placement  {snap.queue.placement}")
     lines.append(f"mode       {snap.mode or '-'}  ready: {'yes' if snap.ready() else 'no'}")
     for pull in snap.pulls:  # named as soon as seen: no pod of the release starts without its image
         judged = "no retry fixes this" if pull.final else "the kubelet retries"

@@ -214,6 +214,7 @@ dict "ctx" $ "role" "trainer" "base" <dockyard.ray.workerBase> "overlay" {"group
 {{- $group = include "dockyard.ray.fleetTag" (dict "role" .role "group" $group) | fromJson -}}
 {{- $fabric := include "dockyard.ray.pinFabric" (dict "ctx" .ctx "role" .role "tpl" $tpl "spec" $spec) | fromJson -}}
 {{- $tpl = $fabric.tpl -}}
+{{- if ne .role "head" -}}{{- $tpl = include "dockyard.ray.pinTopology" (dict "ctx" .ctx "tpl" $tpl) | fromJson -}}{{- end -}}
 {{- $_ := set $tpl "spec" $fabric.spec -}}
 {{- $_ := set $group "template" $tpl -}}
 {{- toJson $group -}}

@@ -1,0 +1,134 @@
+"""Topology-aware placement on the session playground, with the real Kueue controller (Topology Aware
+Scheduling) and the real kube-scheduler. The session playground's two GPU nodes are two racks of one node each
+in two blocks (`playground up --topology 2x1`: cloud.provider.com/topology-block, -rack). Each test makes its own
+namespace, a ClusterQueue over the playground's `gpu-topology` flavor (the GPU nodes, Topology `playground`)
+and `default-flavor` (the head and the submitter, which are not placed), and a LocalQueue `q`.
+
+A rack here holds 8 GPUs: a fleet of one 8-GPU node fits one rack, two fleets of 8 GPUs do not fit one rack
+together, and a fleet of two 5-GPU pods fits no rack."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import bounds
+import pytest
+from kubernetes import client
+from live_helpers import KUEUE, RECIPE, cli, create_custom_object, delete_custom_objects, infra_variant
+
+RACK = "cloud.provider.com/topology-rack"
+WAIT = 60  # --timeout of a `run --wait` that is admitted
+SHORT = 8  # --timeout of a `run --wait` that ends while queued
+VERB = 60
+
+
+@pytest.fixture
+def topology_queue(namespace, k8s, playground):
+    """ClusterQueue `<namespace>` (admitting that namespace only) over the playground's topology flavor, and
+    LocalQueue `q`; deleted at teardown."""
+    assert playground.shape.get("topology"), "the session playground runs `up --topology`"
+    api = client.CustomObjectsApi(k8s)
+    made: list = []
+    resources = ["cpu", "memory", "nvidia.com/gpu"]
+    quota = {"gpu-topology": {"cpu": "1000", "memory": "4Ti", "nvidia.com/gpu": "16"},
+             "default-flavor": {"cpu": "1000", "memory": "4Ti", "nvidia.com/gpu": "0"}}
+    spec = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+            "resourceGroups": [{"coveredResources": resources, "flavors": [
+                {"name": f, "resources": [{"name": r, "nominalQuota": q[r]} for r in resources]}
+                for f, q in quota.items()]}]}
+    create_custom_object(api, made, KUEUE, "clusterqueues", None,
+                         {"kind": "ClusterQueue", "metadata": {"name": namespace}, "spec": spec})
+    create_custom_object(api, made, KUEUE, "localqueues", namespace,
+                         {"kind": "LocalQueue", "metadata": {"name": "q"}, "spec": {"clusterQueue": namespace}})
+    yield "q"
+    delete_custom_objects(api, made)
+
+
+def _infra(tmp_path, namespace, topology: dict | None):
+    def change(d):
+        d["infra"]["namespace"] = namespace
+        d["launch"].update(queue="q", **({"topology": topology} if topology else {}))
+
+    return infra_variant(tmp_path, f"topology-{uuid.uuid4().hex[:6]}.yaml", change)
+
+
+def _run(capsys, playground, infra, name, *more):
+    return cli(capsys, "run", RECIPE, infra, f"name={name}", *more, "--kubeconfig", playground.kubeconfig)
+
+
+def _racks(k8s, namespace, release) -> dict[str, set[str]]:
+    """Each GPU fleet's racks, read from its pods' nodes."""
+    core = client.CoreV1Api(k8s)
+    rack = {n.metadata.name: n.metadata.labels.get(RACK) for n in core.list_node().items}
+    out: dict[str, set[str]] = {}
+    for pod in core.list_namespaced_pod(namespace, label_selector=f"app.kubernetes.io/instance={release}").items:
+        fleet = pod.metadata.labels.get("dockyard.dev/fleet")
+        if fleet in ("trainer", "inference"):
+            assert pod.spec.node_name, pod.metadata.name
+            out.setdefault(fleet, set()).add(rack[pod.spec.node_name])
+    return out
+
+
+def _gang_pods(k8s, namespace, release) -> list:
+    return client.CoreV1Api(k8s).list_namespaced_pod(
+        namespace, label_selector=f"app.kubernetes.io/instance={release},app.kubernetes.io/component=ray").items
+
+
+def _table(capsys, playground, namespace, release) -> str:
+    rc, out, err = cli(capsys, "status", release, "-n", namespace, "--kubeconfig", playground.kubeconfig)
+    assert rc == 0, err
+    return out
+
+
+@pytest.mark.timeout(bounds.verb(WAIT) + 2 * bounds.verb(SHORT) + 4 * bounds.verb(VERB) + 60)
+def test_together_waits_where_no_rack_holds_both_fleets_and_each_places_them_in_a_rack_apiece(
+        playground, k8s, namespace, topology_queue, capsys, tmp_path):
+    # together: trainer and inference (8 GPUs each) in one rack of 8 GPUs: no rack can ever hold them
+    together = _infra(tmp_path, namespace, {"level": RACK, "groups": "together"})
+    rc, out, err = _run(capsys, playground, together, "tog", "--wait", "--timeout", SHORT)
+    assert rc == 1 and "still queued after the timeout" in err, out + err
+    table = _table(capsys, playground, namespace, "tog")
+    # Kueue's reason, in its own words: with a second flavor in the ClusterQueue they name the last one tried
+    assert "Pending: couldn't assign flavors to pod set trainer" in table, table
+    assert "placement" not in table
+    assert _gang_pods(k8s, namespace, "tog") == []  # nothing of the gang was started
+    rc, out, err = cli(capsys, "uninstall", "tog", "-n", namespace, "--kubeconfig", playground.kubeconfig,
+                       "--timeout", VERB)
+    assert rc == 0, out + err
+
+    # each: the same fleets, each within one rack: admitted, and they must sit in different racks
+    each = _infra(tmp_path, namespace, {"level": RACK, "groups": "each"})
+    rc, out, err = _run(capsys, playground, each, "each", "--wait", "--timeout", WAIT)
+    assert rc == 0, out + err
+    racks = _racks(k8s, namespace, "each")
+    assert len(racks["trainer"]) == len(racks["inference"]) == 1 and racks["trainer"] != racks["inference"], racks
+    table = _table(capsys, playground, namespace, "each")
+    (trainer,), (inference,) = racks["trainer"], racks["inference"]
+    assert f"placement  trainer in {trainer} (" in table and f"inference in {inference} (" in table, table
+    assert f"— {RACK}, required" in table, table
+    rc, out, err = cli(capsys, "status", "each", "-n", namespace, "-o", "json", "--kubeconfig", playground.kubeconfig)
+    assert json.loads(out)["queue"]["placement"].startswith(f"trainer in {trainer}")
+
+
+@pytest.mark.timeout(bounds.verb(WAIT) + bounds.verb(SHORT) + 4 * bounds.verb(VERB) + 60)
+def test_a_fleet_no_rack_holds_waits_when_required_and_spreads_when_preferred(
+        playground, k8s, namespace, topology_queue, capsys, tmp_path):
+    two_nodes = ("cluster.trainer.nodes=2", "cluster.trainer.gpusPerNode=5", "cluster.inference.gpusPerNode=1")
+    # required: a trainer of two 5-GPU pods fits no rack of one 8-GPU node: it waits, with Kueue's reason
+    required = _infra(tmp_path, namespace, {"level": RACK})
+    rc, out, err = _run(capsys, playground, required, "req", *two_nodes, "--wait", "--timeout", SHORT)
+    assert rc == 1 and "still queued after the timeout" in err, out + err
+    assert "Pending: couldn't assign flavors to pod set trainer" in _table(capsys, playground, namespace, "req")
+    assert _gang_pods(k8s, namespace, "req") == []
+    rc, out, err = cli(capsys, "uninstall", "req", "-n", namespace, "--kubeconfig", playground.kubeconfig,
+                       "--timeout", VERB)
+    assert rc == 0, out + err
+
+    # preferred: the same fleet is admitted across both racks, and status says so
+    preferred = _infra(tmp_path, namespace, {"level": RACK, "mode": "preferred"})
+    rc, out, err = _run(capsys, playground, preferred, "pref", *two_nodes, "--wait", "--timeout", WAIT)
+    assert rc == 0, out + err
+    assert len(_racks(k8s, namespace, "pref")["trainer"]) == 2
+    table = _table(capsys, playground, namespace, "pref")
+    assert "placement  trainer across 2 domains: rack-0, rack-1 (" in table and f"{RACK}, preferred" in table, table
