@@ -15,7 +15,8 @@ allocatable cpu, memory and nvidia.com/gpu; all namespaces), LocalQueue `trainin
 (values-examples/grpo_swe_kueue.infra.yaml uses it). With `up --topology`, also Topology `playground` (block,
 rack, host), ResourceFlavor `gpu-topology` over the GPU nodes naming it, ClusterQueue `topology` (the GPU nodes'
 capacity in that flavor, the CPU nodes' in `default-flavor`, for the head and the submitter) and LocalQueue
-`topology` in namespace `dockyard` (values-examples/grpo_swe_topology.infra.yaml uses it).
+`topology` in namespace `dockyard` (values-examples/grpo_swe_topology.infra.yaml uses it). That queue admits
+placed jobs only: Kueue never gives a topology flavor to a GPU pod set that asks for no level.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 Scheduling) and the real kube-scheduler. The session playground's two GPU nodes are two racks of one node each
 in two blocks (`playground up --topology 2x1`: cloud.provider.com/topology-block, -rack). Each test makes its own
 namespace, a ClusterQueue over the playground's `gpu-topology` flavor (the GPU nodes, Topology `playground`)
-and `default-flavor` (the head and the submitter, which are not placed), and a LocalQueue `q`.
+and `default-flavor` (the head and the submitter, which are not placed) with LocalQueue `q`, and one over
+`default-flavor` alone with LocalQueue `plain` for the unplaced jobs.
 
 A rack here holds 8 GPUs: a fleet of one 8-GPU node fits one rack, two fleets of 8 GPUs do not fit one rack
 together, and a fleet of two 5-GPU pods fits no rack."""
@@ -26,7 +27,8 @@ VERB = 60
 @pytest.fixture
 def topology_queue(namespace, k8s, playground):
     """ClusterQueue `<namespace>` (admitting that namespace only) over the playground's topology flavor, and
-    LocalQueue `q`; deleted at teardown."""
+    LocalQueue `q`; ClusterQueue `<namespace>-plain` and LocalQueue `plain` for unplaced jobs; deleted at
+    teardown."""
     assert playground.shape.get("topology"), "the session playground runs `up --topology`"
     api = client.CustomObjectsApi(k8s)
     made: list = []
@@ -41,6 +43,15 @@ def topology_queue(namespace, k8s, playground):
                          {"kind": "ClusterQueue", "metadata": {"name": namespace}, "spec": spec})
     create_custom_object(api, made, KUEUE, "localqueues", namespace,
                          {"kind": "LocalQueue", "metadata": {"name": "q"}, "spec": {"clusterQueue": namespace}})
+    # an unplaced GPU pod set never takes a topology flavor (Kueue: it "supports only TopologyAwareScheduling"):
+    # the negative controls queue on LocalQueue `plain`, over default-flavor with the GPUs in it
+    plain = {"namespaceSelector": spec["namespaceSelector"], "resourceGroups": [{"coveredResources": resources,
+             "flavors": [{"name": "default-flavor", "resources": [{"name": r, "nominalQuota": q}
+                                                                  for r, q in quota["gpu-topology"].items()]}]}]}
+    create_custom_object(api, made, KUEUE, "clusterqueues", None,
+                         {"kind": "ClusterQueue", "metadata": {"name": f"{namespace}-plain"}, "spec": plain})
+    create_custom_object(api, made, KUEUE, "localqueues", namespace, {
+        "kind": "LocalQueue", "metadata": {"name": "plain"}, "spec": {"clusterQueue": f"{namespace}-plain"}})
     yield "q"
     delete_custom_objects(api, made)
 
@@ -48,7 +59,7 @@ def topology_queue(namespace, k8s, playground):
 def _infra(tmp_path, namespace, topology: dict | None):
     def change(d):
         d["infra"]["namespace"] = namespace
-        d["launch"].update(queue="q", **({"topology": topology} if topology else {}))
+        d["launch"].update(queue="q", topology=topology) if topology else d["launch"].update(queue="plain")
 
     return infra_variant(tmp_path, f"topology-{uuid.uuid4().hex[:6]}.yaml", change)
 
@@ -117,6 +128,11 @@ def test_a_fleet_no_rack_holds_waits_when_required_and_spreads_when_preferred(
     two_nodes = ("cluster.trainer.nodes=2", "cluster.trainer.gpusPerNode=5", "cluster.inference.gpusPerNode=1")
     # required: a trainer of two 5-GPU pods fits no rack of one 8-GPU node: it waits, with Kueue's reason
     required = _infra(tmp_path, namespace, {"level": RACK})
+    rc, out, err = cli(capsys, "doctor", RECIPE, required, "name=req", *two_nodes,
+                       "--kubeconfig", playground.kubeconfig)
+    assert rc == 1 and "✓ Kueue topology " in out, out + err  # before the run: doctor names the level it never fits
+    assert f"✗ Kueue topology: fit      no {RACK} domain can ever hold the trainer (2 pod(s) × 5 nvidia.com/gpu)" \
+        in out, out
     rc, out, err = _run(capsys, playground, required, "req", *two_nodes, "--wait", "--timeout", SHORT)
     assert rc == 1 and "still queued after the timeout" in err, out + err
     assert "Pending: couldn't assign flavors to pod set trainer" in _table(capsys, playground, namespace, "req")
@@ -132,3 +148,26 @@ def test_a_fleet_no_rack_holds_waits_when_required_and_spreads_when_preferred(
     assert len(_racks(k8s, namespace, "pref")["trainer"]) == 2
     table = _table(capsys, playground, namespace, "pref")
     assert "placement  trainer across 2 domains: rack-0, rack-1 (" in table and f"{RACK}, preferred" in table, table
+
+
+@pytest.mark.timeout(2 * bounds.verb(WAIT) + 2 * bounds.verb(VERB) + 60)
+def test_required_keeps_a_fleet_in_one_rack_where_the_scheduler_alone_spreads_it(
+        playground, k8s, namespace, topology_queue, capsys, tmp_path):
+    """Negative control first: the same gang, queued without launch.topology, on the same empty nodes, has its two
+    trainer pods spread over both racks by the kube-scheduler (its default scoring prefers the emptier node);
+    with the level required, Kueue admits them into one rack, and both land there."""
+    gang = ("cluster.trainer.nodes=2", "cluster.trainer.gpusPerNode=4", "cluster.inference.gpusPerNode=1")
+    plain = _infra(tmp_path, namespace, None)
+    rc, out, err = _run(capsys, playground, plain, "plain", *gang, "--wait", "--timeout", WAIT)
+    assert rc == 0, out + err
+    assert len(_racks(k8s, namespace, "plain")["trainer"]) == 2
+    assert "placement" not in _table(capsys, playground, namespace, "plain")
+    rc, out, err = cli(capsys, "uninstall", "plain", "-n", namespace, "--kubeconfig", playground.kubeconfig,
+                       "--timeout", VERB)
+    assert rc == 0, out + err
+
+    placed = _infra(tmp_path, namespace, {"level": RACK})
+    rc, out, err = _run(capsys, playground, placed, "placed", *gang, "--wait", "--timeout", WAIT)
+    assert rc == 0, out + err
+    (rack,) = _racks(k8s, namespace, "placed")["trainer"]
+    assert f"placement  trainer in {rack} (" in _table(capsys, playground, namespace, "placed")

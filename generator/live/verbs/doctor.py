@@ -4,8 +4,9 @@ The rows are made by the modules of `generator.live.doctor`, which checks() call
 the API server, namespace, release, RBAC, PriorityClass, pull secrets), versions, kuberay, kueue_rows (Kueue's
 queues and quota, only when launch.queue is set), credentials (the Secrets and ConfigMaps the pods read env from),
 capacity (the room for the GPU fleets, the sandbox pool and the quotas), fabric (the profile's devices beside the
-GPUs, its Multus networks), placement, storage (infra.storage's claims
-and classes), runtime_class and admission (PodSecurity by a server-side dry run, NetworkPolicy).
+GPUs, its Multus networks), placement, topology_rows (launch.topology's Topology and the domains that hold
+the gang), storage (infra.storage's claims and classes), runtime_class and admission
+(PodSecurity by a server-side dry run, NetworkPolicy).
 Exit 1 when a row is ✗.
 """
 
@@ -30,6 +31,7 @@ from generator.live.doctor import (
     kueue_rows,
     placement,
     runtime_class,
+    topology_rows,
     versions,
 )
 from generator.live.doctor.rows import FAIL, OK, WARN, Row, read_namespace
@@ -77,6 +79,7 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
         rows += fabric.device_rows(room, cluster, network)  # the profile's device beside the GPUs
         rows += fabric.networks_rows(kube, namespace, network)  # Multus' NetworkAttachmentDefinitions
         rows += placement.placement_rows(room, templates)
+        rows += topology_rows.rows(kube, values, ns, room, cluster)  # only with launch.topology
         rows += storage_rows(kube, values, release, namespace)  # infra.storage: claims, classes, access modes
         rows.append(capacity.watcher_row(values))  # the run watcher's cost in the head, its guard, its kept logs
     replicas = int((values.get("sandbox") or {}).get("replicas", 0))
