@@ -44,3 +44,15 @@ def test_run_follow_turns_the_jobs_reports_into_progress_lines(monkeypatch):
     driver_log.follow(_Kube([done], {"a1": 'x\nDOCKYARD_PROGRESS {"step": 4, "total": 9}\n'}), "r", "ns", None,
                       write=out.append)
     assert out[-1] == "[dockyard-k8s] progress: step 4 of 9\n"
+
+
+def test_the_outcome_leaves_out_a_why_already_said():
+    """status prints KubeRay's message on its rayjob line; the end section below the table does not repeat it."""
+    from generator.live.state import driver_log
+
+    job = {"metadata": {"name": "j"}, "status": {"jobStatus": "FAILED", "jobDeploymentStatus": "Failed",
+                                                 "message": "Job entrypoint command failed with exit code 1"}}
+    said = job["status"]["message"]
+    assert driver_log.outcome(job) == f"RayJob j: job FAILED (deployment Failed): {said}"
+    assert driver_log.outcome(job, said=said) == "RayJob j: job FAILED (deployment Failed)"
+    assert driver_log.outcome(job, said="something else").endswith(said)

@@ -74,3 +74,25 @@ def test_no_scheduled_pod_of_the_role_is_a_failed_check_naming_it(cluster):
     cluster.pods = [pod("small-inference-0", node=None)]
     with pytest.raises(CheckFailed, match="no scheduled inference pod for release small in rec"):
         logs_mod.logs(args(role="inference"))
+
+
+# Ray's driver and head logs, as `ray job logs` and the head's stdout print them: colours, bold, a link.
+COLOURED = "\x1b[36m\x1b[1m--block\x1b[22m\x1b[39m done\n\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x1b[2Kend\n"
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_escape_sequences_go_unless_the_output_is_a_terminal(cluster, capsys, monkeypatch, follow):
+    cluster.pods = [pod("small-head-0")]
+    cluster.texts = {"small-head-0": COLOURED}
+    assert logs_mod.logs(args(role="head", follow=follow)) == 0
+    assert capsys.readouterr().out == "--block done\nlink end\n"  # a pipe, a file: no escape sequences
+    monkeypatch.setattr(logs_mod.sys.stdout, "isatty", lambda: True)
+    assert logs_mod.logs(args(role="head", follow=follow)) == 0
+    assert capsys.readouterr().out == COLOURED  # a terminal: the colours as Ray wrote them
+
+
+def test_an_attempts_kept_log_loses_its_escape_sequences_in_a_pipe(cluster, capsys, monkeypatch):
+    monkeypatch.setattr(logs_mod, "live_manifest", lambda records: "")
+    monkeypatch.setattr(logs_mod.kept_logs, "read", lambda *a, **kw: COLOURED)
+    assert logs_mod.logs(args(role=None, attempt=1)) == 0
+    assert capsys.readouterr().out == "--block done\nlink end\n"

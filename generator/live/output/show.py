@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -34,3 +35,14 @@ def age(ts: Any) -> str:
         ts = datetime.fromisoformat(ts)
     s = int((datetime.now(UTC) - ts).total_seconds())
     return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h"
+
+
+# A terminal's escape sequences: CSI (colours, cursor moves: ESC [ params final) and OSC (titles, links: ESC ]
+# ... BEL or ESC \), as Ray's and most programs' coloured logs hold them.
+ESCAPES = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
+
+
+def for_output(text: str, tty: bool) -> str:
+    """`text` as printed: as it is on a terminal, without its escape sequences elsewhere (a file, a pipe,
+    grep), where they are noise."""
+    return text if tty else re.sub(ESCAPES, "", text)

@@ -71,11 +71,14 @@ def _reports(text: str) -> list[dict[str, Any]]:
     return [r for r in map(parse, text.splitlines()) if r is not None]
 
 
-def outcome(job: dict) -> str:
-    """One line: the job's end state and why, as KubeRay and Ray report it."""
+def outcome(job: dict, said: str | None = None) -> str:
+    """One line: the job's end state and why, as KubeRay and Ray report it (the why left out when it is `said`
+    already, e.g. on status's rayjob line)."""
     st = job.get("status") or {}
     info = st.get("rayJobInfo") or {}
     why = info.get("message") or st.get("message") or st.get("reason") or ""
+    if said and why.strip() == said.strip():
+        why = ""
     return f"RayJob {job['metadata']['name']}: job {st.get('jobStatus') or '-'} (deployment " \
            f"{st.get('jobDeploymentStatus') or '-'})" + (f": {why}" if why else "")
 

@@ -13,6 +13,7 @@ from generator.errors import EXIT_OK, CheckFailed
 from generator.live.cluster.kube import INSTANCE, Kube, usage_error
 from generator.live.helm.records import live_manifest
 from generator.live.helm.resolve import resolve
+from generator.live.output.show import for_output
 from generator.live.state import kept_logs
 
 
@@ -29,10 +30,12 @@ def logs(args: Any) -> int:
     if args.attempt is not None and args.attempt < 1:
         raise usage_error(f"--attempt {args.attempt}: attempts count from 1")
     kube = Kube(args.kubeconfig, args.context)
+    tty = sys.stdout.isatty()  # Ray's coloured lines keep their colours on a terminal only
     release, ns, records = resolve(kube, args.release, args.namespace)
     if args.attempt is not None:
         text = kept_logs.read(kube, release, ns, live_manifest(records), args.attempt, args.tail or 0,
                               timeout=args.timeout or 120.0, job_name=args.job, role=args.role)
+        text = for_output(text, tty)
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
         return EXIT_OK
     sel = f"{INSTANCE}={release},dockyard.dev/fleet={args.role}"
@@ -47,7 +50,7 @@ def logs(args: Any) -> int:
     if not args.follow:
         for p in pods:
             text = kube.core.read_namespaced_pod_log(p.metadata.name, ns, container=p.spec.containers[0].name, **kw)
-            for line in text.splitlines():
+            for line in for_output(text, tty).splitlines():
                 print(f"[{p.metadata.name}] {line}" if prefix else line)
         return EXIT_OK
     lock = threading.Lock()
@@ -56,7 +59,7 @@ def logs(args: Any) -> int:
         resp = kube.core.read_namespaced_pod_log(p.metadata.name, ns, container=p.spec.containers[0].name,
                                                  follow=True, _preload_content=False, **kw)
         for raw in resp:
-            for line in raw.decode(errors="replace").splitlines():
+            for line in for_output(raw.decode(errors="replace"), tty).splitlines():
                 with lock:
                     print(f"[{p.metadata.name}] {line}" if prefix else line, flush=True)
 

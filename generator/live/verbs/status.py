@@ -65,7 +65,7 @@ def _job_end(kube: Kube, ns: str, snap: Snapshot, lines: int = 15) -> str:
     job = kube.get_ray("rayjobs", ns, snap.rayjob["name"])
     if not job:
         return ""
-    out = "\n\n" + driver_log.outcome(job)
+    out = "\n\n" + driver_log.outcome(job, said=snap.rayjob.get("message"))  # the rayjob line's message once
     try:
         log = driver_log.read(kube, ns, job)
     except Exception as exc:
