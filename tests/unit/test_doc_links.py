@@ -79,3 +79,29 @@ def test_the_checker_finds_a_missing_file_and_a_missing_anchor(tmp_path):
         "`[code](nowhere.md)` [web](https://example.invalid/x) [self](#top)\n# Top\n")
     bad = broken_links([tmp_path / "a.md"], tmp_path)
     assert bad == ["a.md:1: (c.md) no such file", "a.md:1: (b.md#not-a-heading) no heading #not-a-heading in b.md"]
+
+
+def named_tests(root: Path = REPO) -> set[str]:
+    """Every test function and test file (stem) of the repository's tests."""
+    out: set[str] = set()
+    for path in (root / "tests").rglob("test_*.py"):
+        out.add(path.stem)
+        out.update(re.findall(r"^\s*(?:async )?def (test_\w+)", path.read_text(), flags=re.M))
+    return out
+
+
+def missing_tests(files: list[Path], known: set[str], root: Path = REPO) -> list[str]:
+    """The docs' `test_…` names (in inline code, as the ledger and docs cite a proof) that no test has."""
+    return [f"{doc.relative_to(root)}:{n}: {name}" for doc in files
+            for n, line in enumerate(doc.read_text().splitlines(), 1)
+            for name in re.findall(r"`(?:[\w/]+/)?(test_\w+?)(?:\.py)?(?:::\w+)?`", line) if name not in known]
+
+
+def test_every_test_the_docs_cite_exists():
+    """A proof cited by name (docs/validation-ledger.md, the docs' "proof" lines) is a test that runs."""
+    assert not missing_tests(documents(), named_tests()), "\n".join(missing_tests(documents(), named_tests()))
+
+
+def test_the_test_name_checker_finds_a_renamed_test(tmp_path):
+    (tmp_path / "a.md").write_text("proved by `test_kept` and `tests/unit/test_x.py`, not `test_gone`\n")
+    assert missing_tests([tmp_path / "a.md"], {"test_kept", "test_x"}, tmp_path) == ["a.md:1: test_gone"]
