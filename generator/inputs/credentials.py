@@ -9,7 +9,9 @@ What reads as a credential, case-insensitive: TOKEN as the name's last word (HF_
 accessToken; not a tokenizer's special tokens such as pad_token or eos_token, nor TOKENS, TOKENIZER or a file
 path such as HF_TOKEN_PATH); a KEY whose last word says what it opens (API_KEY, apiKey, ACCESS_KEY, PRIVATE_KEY,
 SECRET_KEY, …; not a recipe's data keys such as prompt_key or label_key); PASSWORD or PASSWD anywhere; SECRET as
-the last word (CLIENT_SECRET; not SECRET_NAME, which names a Secret). A recipe override is judged by its whole
+the last word (CLIENT_SECRET; not SECRET_NAME, which names a Secret). A name ending in FILE or PATH names a file
+that holds the credential (POSTGRES_PASSWORD_FILE, the convention of the official images), never one itself.
+A recipe override is judged by its whole
 dotted path (wandb.api.key). The patterns are written without lookarounds or inline flags, so JSON Schema
 validators on RE2 (Helm's) read them as Python does.
 """
@@ -38,7 +40,10 @@ CREDENTIAL_RE = "|".join([
 # A tokenizer's special tokens and other counts of tokens: the words of an LLM recipe, no credentials.
 _COUNTED = ["pad", "eos", "bos", "unk", "mask", "sep", "cls", "start", "end", "stop", "special", "new", "max", "min",
             "num", "image", "video", "audio", "placeholder"]
-NOT_CREDENTIAL_RE = f"(^|[-_.])({'|'.join(_ci(w) for w in _COUNTED)})[-_]?{_ci('token')}$"
+# A name that points at a file (the *_FILE / *_PATH convention: POSTGRES_PASSWORD_FILE, passwordFile) holds a
+# path, and the credential stays in the file.
+NOT_CREDENTIAL_RE = (f"(^|[-_.])({'|'.join(_ci(w) for w in _COUNTED)})[-_]?{_ci('token')}$"
+                     f"|{_ci('file')}$|{_ci('path')}$")
 _CREDENTIAL = re.compile(CREDENTIAL_RE)
 _NOT_CREDENTIAL = re.compile(NOT_CREDENTIAL_RE)
 

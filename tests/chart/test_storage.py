@@ -223,3 +223,12 @@ def test_the_schema_twins_refuse_what_the_models_refuse(tmp_path, storage):
     done = subprocess.run([binary("helm"), "template", "x", str(CHART_DIR), "-f", str(path)],
                           capture_output=True, text=True)
     assert done.returncode != 0 and "/infra/storage/" in done.stderr, done.stderr
+
+
+def test_an_empty_class_asks_for_no_class_and_is_rendered_as_such(render):
+    """storageClassName "" is Kubernetes' "no class" (a pre-made volume, no provisioning): rendered as "",
+    where unset renders none (the cluster's default class)."""
+    (empty,) = render(**_storage(checkpoints={"size": "1Ti", "storageClassName": ""})).all("PersistentVolumeClaim")
+    assert empty["spec"]["storageClassName"] == ""
+    (unset,) = render(**_storage(checkpoints={"size": "1Ti"})).all("PersistentVolumeClaim")
+    assert "storageClassName" not in unset["spec"]

@@ -34,7 +34,10 @@ def test_names_that_read_as_credentials(name):
                                   "monkey", "KEY_ID", "HF_HOME", "NCCL_SOCKET_IFNAME", "keyboard",
                                   # a recipe's data keys and a tokenizer's special tokens; a file path; a Secret's name
                                   "data.prompt_key", "reward_fn_key", "label_key", "tokenizer.pad_token", "eos_token",
-                                  "max_token", "HF_TOKEN_PATH", "token_file", "SECRET_NAME"])
+                                  "max_token", "HF_TOKEN_PATH", "token_file", "SECRET_NAME",
+                                  # a file that holds the credential (the *_FILE / *_PATH convention)
+                                  "POSTGRES_PASSWORD_FILE", "passwordFile", "DB_PASSWORD_PATH", "api_key_file",
+                                  "CLIENT_SECRET_FILE"])
 def test_names_that_do_not(name):
     assert not reads_as_credential(name)
 
@@ -67,7 +70,8 @@ def test_the_schema_twin_refuses_the_same(tmp_path):
     data["infra"]["env"] = [{"name": "HF_TOKEN", "value": "hf_x"}]
     with pytest.raises(schema_check.Refused):
         schema_check.check("infra", data)
-    data["infra"]["env"] = [TOKEN_REF, {"name": "MAX_TOKENS", "value": "8"}]
+    data["infra"]["env"] = [TOKEN_REF, {"name": "MAX_TOKENS", "value": "8"},
+                            {"name": "POSTGRES_PASSWORD_FILE", "value": "/run/secrets/db"}]
     schema_check.check("infra", data)
     values = write(tmp_path, "values.yaml", {"infra": {"env": [{"name": "GITHUB_TOKEN", "value": "ghp_x"}]}})
     done = subprocess.run([binary("helm"), "template", "x", str(CHART_DIR), "-f", str(values)],

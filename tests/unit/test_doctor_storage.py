@@ -90,3 +90,10 @@ def test_what_rbac_hides_is_a_warning_not_a_failure():
     (cls,) = volume_row("checkpoints", {"size": "1Ti"}, CLUSTER, "r",
                         Read("ns", denied=["list storageclasses.storage.k8s.io"]))
     assert cls.mark == WARN and "cannot list storageclasses.storage.k8s.io at cluster scope" in cls.detail
+
+
+def test_no_class_is_a_warning_that_a_pre_made_volume_must_exist():
+    got = Read("ns", classes=[_class("standard", default=True)])
+    (row,) = volume_row("checkpoints", {"size": "1Ti", "storageClassName": ""}, CLUSTER, "r", got)
+    assert row.mark == WARN and 'asks for no StorageClass (storageClassName "")' in row.detail
+    assert "binds a PersistentVolume of no class with 1Ti or more" in row.detail

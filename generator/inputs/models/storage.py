@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from generator.inputs.models.common import OptionalImage, present
-from generator.inputs.models.types import Dns1123Subdomain, Quantity, Strict, refused
+from generator.inputs.models.types import DNS1123_SUBDOMAIN_RE, Dns1123Subdomain, Quantity, Strict, refused
 from generator.inputs.storage_rules import DEFAULT_ACCESS_MODES
 
 AccessMode = Literal["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]
@@ -37,8 +37,12 @@ class StorageVolume(Strict):
         None, description="An existing PersistentVolumeClaim in the namespace (not with `size`).")
     size: Quantity | None = Field(
         None, description="Create a claim `<release>-<volume>` of this size (e.g. 500Gi); kept on uninstall.")
-    storageClassName: Dns1123Subdomain | None = Field(
-        None, description="StorageClass of the created claim; the cluster's default class when unset.")
+    # "" is Kubernetes' own way to ask for no class (a pre-made PersistentVolume, no dynamic provisioning): kept
+    # and rendered as "", unlike unset (the default class).
+    storageClassName: str | None = Field(
+        None, pattern=f"^$|{DNS1123_SUBDOMAIN_RE}", max_length=253,
+        description="StorageClass of the created claim; the cluster's default class when unset; `\"\"`: no class "
+                    "(the claim binds a pre-made PersistentVolume of no class, nothing is provisioned).")
     accessModes: list[AccessMode] | None = Field(
         None, min_length=1,
         description="Access modes of the created claim ([ReadWriteMany] when unset); more than one pod writing "

@@ -76,6 +76,11 @@ def _class_row(key: str, name: str, volume: dict[str, Any], got: Read) -> Row:
         return Row(WARN, CHECK, f"{key}: " + forbidden("list", "storageclasses.storage.k8s.io", None,
                                                        f"whether {name}'s StorageClass exists is unknown"),
                    "ask a cluster admin which StorageClasses exist")
+    if wanted == "":
+        return Row(WARN, CHECK, f"{key}: {name} asks for no StorageClass (storageClassName \"\"): nothing provisions "
+                   f"it; it binds a PersistentVolume of no class with {volume.get('size')} or more and its access "
+                   "modes that an admin made, and stays Pending (the GPU pods with it) until one exists",
+                   "make sure such a PersistentVolume exists (kubectl get pv), or name a StorageClass")
     if wanted:
         found = [c for c in got.classes if c["metadata"]["name"] == wanted]
         if not found:
