@@ -11,9 +11,8 @@ path such as HF_TOKEN_PATH); a KEY whose last word says what it opens (API_KEY, 
 SECRET_KEY, …; not a recipe's data keys such as prompt_key or label_key); PASSWORD or PASSWD anywhere; SECRET as
 the last word (CLIENT_SECRET; not SECRET_NAME, which names a Secret). A name ending in FILE or PATH names a file
 that holds the credential (POSTGRES_PASSWORD_FILE, the convention of the official images), never one itself.
-A recipe override is judged by its whole
-dotted path (wandb.api.key). The patterns are written without lookarounds or inline flags, so JSON Schema
-validators on RE2 (Helm's) read them as Python does.
+A recipe override is judged by its whole dotted path (wandb.api.key). The patterns are written without lookarounds
+or inline flags, so JSON Schema validators on RE2 (Helm's) read them as Python does.
 """
 
 from __future__ import annotations
