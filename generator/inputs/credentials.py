@@ -46,11 +46,30 @@ NOT_CREDENTIAL_RE = (f"(^|[-_.])({'|'.join(_ci(w) for w in _COUNTED)})[-_]?{_ci(
 _CREDENTIAL = re.compile(CREDENTIAL_RE)
 _NOT_CREDENTIAL = re.compile(NOT_CREDENTIAL_RE)
 
-# JSON Schema twin of literal_problem, for an EnvVar object: a credential's name with a literal string value.
+# Values shaped like a well-known credential, under any name: the token formats secret scanners (gitleaks and
+# its kind) know, each a fixed prefix and the shape of what follows, searched anywhere in the value (a token
+# inside a URL leaks too). (what it is, pattern)
+SHAPES = (
+    ("a Hugging Face token", "hf_[A-Za-z]{34}"),
+    ("a GitHub token", "(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{82}"),
+    ("an OpenAI-style API key", ("sk-(proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"
+                                 "|sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}|sk-[A-Za-z0-9]{48}")),
+    ("an AWS access key id", "(AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}"),
+    ("a Slack token", "xox[baprs]-[0-9A-Za-z-]{10,}"),
+    ("a PEM private key", "-----BEGIN[A-Z ]* PRIVATE KEY-----"),
+)
+CREDENTIAL_SHAPE_RE = "|".join(f"({pattern})" for _, pattern in SHAPES)
+_SHAPES = [(what, re.compile(pattern)) for what, pattern in SHAPES]
+
+# JSON Schema twins of literal_problem, for an EnvVar object: a credential's name with a literal string value,
+# and a value shaped like a credential under any name.
 CREDENTIAL_LITERAL: dict[str, Any] = {
     "required": ["name", "value"],
     "properties": {"name": {"pattern": CREDENTIAL_RE, "not": {"pattern": NOT_CREDENTIAL_RE}},
                    "value": {"type": "string"}},
+}
+CREDENTIAL_SHAPED: dict[str, Any] = {
+    "required": ["value"], "properties": {"value": {"type": "string", "pattern": CREDENTIAL_SHAPE_RE}},
 }
 
 
@@ -66,8 +85,19 @@ def secret_ref_hint(name: str) -> str:
             "release, the RayJob and the pod specs)")
 
 
+def shaped_like(value: Any) -> str | None:
+    """What well-known credential the string `value` holds (SHAPES), or None."""
+    if not isinstance(value, str):
+        return None
+    return next((what for what, pattern in _SHAPES if pattern.search(value)), None)
+
+
 def literal_problem(name: str, value: Any) -> str | None:
-    """Why an env var `name` may not hold the literal `value`, or None."""
+    """Why an env var `name` may not hold the literal `value`, or None. The value is never repeated."""
+    shaped = shaped_like(value)
+    if shaped and not reads_as_credential(name):
+        return (f"the value of {name} is shaped like {shaped}, and a literal value is stored in the Helm release (a "
+                "Secret) and in every object and pod spec that carries it, readable by anyone who can read those")
     if not isinstance(value, str) or not reads_as_credential(name):
         return None
     return (f"{name} reads as a credential, and a literal value is stored in the Helm release (a Secret) and in "
@@ -87,6 +117,10 @@ def override_problem(path: tuple[str | int, ...], value: Any) -> tuple[str, str]
     number or boolean is no credential (ppo_max_token_len=16384); a mapping's string leaves are looked at too."""
     keys = tuple(p for p in path if isinstance(p, str))
     for leaf, text in _strings(value, keys):
+        shaped = shaped_like(text)
+        if leaf and shaped:
+            return leaf[-1], (f"the override sets {leaf[-1]!r} to a value shaped like {shaped}: it is written into "
+                              "the recipe ConfigMap and the Helm release, readable by anyone who can read those")
         if leaf and reads_as_credential(".".join(leaf)) and text:
             return leaf[-1], (f"the override sets {leaf[-1]!r}, which reads as a credential, to a literal: it is "
                               "written into the recipe ConfigMap and the Helm release, readable by anyone who can "

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from generator.cli import main
-from generator.inputs import schema_check
+from generator.inputs import credentials, schema_check
 from generator.inputs.credentials import reads_as_credential
 from generator.tools import CHART_DIR, REPO, binary
 from tests.conftest import RECIPE, chart_values, render_values, write
@@ -137,3 +137,48 @@ def test_the_overlay_is_no_way_around_the_literal_rule(tmp_path, capsys, where):
     assert f"kuberay.spec.headGroupSpec.template.spec.{where}[0].env[0].value: WANDB_API_KEY reads as a credential" \
         in err, err
     assert "wk-LEAK" not in err
+
+
+# Made-up values of each well-known shape (none is a live credential: random letters of the right form).
+SHAPED = {
+    "a Hugging Face token": "hf_" + "Q" * 34,
+    "a GitHub token": "ghp_" + "a1B2" * 9,
+    "an OpenAI-style API key": "sk-proj-" + "x" * 40,
+    "an AWS access key id": "AKIA" + "ABCDEFGHIJKLMNOP",
+    "a Slack token": "xoxb-1234567890-abcdefghij",
+    "a PEM private key": "-----BEGIN RSA PRIVATE KEY-----\nMIIB...",
+}
+
+
+@pytest.mark.parametrize("what", list(SHAPED))
+def test_a_value_shaped_like_a_credential_is_refused_under_any_name(tmp_path, capsys, what):
+    value = SHAPED[what]
+    for block, key in (("infra", "env"), ("sandbox", "extraEnv")):
+        infra = _infra(tmp_path, **{block: {key: [{"name": "MODEL_URL", "value": f"https://x/{value}"}]}})
+        assert main(["values", str(RECIPE), str(infra)]) == 2
+        err = capsys.readouterr().err
+        assert f"{block}.{key}[0].value: the value of MODEL_URL is shaped like {what}" in err, err
+        assert value not in err and value.splitlines()[0] not in err  # the refusal does not repeat it
+    # the happy path's validator and Helm (the schema twin) refuse it too
+    data = yaml.safe_load(INFRA.read_text())
+    data["infra"]["env"] = [{"name": "MODEL_URL", "value": value}]
+    with pytest.raises(schema_check.Refused):
+        schema_check.check("infra", data)
+    assert main(["values", str(RECIPE), str(INFRA), f"trainer.hub={value}"]) == 2
+    err = capsys.readouterr().err
+    assert f"the override sets 'hub' to a value shaped like {what}" in err and value.splitlines()[0] not in err
+
+
+@pytest.mark.parametrize("value", ["hf_transfer", "sk-learn", "AKIAlower", "ghp_short", "-----BEGIN CERTIFICATE-----",
+                                   "s3://bucket/AKIA", "xoxb-"])
+def test_values_that_only_look_alike_pass(value):
+    assert credentials.shaped_like(value) is None
+    assert credentials.literal_problem("SOME_SETTING", value) is None
+
+
+def test_helm_refuses_a_shaped_value_too(tmp_path):
+    env = [{"name": "X", "value": SHAPED["a GitHub token"]}]
+    values = write(tmp_path, "values.yaml", {"sandbox": {"extraEnv": env}})
+    done = subprocess.run([binary("helm"), "template", "x", str(CHART_DIR), "-f", str(values)],
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "/sandbox/extraEnv/0" in done.stderr, done.stderr

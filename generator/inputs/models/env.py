@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from generator.inputs.api_rules import divisor_problem
-from generator.inputs.credentials import CREDENTIAL_LITERAL, literal_problem, secret_ref_hint
+from generator.inputs.credentials import CREDENTIAL_LITERAL, CREDENTIAL_SHAPED, literal_problem, secret_ref_hint
 from generator.inputs.fabric_rules import FABRIC_ENV
 from generator.inputs.models.common import present
 from generator.inputs.models.types import (
@@ -114,11 +114,14 @@ class EnvVar(Strict):
 
     # JSON Schema twins of _value_or_value_from and _no_credential_literal, so Helm refuses the same values.
     model_config = ConfigDict(json_schema_extra={"allOf": [{"not": {"required": ["value", "valueFrom"]}},
-                                                           {"not": CREDENTIAL_LITERAL}]})
+                                                           {"not": CREDENTIAL_LITERAL},
+                                                           {"not": CREDENTIAL_SHAPED}]})
 
     name: EnvName = Field(description="Variable name.")
     value: str | None = Field(None, description="The value; not under a name that reads as a credential (*TOKEN*, "
-                                                 "*PASSWORD*, *SECRET*, *_KEY): those take valueFrom.secretKeyRef.")
+                                                 "*PASSWORD*, *SECRET*, *_KEY), nor shaped like a well-known token "
+                                                 "(hf_…, ghp_…, AKIA…, a PEM private key): those take "
+                                                 "valueFrom.secretKeyRef.")
     valueFrom: EnvVarSource | None = Field(
         None, description="Instead of value: a Kubernetes EnvVarSource (secretKeyRef, configMapKeyRef, fieldRef or "
                           "resourceFieldRef)."
