@@ -40,22 +40,24 @@ CREDENTIAL_RE = "|".join([
 _COUNTED = ["pad", "eos", "bos", "unk", "mask", "sep", "cls", "start", "end", "stop", "special", "new", "max", "min",
             "num", "image", "video", "audio", "placeholder"]
 # A name that points at a file (the *_FILE / *_PATH convention: POSTGRES_PASSWORD_FILE, passwordFile) holds a
-# path, and the credential stays in the file.
+# path, and the credential stays in the file: FILE or PATH as the last word, after a separator or in camelCase.
 NOT_CREDENTIAL_RE = (f"(^|[-_.])({'|'.join(_ci(w) for w in _COUNTED)})[-_]?{_ci('token')}$"
-                     f"|{_ci('file')}$|{_ci('path')}$")
+                     f"|(^|[-_.])({_ci('file')}|{_ci('path')})$|[a-z](File|Path)$")
 _CREDENTIAL = re.compile(CREDENTIAL_RE)
 _NOT_CREDENTIAL = re.compile(NOT_CREDENTIAL_RE)
 
 # Values shaped like a well-known credential, under any name: the token formats secret scanners (gitleaks and
-# its kind) know, each a fixed prefix and the shape of what follows, searched anywhere in the value (a token
-# inside a URL leaks too). (what it is, pattern)
+# its kind) know, each a fixed prefix and the shape of what follows. Searched anywhere in the value (a token
+# inside a URL leaks too), but only where the prefix starts a word (not the `sk-admin-` inside `task-admin-…`)
+# and a fixed-length body ends one (not an AKIA-like run inside a longer word). (what it is, pattern)
+_START, _END = "(^|[^A-Za-z0-9_-])", "([^A-Za-z0-9]|$)"
 SHAPES = (
-    ("a Hugging Face token", "hf_[A-Za-z]{34}"),
-    ("a GitHub token", "(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{82}"),
-    ("an OpenAI-style API key", ("sk-(proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"
-                                 "|sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}|sk-[A-Za-z0-9]{48}")),
-    ("an AWS access key id", "(AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}"),
-    ("a Slack token", "xox[baprs]-[0-9A-Za-z-]{10,}"),
+    ("a Hugging Face token", f"{_START}hf_[A-Za-z]{{34}}{_END}"),
+    ("a GitHub token", f"{_START}((ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{{36}}|github_pat_[A-Za-z0-9_]{{82}}){_END}"),
+    ("an OpenAI-style API key", (f"{_START}(sk-(proj|svcacct|admin)-[A-Za-z0-9_-]{{40,}}"
+                                 f"|sk-[A-Za-z0-9]{{20}}T3BlbkFJ[A-Za-z0-9]{{20}}{_END}|sk-[A-Za-z0-9]{{48}}{_END})")),
+    ("an AWS access key id", f"{_START}(AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{{16}}{_END}"),
+    ("a Slack token", f"{_START}xox[baprs]-[0-9]{{8,}}-[0-9A-Za-z-]{{8,}}"),
     ("a PEM private key", "-----BEGIN[A-Z ]* PRIVATE KEY-----"),
 )
 CREDENTIAL_SHAPE_RE = "|".join(f"({pattern})" for _, pattern in SHAPES)

@@ -25,6 +25,10 @@ TOGETHER = ("Kueue places two pod sets in one domain only as a PodSet group of t
             "pod (v0.17): trainer and inference together need one of the two fleets to be one node")
 OVERLAY_OWNED = ("launch.topology places the trainer and inference pods: their Kueue pod-set annotations are the "
                  "chart's")
+MULTI_HOST = ("launch.topology places a fleet as one pod a node: a group of several hosts per replica (numOfHosts) "
+              "is not placed by it")
+HEAD_GROUPED = ("a Kueue PodSet group holds two pod sets, the trainer and the inference under launch.topology: the "
+                "head cannot join it")
 
 
 def pod_annotations(topology: dict[str, Any] | None) -> dict[str, str]:
@@ -48,10 +52,11 @@ def together_problem(topology: dict[str, Any] | None, cluster: dict[str, Any]) -
             "launch.topology.groups: each, or recipe.cluster.inference.nodes (or trainer.nodes) 1")
 
 
-def overlay_problem(topology: dict[str, Any] | None,
-                    worker_overlays: list[dict[str, Any]]) -> tuple[tuple[str | int, ...], str, str] | None:
-    """(path inside kuberay.spec, message, expected) when an overlay of a placed fleet sets a Kueue pod-set
-    annotation, else None."""
+def overlay_problem(topology: dict[str, Any] | None, worker_overlays: list[dict[str, Any]],
+                    head_overlay: dict[str, Any] | None = None) -> tuple[tuple[str | int, ...], str, str] | None:
+    """(path inside kuberay.spec, message, expected) when the overlay would undo launch.topology, else None: a
+    placed fleet's own Kueue pod-set annotation, a placed fleet of several hosts per replica (numOfHosts: the
+    rules count a fleet's pods as its nodes), or the head joining the fleets' PodSet group."""
     if not topology:
         return None
     for i, group in enumerate(worker_overlays):
@@ -61,6 +66,12 @@ def overlay_problem(topology: dict[str, Any] | None,
                 sets = ", ".join(sorted(pod_annotations(topology)))
                 return (("workerGroupSpecs", i, "template", "metadata", "annotations", key), OVERLAY_OWNED,
                         f"no {key} in the {group.get('groupName')} overlay (launch.topology sets {sets})")
+        if group.get("numOfHosts") not in (None, 1):
+            return (("workerGroupSpecs", i, "numOfHosts"), MULTI_HOST, "no numOfHosts (or 1) beside launch.topology")
+    head = ((((head_overlay or {}).get("template") or {}).get("metadata") or {}).get("annotations")) or {}
+    if GROUP in head:
+        return (("headGroupSpec", "template", "metadata", "annotations", GROUP), HEAD_GROUPED,
+                f"no {GROUP} in the head overlay")
     return None
 
 
@@ -78,7 +89,12 @@ TOGETHER_RULE: dict[str, Any] = {
 OVERLAY_RULE: dict[str, Any] = {
     "if": {"required": ["launch"], "properties": {"launch": {"required": ["topology"], "properties": {
         "topology": {"type": "object"}}}}},
-    "then": {"properties": {"kuberay": {"properties": {"spec": {"properties": {"workerGroupSpecs": {"items": {
-        "properties": {"template": {"properties": {"metadata": {"properties": {"annotations": {
-            "propertyNames": {"not": {"pattern": "^" + PODSET_PREFIX.replace(".", "\\.")}}}}}}}}}}}}}}}},
+    "then": {"properties": {"kuberay": {"properties": {"spec": {"properties": {
+        "workerGroupSpecs": {"items": {"properties": {
+            "numOfHosts": {"const": 1},
+            "template": {"properties": {"metadata": {"properties": {"annotations": {
+                "propertyNames": {"not": {"pattern": "^" + PODSET_PREFIX.replace(".", "\\.")}}}}}}}}}},
+        "headGroupSpec": {"properties": {"template": {"properties": {"metadata": {"properties": {"annotations": {
+            "propertyNames": {"not": {"const": GROUP}}}}}}}}},
+    }}}}}},
 }

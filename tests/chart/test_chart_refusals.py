@@ -275,7 +275,7 @@ def _chart_refusals() -> list[str]:
             continue
         text = re.sub(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", "", path.read_text(), flags=re.S)  # comments
         # every failure is one of the forms read below (or validateValues' join of the collected ones)
-        assert not re.search(r"(?:\{\{-?|\(|\|)\s*required\s", text), path  # Helm's `required`
+        assert not re.search(r"(?:\{\{-?|\(|\||:?=)\s*required\s", text), path  # Helm's `required`
         fails = [text[m.end():] for m in re.finditer(r"\bfail\b", text)]
         assert all(re.match(r' \((printf "|join "\\n" \.\))', after) for after in fails), path
         checks = path.name == "_validate.tpl"  # its defines print their refusals

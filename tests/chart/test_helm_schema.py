@@ -50,6 +50,11 @@ BAD = [
      {"launch": {"queue": "q", "topology": {"level": "a.io/rack"}}, "kuberay": {"spec": {"workerGroupSpecs": [
          {"groupName": "trainer", "template": {"metadata": {"annotations": {
              "kueue.x-k8s.io/podset-group-name": "g"}}}}]}}}, "podset-group-name"),
+    ("multi-host placed fleet", {"launch": {"queue": "q", "topology": {"level": "a.io/rack"}}, "kuberay": {
+        "spec": {"workerGroupSpecs": [{"groupName": "inference", "numOfHosts": 2}]}}}, "numOfHosts"),
+    ("head in the fleets' PodSet group", {"launch": {"queue": "q", "topology": {"level": "a.io/rack"}}, "kuberay": {
+        "spec": {"headGroupSpec": {"template": {"metadata": {"annotations": {
+            "kueue.x-k8s.io/podset-group-name": "gpu-fleets"}}}}}}}, "podset-group-name"),
     ("stall timeout under the floor", {"launch": {"watch": {"stallTimeoutSeconds": 10}}}, "stallTimeoutSeconds"),
     ("stall guard without the watcher", {"launch": {"watch": {"enabled": False, "stallTimeoutSeconds": 600}}},
      "enabled"),

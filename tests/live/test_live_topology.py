@@ -92,9 +92,20 @@ def _table(capsys, playground, namespace, release) -> str:
     return out
 
 
-@pytest.mark.timeout(bounds.verb(WAIT) + 2 * bounds.verb(SHORT) + 4 * bounds.verb(VERB) + 60)
-def test_together_waits_where_no_rack_holds_both_fleets_and_each_places_them_in_a_rack_apiece(
+@pytest.mark.timeout(2 * bounds.verb(WAIT) + 2 * bounds.verb(SHORT) + 5 * bounds.verb(VERB) + 60)
+def test_together_shares_a_rack_or_waits_where_none_holds_both_and_each_places_them_in_a_rack_apiece(
         playground, k8s, namespace, topology_queue, capsys, tmp_path):
+    # together, where a rack holds both (4 GPUs each): both fleets land in the same rack
+    fit = _infra(tmp_path, namespace, {"level": RACK, "groups": "together"})
+    half = ("cluster.trainer.gpusPerNode=4", "cluster.inference.gpusPerNode=4")
+    rc, out, err = _run(capsys, playground, fit, "fit", *half, "--wait", "--timeout", WAIT)
+    assert rc == 0, out + err
+    racks = _racks(k8s, namespace, "fit")
+    assert len(racks["trainer"] | racks["inference"]) == 1, racks
+    rc, out, err = cli(capsys, "uninstall", "fit", "-n", namespace, "--kubeconfig", playground.kubeconfig,
+                       "--timeout", VERB)
+    assert rc == 0, out + err
+
     # together: trainer and inference (8 GPUs each) in one rack of 8 GPUs: no rack can ever hold them
     together = _infra(tmp_path, namespace, {"level": RACK, "groups": "together"})
     rc, out, err = _run(capsys, playground, together, "tog", "--wait", "--timeout", SHORT)

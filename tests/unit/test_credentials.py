@@ -25,7 +25,7 @@ TOKEN_REF = {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "k
 @pytest.mark.parametrize("name", ["HF_TOKEN", "hf_token", "GITHUB_TOKEN", "NGROK_AUTHTOKEN", "TOKEN", "accessToken",
                                   "WANDB_API_KEY", "api-key", "apiKey", "WANDB_APIKEY", "AWS_SECRET_ACCESS_KEY",
                                   "private_key", "wandb.api.key", "hf.token", "DB_PASSWORD", "passwd", "CLIENT_SECRET",
-                                  "secretKey"])
+                                  "secretKey", "DB_PASSWORD_PROFILE", "PASSWORDPATH"])
 def test_names_that_read_as_credentials(name):
     assert reads_as_credential(name)
 
@@ -170,7 +170,8 @@ def test_a_value_shaped_like_a_credential_is_refused_under_any_name(tmp_path, ca
 
 
 @pytest.mark.parametrize("value", ["hf_transfer", "sk-learn", "AKIAlower", "ghp_short", "-----BEGIN CERTIFICATE-----",
-                                   "s3://bucket/AKIA", "xoxb-"])
+                                   "s3://bucket/AKIA", "xoxb-", "task-admin-notifications-channel",
+                                   "desk-" + "a1" * 24, "SOUTHEASTASIAPACIFICDATACENTER", "/data/hf_" + "a" * 40])
 def test_values_that_only_look_alike_pass(value):
     assert credentials.shaped_like(value) is None
     assert credentials.literal_problem("SOME_SETTING", value) is None

@@ -94,7 +94,8 @@ def missing_tests(files: list[Path], known: set[str], root: Path = REPO) -> list
     """The docs' `test_…` names (in inline code, as the ledger and docs cite a proof) that no test has."""
     return [f"{doc.relative_to(root)}:{n}: {name}" for doc in files
             for n, line in enumerate(doc.read_text().splitlines(), 1)
-            for name in re.findall(r"`(?:[\w/]+/)?(test_\w+?)(?:\.py)?(?:::\w+)?`", line) if name not in known]
+            for cited in re.findall(r"`(?:[\w/]+/)?(test_\w+?)(?:\.py)?(?:::(test_\w+))?`", line)
+            for name in cited if name and name not in known]
 
 
 def test_every_test_the_docs_cite_exists():
@@ -103,5 +104,7 @@ def test_every_test_the_docs_cite_exists():
 
 
 def test_the_test_name_checker_finds_a_renamed_test(tmp_path):
-    (tmp_path / "a.md").write_text("proved by `test_kept` and `tests/unit/test_x.py`, not `test_gone`\n")
-    assert missing_tests([tmp_path / "a.md"], {"test_kept", "test_x"}, tmp_path) == ["a.md:1: test_gone"]
+    (tmp_path / "a.md").write_text("proved by `test_kept` and `tests/unit/test_x.py`, not `test_gone`\n"
+                                   "nor `tests/unit/test_x.py::test_renamed`\n")
+    assert missing_tests([tmp_path / "a.md"], {"test_kept", "test_x"}, tmp_path) == [
+        "a.md:1: test_gone", "a.md:2: test_renamed"]

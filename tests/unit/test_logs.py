@@ -96,3 +96,9 @@ def test_an_attempts_kept_log_loses_its_escape_sequences_in_a_pipe(cluster, caps
     monkeypatch.setattr(logs_mod.kept_logs, "read", lambda *a, **kw: COLOURED)
     assert logs_mod.logs(args(role=None, attempt=1)) == 0
     assert capsys.readouterr().out == "--block done\nlink end\n"
+
+
+def test_the_other_escapes_go_too():
+    from generator.live.output.show import for_output
+
+    assert for_output("\x1b(Bplain\x1b=\x1b7 text\x1b8\x1b>", tty=False) == "plain text"

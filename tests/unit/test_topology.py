@@ -75,3 +75,13 @@ def test_an_assignment_at_the_level_itself_needs_no_nodes_and_none_yet_is_no_lin
     assert topology.line(placed, None) == f"trainer in rack-1; inference in rack-1 — {RACK}, required"
     del wl["status"]
     assert topology.line(topology.placements(wl), RACKS) is None  # queued: not placed yet
+
+
+def test_a_fleet_placed_at_the_hosts_level_names_its_hosts_once():
+    wl = copy.deepcopy(WORKLOAD)
+    for ps in wl["spec"]["podSets"][1:3]:
+        ps["topologyRequest"] = {"required": "kubernetes.io/hostname"}
+    placed = topology.placements(wl)
+    assert topology.hosts_level(placed) is None  # the assignment names the level itself: no nodes to read
+    assert topology.line(placed, None) == ("trainer across 2 domains: gpu-node-0, gpu-node-1; inference in gpu-node-2"
+                                           " — kubernetes.io/hostname, required")

@@ -77,7 +77,9 @@ def run(objs=None, r=None, shape=None, **topology):
 def test_a_gang_that_fits_a_rack_each():
     head, fit = run()
     assert head.mark == OK and "flavor gpu-topology → Topology net" in head.detail and "level 2 of 3" in head.detail
-    assert fit.mark == OK and "the trainer (2 pod(s) × 8 nvidia.com/gpu) fit 4 of 4 domain(s) now" in fit.detail
+    assert fit.mark == OK and fit.detail.startswith(
+        "the trainer (2 pod(s) × 8 nvidia.com/gpu) in block-0/rack-0; the inference (1 pod(s) × 8 nvidia.com/gpu) in "
+        "block-0/rack-1 now (12 way(s) to place them among 4 domain(s)")
 
 
 def test_a_fleet_no_rack_can_hold_is_a_failure_when_required_and_a_warning_when_preferred():
@@ -89,6 +91,17 @@ def test_a_fleet_no_rack_can_hold_is_a_failure_when_required_and_a_warning_when_
     assert fit.mark == WARN and "Kueue spreads it over several domains" in fit.detail
     _, fit = run(shape=cluster(trainer=(3, 8)), level=BLOCK)  # a block of 4 nodes holds it
     assert fit.mark == OK
+
+
+@pytest.mark.parametrize("racks, shape", [
+    ({"n0": ("b", "r0"), "n1": ("b", "r0")}, cluster(trainer=(2, 8), inference=(1, 8))),  # one rack of 2 nodes
+    ({"n0": ("b", "r0"), "n1": ("b", "r0"), "n2": ("b", "r0"), "n3": ("b", "r1")},  # racks of 3 nodes and 1
+     cluster(trainer=(2, 8), inference=(2, 8))),
+])
+def test_each_fleet_fitting_a_domain_alone_is_not_enough_when_they_must_share_it(racks, shape):
+    """Each fleet fits some rack, but no choice of racks holds both at once: Kueue never admits it."""
+    _, fit = run(r=room(racks), shape=shape)
+    assert fit.mark == FAIL and "at once (each fits a domain, but no two domains, nor one, hold both)" in fit.detail
 
 
 def test_together_counts_both_fleets_in_one_domain():

@@ -41,9 +41,7 @@ def test_an_overlay_sets_no_podset_annotation_of_a_placed_fleet():
 
 
 def test_the_schema_twins_refuse_what_the_functions_refuse():
-    """The fast path's validator (generator.inputs.schema_check) over the chart's schema says the same."""
-    from generator.inputs.compose import composed  # noqa: F401 (the schemas are the generated ones)
-
+    """The fast path's validator (generator.inputs.schema_check) says the same of the twins."""
     def values(topology, trainer=2, inference=2, annotations=None):
         out = {"launch": {"queue": "q", "topology": topology},
                "recipe": {"cluster": {"trainer": {"nodes": trainer}, "inference": {"nodes": inference}}}}
@@ -61,3 +59,14 @@ def test_the_schema_twins_refuse_what_the_functions_refuse():
     assert not refuses(values({"level": "a.io/rack", "groups": "each"}))
     assert refuses(values({"level": "a.io/rack"}, annotations={topology_rules.GROUP: "g"}))
     assert not refuses(values({"level": "a.io/rack"}, annotations={"team": "rl"}))
+
+
+def test_a_multi_host_fleet_or_a_grouped_head_undoes_the_placement():
+    topology = {"level": "a.io/rack", "groups": "together"}
+    where, message, _ = topology_rules.overlay_problem(topology, [{"groupName": "trainer", "numOfHosts": 2}])
+    assert where == ("workerGroupSpecs", 0, "numOfHosts") and message == topology_rules.MULTI_HOST
+    assert topology_rules.overlay_problem(topology, [{"groupName": "trainer", "numOfHosts": 1}]) is None
+    head = {"template": {"metadata": {"annotations": {topology_rules.GROUP: topology_rules.FLEETS_GROUP}}}}
+    where, message, _ = topology_rules.overlay_problem(topology, [], head)
+    assert where[0] == "headGroupSpec" and message == topology_rules.HEAD_GROUPED
+    assert topology_rules.overlay_problem(None, [{"groupName": "trainer", "numOfHosts": 2}], head) is None

@@ -119,7 +119,8 @@ def kueue_overlay_problem(launch: LaunchSettings, kuberay: KubeRaySettings) -> E
     """Kueue's rules on the kuberay.spec overlay of a queued job (no autoscaling; the placed fleets' pod-set
     annotations left to launch.topology), or None."""
     topology = launch.topology.model_dump() if launch.topology is not None else None
-    owned = topology_overlay_problem(topology, [g.model_dump() for g in kuberay.spec.workerGroupSpecs])
+    owned = topology_overlay_problem(topology, [g.model_dump() for g in kuberay.spec.workerGroupSpecs],
+                                     dict(kuberay.spec.headGroupSpec))
     if owned:
         return refused(("kuberay", "spec") + owned[0], owned[1], owned[2])
     if launch.queue is not None and (kuberay.spec.model_extra or {}).get("enableInTreeAutoscaling") is True:

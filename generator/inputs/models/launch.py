@@ -39,9 +39,6 @@ STALL_ATTACH = ("a stall guard in attach mode has no job of this release to end:
 TOPOLOGY_NO_QUEUE = ("topology placement is Kueue's (Topology Aware Scheduling): without launch.queue no Kueue "
                      "admits the gang, and the scheduler places it where GPUs are free")
 TOPOLOGY_ATTACH = ("an existing cluster is not placed by this release: its pods were scheduled when it was made")
-TOPOLOGY_TOGETHER = ("Kueue places two pod sets in one domain only as a PodSet group of two where one of them is a "
-                     "single pod (v0.17): trainer and inference together need recipe.cluster.trainer.nodes or "
-                     "recipe.cluster.inference.nodes to be 1")
 TOPOLOGY_SET: dict[str, Any] = {"required": ["topology"], "properties": {"topology": {"type": "object"}}}
 
 # JSON Schema conditions: a queue (or priority class) is set when it is a string (values.yaml holds null).

@@ -72,15 +72,15 @@ def _modes_row(where: str, modes: list[str], count: int, groups: str) -> Row | N
 def _class_row(key: str, name: str, volume: dict[str, Any], got: Read) -> Row:
     """A claim the chart will create: the class it names, or the cluster's default class, exists."""
     wanted = volume.get("storageClassName")
-    if "list storageclasses.storage.k8s.io" in got.denied:
-        return Row(WARN, CHECK, f"{key}: " + forbidden("list", "storageclasses.storage.k8s.io", None,
-                                                       f"whether {name}'s StorageClass exists is unknown"),
-                   "ask a cluster admin which StorageClasses exist")
     if wanted == "":
         return Row(WARN, CHECK, f"{key}: {name} asks for no StorageClass (storageClassName \"\"): nothing provisions "
                    f"it; it binds a PersistentVolume of no class with {volume.get('size')} or more and its access "
                    "modes that an admin made, and stays Pending (the GPU pods with it) until one exists",
                    "make sure such a PersistentVolume exists (kubectl get pv), or name a StorageClass")
+    if "list storageclasses.storage.k8s.io" in got.denied:
+        return Row(WARN, CHECK, f"{key}: " + forbidden("list", "storageclasses.storage.k8s.io", None,
+                                                       f"whether {name}'s StorageClass exists is unknown"),
+                   "ask a cluster admin which StorageClasses exist")
     if wanted:
         found = [c for c in got.classes if c["metadata"]["name"] == wanted]
         if not found:

@@ -78,6 +78,20 @@ def _gpus(room: Room, nodes: list[str], empty: bool) -> float:
     return sum(room.alloc[n].get(GPU, 0.0) - (0.0 if empty else room.used[n].get(GPU, 0.0)) for n in nodes)
 
 
+def _placements(room: Room, domains: dict[tuple[str, ...], list[str]], asks: dict[str, list[tuple[float, float]]],
+                device: str | None, empty: bool) -> list[tuple[tuple[str, ...], ...]]:
+    """Every choice of one domain per ask (trainer's, inference's; or the one of both together) that holds them
+    all at once: two asks in the same domain must fit it together."""
+    fits = {what: [d for d in sorted(domains) if _fit(room, domains[d], want, device, empty)]
+            for what, want in asks.items()}
+    wants = list(asks.values())
+    if len(wants) == 1:
+        return [(d,) for d in fits[next(iter(asks))]]
+    first, second = fits.values()
+    return [(a, b) for a in first for b in second
+            if a != b or _fit(room, domains[a], wants[0] + wants[1], device, empty)]
+
+
 def fit_row(room: Room, flavor: dict[str, Any], levels: list[str], topology: dict[str, Any], cluster: Any,
             network: dict[str, Any] | None) -> Row:
     level, mode = topology["level"], topology.get("mode") or "required"
@@ -96,36 +110,34 @@ def fit_row(room: Room, flavor: dict[str, Any], levels: list[str], topology: dic
                    f"no node of flavor {flavor['metadata']['name']} carries {level} (and the levels above it): "
                    "there is no domain to place the gang in", "label the GPU nodes with the Topology's levels, or "
                    "set launch.topology.level to a level they carry")
+    pods = {what: f"{what} ({len(want)} pod(s) × {int(want[0][0])} {GPU}"
+                  + (f", {int(per_pod)} {device}" if device else "") + ")" for what, want in asks.items()}
     largest = max(domains, key=lambda d: (_gpus(room, domains[d], True), d))
-    said, never, not_now = [], [], []
-    for what, want in asks.items():
-        pods = f"{what} ({len(want)} pod(s) × {int(want[0][0])} {GPU}" + (f", {int(per_pod)} {device}" if device
-                                                                            else "") + ")"
-        ever = [d for d in sorted(domains) if _fit(room, domains[d], want, device, True)]
-        now = [d for d in ever if _fit(room, domains[d], want, device, False)]
-        if not ever:
-            never.append(pods)
-        elif not now:
-            not_now.append(pods)
-        else:
-            said.append(f"{pods} fit{'s' if len(now) == 1 else ''} {len(now)} of {len(domains)} domain(s) now, "
-                        f"e.g. {name(now[0])}")
     biggest = (f"the largest domain is {name(largest)}: {len(domains[largest])} node(s), "
                f"{_gpus(room, domains[largest], True):g} {GPU} allocatable, {_gpus(room, domains[largest], False):g} "
                "free")
     unknown = f"; {IN_USE_UNKNOWN}" if room.pods_denied else ""
-    if never:
+    ever = _placements(room, domains, asks, device, True)
+    if not ever:
+        alone = [pods[w] for w, want in asks.items()
+                 if not any(_fit(room, nodes, want, device, True) for nodes in domains.values())]
+        what = (" or ".join(alone) if alone else
+                f"{' and '.join(pods.values())} at once (each fits a domain, but no two domains, nor one, hold both)")
         spread = "Kueue spreads it over several domains (preferred)" if mode == "preferred" else \
             "Kueue never admits it (required)"
         return Row(FAIL if mode == "required" else WARN, FIT,
-                   f"no {level} domain can ever hold {' or '.join(never)}: {spread}; {biggest}",
+                   f"no {level} domain can ever hold {what}: {spread}; {biggest}",
                    "shrink cluster.trainer/inference, pick a higher level (launch.topology.level), or "
                    + ("mode preferred" if mode == "required" else "accept the spread"))
-    if not_now:
-        return Row(WARN, FIT, f"a {level} domain could hold {' and '.join(not_now)}, but none has room now: it "
-                   f"waits in the queue until one does; {biggest}{unknown}",
+    now = _placements(room, domains, asks, device, False)
+    if not now:
+        return Row(WARN, FIT, f"{level} domains could hold {' and '.join(pods.values())}, but none has room now: it "
+                   f"waits in the queue until they do; {biggest}{unknown}",
                    "wait, or free GPUs in one domain; mode preferred places it across domains instead")
-    return Row(OK, FIT, "; ".join(said) + f" ({level}, {mode}){unknown}")
+    first = now[0]
+    where = "; ".join(f"{pods[w]} in {name(d)}" for w, d in zip(asks, first, strict=True))
+    return Row(OK, FIT, f"{where} now ({len(now)} way(s) to place {'it' if len(asks) == 1 else 'them'} among "
+               f"{len(domains)} domain(s); {level}, {mode}){unknown}")
 
 
 def rows(kube: Kube, values: dict[str, Any], ns: Namespace, room: Room, cluster: Any) -> list[Row]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+HOSTNAME = "kubernetes.io/hostname"
+
 
 @dataclass
 class PodSetPlacement:
@@ -64,7 +66,7 @@ def hosts_level(placed: list[PodSetPlacement]) -> str | None:
     """The level whose labels the caller must read from the nodes: the one asked for, when some assignment
     was recorded below it only (at the hosts); None when every assignment names it."""
     for p in placed:
-        if p.domains and p.level and p.level not in p.levels:
+        if p.domains and p.level and p.level not in p.levels and p.levels[-1:] == [HOSTNAME]:
             return p.level
     return None
 
@@ -79,11 +81,11 @@ def line(placed: list[PodSetPlacement], node_level: dict[str, str] | None) -> st
             continue
         asked.add(f"{p.level}, {p.mode}")
         lowest = [values[-1] for values, _ in p.domains]
-        on_hosts = p.levels[-1:] == ["kubernetes.io/hostname"]
+        on_hosts = p.levels[-1:] == [HOSTNAME] and p.level != HOSTNAME  # the hosts, beside the level's domains
         if p.level in p.levels:
             at = p.levels.index(p.level)
             names = sorted({values[at] for values, _ in p.domains})
-        elif node_level is not None and p.levels[-1:] == ["kubernetes.io/hostname"]:
+        elif node_level is not None and on_hosts:
             names = sorted({node_level.get(h, "?") for h in lowest})
         else:
             names = []

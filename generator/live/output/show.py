@@ -37,12 +37,21 @@ def age(ts: Any) -> str:
     return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h"
 
 
-# A terminal's escape sequences: CSI (colours, cursor moves: ESC [ params final) and OSC (titles, links: ESC ]
-# ... BEL or ESC \), as Ray's and most programs' coloured logs hold them.
-ESCAPES = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
+# A terminal's escape sequences: CSI (colours, cursor moves: ESC [ params final), OSC (titles, links: ESC ] ...
+# BEL or ESC \\), a character set's choice (ESC ( B, as `tput sgr0` writes it) and the one-character ones (ESC =,
+# ESC 7, ...), as Ray's and most programs' coloured logs hold them.
+ESCAPES = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78NMDEHc]"
 
 
 def for_output(text: str, tty: bool) -> str:
     """`text` as printed: as it is on a terminal, without its escape sequences elsewhere (a file, a pipe,
     grep), where they are noise."""
     return text if tty else re.sub(ESCAPES, "", text)
+
+
+def write_stdout(text: str) -> None:
+    """Stream `text` to stdout as it comes (a driver's log): its escape sequences on a terminal only."""
+    import sys
+
+    sys.stdout.write(for_output(text, sys.stdout.isatty()))
+    sys.stdout.flush()

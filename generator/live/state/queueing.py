@@ -11,12 +11,14 @@ reason Preempted with the preemptor's job UID in the message) or finished. The o
 `summarize()` is the pure part (tests/unit/test_queueing.py runs it on Workloads captured from Kueue
 v0.17.0); `read()` makes the requests: one list by job UID, plus one LocalQueue read while not admitted
 (its ClusterQueue) and, for a preempted one, the preemptor's Workload: one list cluster-wide, and a second
-in the namespace when the cluster-wide one is refused. Any failed read is the Queue's note, never an error.
+in the namespace when the cluster-wide one is refused; for an admitted job placed by topology, one list of the
+nodes carrying the level's label (once a process). Any failed read is the Queue's note, never an error.
 """
 
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -211,6 +213,10 @@ def read(kube: Any, namespace: str, obj: dict[str, Any], kind: str) -> Queue:
     return q
 
 
+# Each host's value of a topology level, by client: the nodes are listed once a process, not at every poll.
+_NODE_LEVELS: weakref.WeakKeyDictionary[Any, dict[str, dict[str, str]]] = weakref.WeakKeyDictionary()
+
+
 def _placement(kube: Any, wl: dict[str, Any]) -> str | None:
     """The placement line of an admitted Workload that asked for a topology; the hosts' domains read from
     the nodes (one list, by the level's label) when Kueue recorded the hosts only."""
@@ -219,11 +225,15 @@ def _placement(kube: Any, wl: dict[str, Any]) -> str | None:
     placed = topology.placements(wl)
     level = topology.hosts_level(placed)
     node_level: dict[str, str] | None = None
-    if level:
+    known = _NODE_LEVELS.setdefault(kube, {})  # once a process: `run --wait` and `status --watch` poll
+    if level and level in known:
+        node_level = known[level]
+    elif level:
         try:
             nodes = kube.list("/api/v1/nodes", label_selector=level)
-            node_level = {((n["metadata"].get("labels") or {}).get("kubernetes.io/hostname") or n["metadata"]["name"]):
-                          n["metadata"]["labels"][level] for n in nodes}
+            node_level = known[level] = {
+                ((n["metadata"].get("labels") or {}).get("kubernetes.io/hostname") or n["metadata"]["name"]):
+                n["metadata"]["labels"][level] for n in nodes}
         except Exception as exc:
             if api_status(exc) is None:
                 raise

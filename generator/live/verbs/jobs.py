@@ -16,7 +16,7 @@ from generator.inputs.rules import MAX_RAYJOB_NAME
 from generator.live.changes.plan import plan
 from generator.live.cluster.kube import RAY_GROUP, RAY_VERSION, Kube, crd_missing
 from generator.live.cluster.wait import wait_until
-from generator.live.output.show import age, columns, emit
+from generator.live.output.show import age, columns, emit, write_stdout
 from generator.live.state import driver_log
 
 MANAGED = "app.kubernetes.io/managed-by=dockyard-k8s,dockyard.dev/kind=job"
@@ -97,7 +97,7 @@ def submit(args: Any) -> int:
     print(f"RayJob {name} submitted to RayCluster {cluster} in {p.namespace}")
     if args.follow:  # as `run --follow`: the driver's log until the job ends, and the job's result as exit code
         deadline = time.monotonic() + args.timeout if args.timeout else None
-        ok, job = driver_log.follow(kube, name, p.namespace, deadline)
+        ok, job = driver_log.follow(kube, name, p.namespace, deadline, write_stdout)
         print(driver_log.outcome(job) if job else f"RayJob {name} not found", flush=True)
         if ok is None:
             raise CheckFailed(f"RayJob {name} had not ended when --timeout ran out; it goes on running")

@@ -8,6 +8,7 @@ from typing import Any
 from generator.errors import EXIT_OK, CheckFailed
 from generator.live.changes.install import Installed, install
 from generator.live.changes.plan import Plan, plan
+from generator.live.output.show import write_stdout
 from generator.live.state import driver_log
 from generator.live.state.follow import until_ready
 
@@ -29,7 +30,7 @@ def _follow_job(p: Plan, done: Installed) -> int:
     """`run --follow`: the driver's log until the RayJob ends; 0 succeeded, 1 failed (or not ended in time)."""
     done.progress.say(f"{p.release}: following the driver's log until the job ends")
     try:
-        ok, job = driver_log.follow(done.kube, p.release, p.namespace, done.deadline)
+        ok, job = driver_log.follow(done.kube, p.release, p.namespace, done.deadline, write_stdout)
     except KeyboardInterrupt:
         print(f"\ninterrupted: release {p.release} stays installed; `dockyard-k8s status {p.release} -n {p.namespace}` "
               "shows it", file=sys.stderr)

@@ -9,7 +9,7 @@ from typing import Any
 from generator.errors import EXIT_OK
 from generator.live.cluster.kube import Kube
 from generator.live.helm.resolve import resolve
-from generator.live.output.show import columns, emit
+from generator.live.output.show import columns, emit, for_output
 from generator.live.state import driver_log, job_progress, pool, queueing, warm_pool
 from generator.live.state.snapshot import FLEETS, Snapshot, attempts_line, take
 
@@ -71,7 +71,7 @@ def _job_end(kube: Kube, ns: str, snap: Snapshot, lines: int = 15) -> str:
     except Exception as exc:
         why = getattr(exc, "status", "") or type(exc).__name__
         return out + f"\ndriver log: not readable ({why}; the RayCluster may be gone)"
-    tail = log.splitlines()[-lines:]
+    tail = for_output(log, sys.stdout.isatty()).splitlines()[-lines:]
     return out + f"\ndriver log (last {len(tail)} lines):\n" + "\n".join("  " + t for t in tail)
 
 
