@@ -12,6 +12,7 @@ parses the text with PyYAML. So a document `load` returns, PyYAML's safe loader 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -36,7 +37,11 @@ _NUMERIC = (r"""[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9
             r"""|[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]"""
             r"""|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9]"""
             r"""(?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?""")
-_numeric: re.Pattern[str] | None = None
+
+
+@functools.cache
+def _numeric() -> re.Pattern[str]:
+    return re.compile(_NUMERIC)
 
 
 def load(text: str) -> dict[str, Any]:
@@ -179,10 +184,7 @@ def _scalar(text: str) -> Any:
     if text in NULLS:
         return None
     if head in NUMERIC_START:
-        global _numeric
-        if _numeric is None:
-            _numeric = re.compile(_NUMERIC)
-        if _numeric.fullmatch(text):
+        if _numeric().fullmatch(text):
             raise Unsupported(f"{text[:40]!r}: a number or a date to YAML")
         if text.startswith(("---", "...")):
             raise Unsupported(f"{text[:40]!r}: a document marker")
