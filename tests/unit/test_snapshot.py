@@ -26,7 +26,10 @@ def fake(monkeypatch, tmp_path):
 def test_snapshot_fleets_and_reasons(fake):
     kube = Kube()
     snap = take(kube, RELEASE, NS)
-    assert snap.calls == 7 == kube.calls  # the fixed cost the module promises, whatever the pod count
+    # the fixed cost the module promises, whatever the pod count: every fleet has its pods (the pending inference
+    # worker says why it is not ready), so neither the Warning events nor the ReplicaSets are read
+    assert snap.calls == 5 == kube.calls
+    assert not [r for r in fake.requests if r[1].endswith(("/events", "/replicasets"))]
     assert (snap.revision, snap.release_status, snap.mode) == (1, "deployed", "rayjob")
     assert snap.rayjob["deploymentStatus"] == "Initializing" and snap.rayjob["cluster"] == snap.raycluster["name"]
     fleets = {f.fleet: (f.ready, f.desired, f.gpus_requested, f.gpus_allocated) for f in snap.fleets.values()}
@@ -38,6 +41,43 @@ def test_snapshot_fleets_and_reasons(fake):
     assert not snap.ready() and snap.failure() is None
     assert snap.not_ready_reasons() == [f"inference 0/1: {snap.fleets['inference'].reason}"]
     assert f"inference 0/1 ({UNSCHEDULABLE}" in snap.summary_line()
+
+
+def _answer(fake, path: str) -> list[dict]:
+    """The recorded answers to GET `path` (each answer's body, to edit in place)."""
+    return [ex["body"] for key, answers in fake.answers.items() if key[1] == path for ex in answers]
+
+
+def test_a_fleet_missing_pods_costs_the_events_and_the_replicasets_that_say_why(fake):
+    """A sandbox replica the ReplicaSet could not create (no pod to explain it): the Warning events are read, and
+    the ReplicaSets that name the sandbox's owner; the newest Warning event of that owner is the fleet's reason."""
+    for body in _answer(fake, f"/api/v1/namespaces/{NS}/pods"):
+        sandbox = [p for p in body["items"] if p["metadata"]["labels"].get("dockyard.dev/fleet") == "sandbox"]
+        body["items"].remove(sandbox[0])
+    [rs] = _answer(fake, f"/apis/apps/v1/namespaces/{NS}/replicasets")[0]["items"]
+    quota = {"metadata": {"name": "q", "creationTimestamp": "2026-12-04T22:43:00Z"}, "type": "Warning",
+             "reason": "FailedCreate", "message": 'pods "x" is forbidden: exceeded quota: hard',
+             "lastTimestamp": "2026-12-04T22:43:00Z",
+             "involvedObject": {"kind": "ReplicaSet", "name": rs["metadata"]["name"]}}
+    for body in _answer(fake, f"/api/v1/namespaces/{NS}/events"):
+        body["items"].append(quota)
+    kube = Kube()
+    snap = take(kube, RELEASE, NS)
+    assert snap.calls == 7 == kube.calls
+    assert snap.fleets["sandbox"].reason == 'FailedCreate: pods "x" is forbidden: exceeded quota: hard'
+    asked = [r[1] for r in fake.requests]
+    assert asked[-2:] == [f"/apis/apps/v1/namespaces/{NS}/replicasets", f"/api/v1/namespaces/{NS}/events"]
+
+
+def test_a_ray_fleet_missing_pods_costs_the_events_alone(fake):
+    """A worker KubeRay did not create: the RayCluster's Warning events say why; no ReplicaSet is asked for."""
+    for body in _answer(fake, f"/api/v1/namespaces/{NS}/pods"):
+        body["items"] = [p for p in body["items"] if p["metadata"]["labels"].get("dockyard.dev/fleet") != "inference"]
+    kube = Kube()
+    snap = take(kube, RELEASE, NS)
+    assert snap.calls == 6 == kube.calls
+    assert not [r for r in fake.requests if r[1].endswith("/replicasets")]
+    assert snap.fleets["inference"].reason == "1 pod(s) not created yet"  # the recording has no event of it
 
 
 def test_pod_reason_of_each_recorded_pod(fake):
@@ -121,5 +161,7 @@ print("exit", code, "client imported", "kubernetes" in sys.modules, "requests", 
 
     # the recording's head has no endpoints yet: the progress read answers 503, which is a reason to say, not an
     # error to build (a refusal elsewhere would import the client's ApiException, on that path only)
-    assert run("--no-progress") == "exit 0 client imported False requests 8 tool table imported False"
-    assert run() == "exit 0 client imported False requests 9 tool table imported False"
+    # the release record, the snapshot's five lists (every fleet has its pods: no events, no ReplicaSets), the
+    # namespace, and the progress line's one
+    assert run("--no-progress") == "exit 0 client imported False requests 6 tool table imported False"
+    assert run() == "exit 0 client imported False requests 7 tool table imported False"

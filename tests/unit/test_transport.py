@@ -1,6 +1,7 @@
 """cluster/transport.py against real TLS servers on 127.0.0.1 (certificates made here): the server's CA checked
 (and the name in tls-server-name), a client certificate presented, a bearer token sent, a kept-alive connection
-the server closed replaced, and the kubeconfigs it leaves to the kubernetes client."""
+the server closed replaced, and the kubeconfigs it leaves to the kubernetes client; and against a plain socket that
+answers raw bytes, the HTTP/1.1 framing the transport reads itself (chunked, sized, ended by the connection)."""
 
 from __future__ import annotations
 
@@ -179,3 +180,91 @@ def test_a_server_behind_a_proxy_is_left_to_the_client_and_loopback_never_is(mon
     monkeypatch.delenv("NO_PROXY")
     doc["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:6443"
     assert Transport.for_context(doc, "x") is not None  # loopback is never proxied
+
+
+class _Raw:
+    """A plain-HTTP server on 127.0.0.1 that answers each request with the next of `answers` (raw bytes, as a server
+    may frame them); it keeps what it was sent and counts the connections it accepted."""
+
+    def __init__(self, answers: list[bytes]) -> None:
+        self.answers, self.requests, self.connections = list(answers), [], 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while self.answers:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with conn, conn.makefile("rb") as reader:
+                while self.answers:
+                    head = b""
+                    while not head.endswith(b"\r\n\r\n"):
+                        line = reader.readline()
+                        if not line:
+                            break
+                        head += line
+                    if not head:
+                        break
+                    length = next((int(x.split(b":")[1]) for x in head.split(b"\r\n")
+                                   if x.lower().startswith(b"content-length:")), 0)
+                    self.requests.append(head + reader.read(length))
+                    answer = self.answers.pop(0)
+                    conn.sendall(answer)
+                    if b"connection: close" in answer.lower() or b"content-length" not in answer.lower() \
+                            and b"chunked" not in answer.lower():
+                        break  # the answer ends with the connection
+
+    def transport(self) -> Transport:
+        doc = {"clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{self.port}"}}],
+               "users": [{"name": "u", "user": {"token": "t"}}],
+               "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}
+        t = Transport.for_context(doc, "x")
+        assert t is not None
+        return t
+
+
+def test_http_framing_chunked_sized_and_ended_by_the_connection():
+    """The three ways an answer's body is framed, read as http.client read them; a connection the server ends (no
+    length, or Connection: close) is not reused, a kept-alive one is."""
+    raw = _Raw([
+        (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"5;ext=1\r\n{\"a\":\r\n3\r\n 1}\r\n0\r\nX-Trailer: t\r\n\r\n"),
+        b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\nX-Twice: 1\r\nX-Twice: 2\r\n\r\n{}",
+        b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nto the end",
+        b"HTTP/1.1 201 Created\r\nContent-Length: 4\r\nConnection: close\r\n\r\nmade",
+        b"HTTP/1.1 204 No Content\r\n\r\n",
+    ])
+    t = raw.transport()
+    assert t.send("GET", "/a", [("x", "1 2")], None, {}, 5.0) == (
+        200, "OK", {"Content-Type": "application/json", "Transfer-Encoding": "chunked"}, b'{"a": 1}')
+    status, reason, headers, body = t.send("GET", "/missing", [], None, {}, 5.0)
+    assert (status, reason, headers["X-Twice"], body) == (404, "Not Found", "2", b"{}")  # the last of a name
+    assert t.send("GET", "/b", [], None, {}, 5.0)[3] == b"to the end"
+    assert t.send("POST", "/c", [], b'{"k": 1}', {"Content-Type": "application/json"}, 5.0)[:1] == (201,)
+    assert t.send("DELETE", "/d", [], None, {}, 5.0)[:2] == (204, "No Content")
+    assert raw.connections == 3  # kept alive for the first two; a new one after each that ended with its answer
+    first, _, _, post, delete = raw.requests
+    assert first.startswith(b"GET /a?x=1+2 HTTP/1.1\r\nHost: 127.0.0.1:") and b"Authorization: Bearer t\r\n" in first
+    assert b"Content-Length" not in first and b"Content-Length" not in delete
+    assert post.startswith(b"POST /c HTTP/1.1\r\n") and post.endswith(b'Content-Length: 8\r\nContent-Type: '
+                                                                      b'application/json\r\nUser-Agent: dockyard-k8s'
+                                                                      b'\r\nAuthorization: Bearer t\r\n\r\n{"k": 1}')
+    t.close()
+
+
+def test_an_answer_cut_short_or_garbled_is_unreachable_not_a_hang():
+    for answer, why in ((b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", "ProtocolError: the body ended after 3"),
+                        (b"SSH-2.0-OpenSSH\r\n\r\n", "ProtocolError: bad status line"),
+                        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "ProtocolError: bad chunk"),
+                        (b"", "RemoteDisconnected: Remote end closed connection without response")):
+        raw = _Raw([answer])  # b"": the request read, the connection closed unanswered (a fresh one: not retried)
+        t = raw.transport()
+        with pytest.raises(Unreachable, match=why):
+            t.send("GET", "/x", [], None, {}, 2.0)
+        t.close()

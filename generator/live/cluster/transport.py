@@ -7,6 +7,11 @@ It serves the kubeconfigs whose credentials are plain: a client certificate and 
 `exec` or `auth-provider` plugin, `proxy-url`, basic auth) is the `kubernetes` client's: `for_context` returns
 None and Kube uses the client, so no credential is handled two ways. One connection per thread, kept alive.
 
+HTTP/1.1 is spoken here on the socket (_Connection), not through `http.client`: its import (it parses headers with
+the `email` package) costs ~10 ms a process, as much as all the requests of `status`. What the apiserver (Go's
+net/http) answers is all it has to read: a status line, headers, and a body sized by Content-Length, sent
+chunked, or ended by closing the connection.
+
 An answer that is not 2xx becomes the client's own `ApiException` (imported then, on that path only), so every
 caller handles one error type whichever way the request went.
 """
@@ -14,10 +19,9 @@ caller handles one error type whichever way the request went.
 from __future__ import annotations
 
 import base64
-import http.client
 import os
+import socket
 import ssl
-import tempfile
 import threading
 import urllib.parse
 from typing import Any
@@ -86,14 +90,10 @@ class Transport:
                 token = fh.read().strip()
         return cls(server, tls, token or None, cluster.get("tls-server-name"))
 
-    def _connection(self, timeout: float) -> http.client.HTTPConnection:
+    def _connection(self, timeout: float) -> _Connection:
         conn = getattr(self.local, "conn", None)
         if conn is None:
-            if self.https:
-                assert self.tls is not None
-                conn = _Https(self.host, self.port, self.tls, self.server_name or self.host, timeout)
-            else:
-                conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+            conn = _Connection(self.host, self.port, self.tls if self.https else None, self.server_name or self.host)
             self.local.conn = conn
         conn.timeout = timeout
         if conn.sock is not None:
@@ -116,14 +116,11 @@ class Transport:
             conn = self._connection(timeout)
             reused = conn.sock is not None  # a kept-alive connection, which the server may have closed since
             try:
-                conn.request(method, url, body=body, headers=headers)
-                resp = conn.getresponse()
-                data = resp.read()
-                return resp.status, resp.reason, dict(resp.getheaders()), data
-            except (OSError, http.client.HTTPException) as exc:
+                return conn.exchange(method, url, body, headers)
+            except (OSError, ProtocolError) as exc:
                 conn.close()
                 self.local.conn = None
-                closed = isinstance(exc, http.client.RemoteDisconnected | BrokenPipeError | ConnectionResetError)
+                closed = isinstance(exc, BrokenPipeError | ConnectionResetError)  # RemoteDisconnected is one too
                 if closed and reused and method in ("GET", "HEAD"):
                     continue  # once more on a new connection (not reused: no loop); a write is never sent twice
                 raise Unreachable(_reason(exc), exc.errno if isinstance(exc, OSError) else None) from None
@@ -135,17 +132,149 @@ class Transport:
             self.local.conn = None
 
 
-class _Https(http.client.HTTPConnection):
-    """HTTPS with the certificate checked against `server_name` (kubeconfig's tls-server-name), which may differ
-    from the address dialled."""
+class ProtocolError(Exception):
+    """An answer that is not HTTP/1.x as the transport reads it (a bad status line, header or chunk size, a body cut
+    short)."""
 
-    def __init__(self, host: str, port: int, tls: ssl.SSLContext, server_name: str, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self.tls, self.server_name = tls, server_name
+
+class RemoteDisconnected(ConnectionResetError):
+    """The server closed the connection before answering (as http.client names it): a kept-alive connection the
+    server had closed since."""
+
+
+MAX_LINE = 65536  # the longest status line, header or chunk-size line read (http.client's bound)
+MAX_HEADERS = 100  # and the most headers (http.client's too)
+
+
+class _Connection:
+    """One HTTP/1.1 connection (TLS when `tls` is given, the certificate checked against `server_name`, which may
+    differ from the address dialled: kubeconfig's tls-server-name), kept alive between requests."""
+
+    def __init__(self, host: str, port: int, tls: ssl.SSLContext | None, server_name: str) -> None:
+        self.host, self.port, self.tls, self.server_name = host, port, tls, server_name
+        self.timeout: float | None = None
+        self.sock: socket.socket | None = None
+        self.reader: Any = None
+        default = 443 if tls is not None else 80
+        name = f"[{host}]" if ":" in host else host  # an IPv6 literal
+        self.host_header = name if port == default else f"{name}:{port}"
 
     def connect(self) -> None:
-        super().connect()
-        self.sock = self.tls.wrap_socket(self.sock, server_hostname=self.server_name)
+        sock = socket.create_connection((self.host, self.port), self.timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a request is one write: no Nagle delay
+            if self.tls is not None:
+                # as bytes when ASCII: ssl skips the `idna` codec's import (~1 ms) for a name that needs none
+                name: str | bytes = self.server_name.encode("ascii") if self.server_name.isascii() else self.server_name
+                sock = self.tls.wrap_socket(sock, server_hostname=name)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock, self.reader = sock, sock.makefile("rb")
+
+    def close(self) -> None:
+        reader, sock, self.reader, self.sock = self.reader, self.sock, None, None
+        if reader is not None:
+            reader.close()
+        if sock is not None:
+            sock.close()
+
+    def exchange(self, method: str, url: str, body: bytes | None,
+                 headers: dict[str, str]) -> tuple[int, str, dict[str, str], bytes]:
+        if self.sock is None:
+            self.connect()
+        assert self.sock is not None
+        lines = [f"{method} {url} HTTP/1.1", f"Host: {self.host_header}", "Accept-Encoding: identity"]
+        if body is not None or method in ("POST", "PUT", "PATCH"):
+            lines.append(f"Content-Length: {len(body or b'')}")
+        lines += [f"{k}: {v}" for k, v in headers.items()]
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
+        while True:
+            version, status, reason = self._status_line()
+            answer = self._headers()
+            if status != 100:  # a 100 Continue is followed by the answer
+                break
+        fields = {k.lower(): v for k, v in answer.items()}
+        keep = version == "HTTP/1.1"
+        tokens = {t.strip().lower() for t in fields.get("connection", "").split(",")}
+        if "close" in tokens or (not keep and "keep-alive" not in tokens):
+            keep = False
+        if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+            data = b""
+        elif "chunked" in fields.get("transfer-encoding", "").lower():
+            data = self._chunked()
+        elif fields.get("content-length") is not None:
+            data = self._exactly(_length(fields["content-length"]))
+        else:  # the body ends where the connection does
+            data = self.reader.read()
+            keep = False
+        if not keep:
+            self.close()
+        return status, reason, answer, data
+
+    def _line(self) -> bytes:
+        line = self.reader.readline(MAX_LINE + 1)
+        if len(line) > MAX_LINE:
+            raise ProtocolError("line too long")
+        return bytes(line)
+
+    def _status_line(self) -> tuple[str, int, str]:
+        line = self._line()
+        if not line:
+            raise RemoteDisconnected("Remote end closed connection without response")
+        version, _, rest = line.decode("iso-8859-1").rstrip("\r\n").partition(" ")
+        code, _, reason = rest.partition(" ")
+        if not version.startswith("HTTP/1.") or len(code) != 3 or not code.isdigit():
+            raise ProtocolError(f"bad status line {line[:80]!r}")
+        return version, int(code), reason.strip()
+
+    def _headers(self) -> dict[str, str]:
+        """The headers, in the order sent; of a name sent twice, the last (as dict(http.client's getheaders()))."""
+        out: dict[str, str] = {}
+        last = None
+        for _ in range(MAX_HEADERS + 1):
+            line = self._line()
+            if line in (b"\r\n", b"\n", b""):
+                return out
+            text = line.decode("iso-8859-1").rstrip("\r\n")
+            if text[:1] in (" ", "\t") and last is not None:  # an obsolete folded continuation
+                out[last] += " " + text.strip()
+                continue
+            name, colon, value = text.partition(":")
+            if not colon or not name or name != name.strip():
+                raise ProtocolError(f"bad header line {text[:80]!r}")
+            last = name
+            out[name] = value.strip()
+        raise ProtocolError(f"more than {MAX_HEADERS} headers")
+
+    def _exactly(self, n: int) -> bytes:
+        data = self.reader.read(n)
+        if len(data) < n:
+            raise ProtocolError(f"the body ended after {len(data)} of {n} bytes")
+        return bytes(data)
+
+    def _chunked(self) -> bytes:
+        parts: list[bytes] = []
+        while True:
+            size = self._line().split(b";", 1)[0].strip()
+            try:
+                n = int(size, 16)
+            except ValueError:
+                raise ProtocolError(f"bad chunk size {size[:20]!r}") from None
+            if n < 0:
+                raise ProtocolError(f"bad chunk size {size[:20]!r}")
+            if n == 0:
+                self._headers()  # the trailers, if any, up to the empty line
+                return b"".join(parts)
+            parts.append(self._exactly(n))
+            if self._line() not in (b"\r\n", b"\n"):
+                raise ProtocolError("no line end after a chunk")
+
+
+def _length(text: str) -> int:
+    if not text.strip().isdigit():
+        raise ProtocolError(f"bad Content-Length {text[:20]!r}")
+    return int(text)
 
 
 def _proxied(server: str) -> bool:
@@ -182,6 +311,8 @@ def _pem(user: dict[str, Any], key: str) -> bytes | None:
 
 def _load_chain(tls: ssl.SSLContext, cert: bytes, key: bytes) -> None:
     """ssl loads a client certificate from files only: written to a private folder, loaded, removed."""
+    import tempfile  # here: a kubeconfig with a token, or certificate files, never needs it (~1.5 ms of imports)
+
     with tempfile.TemporaryDirectory(prefix="dockyard-tls-") as folder:
         paths = []
         for name, data in (("cert.pem", cert), ("key.pem", key)):

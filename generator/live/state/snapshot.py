@@ -1,9 +1,12 @@
 """One read of a release's state: Helm record, RayJob, RayCluster, and a row per fleet.
 
-A snapshot costs a fixed number of API calls, whatever the number of pods: seven lists (the Helm
-records, RayJobs, pods, Deployments and ReplicaSets by the release's labels, Warning events by a field
-selector, and every RayCluster of the namespace, unfiltered: a RayJob's RayCluster is the one KubeRay names in
-the RayJob's status.rayClusterName, so it is picked from the list by that name or the release's label).
+A snapshot costs a bounded number of API calls, whatever the number of pods: five lists (the Helm
+records, RayJobs, pods and Deployments by the release's labels, and every RayCluster of the namespace,
+unfiltered: a RayJob's RayCluster is the one KubeRay names in the RayJob's status.rayClusterName, so it is
+picked from the list by that name or the release's label), and two more only while a fleet has fewer pods than
+it wants and none of them says why: the Warning events (by a field selector) that say why its owner made none,
+and, for the sandbox fleet, its ReplicaSets (by the release's labels), the owners those events name. A release
+whose every fleet has its pods (a running job) never needs them: the pods already say everything.
 `status`, `run --wait` and `dev` all read through it. A job
 queued with Kueue (the `kueue.x-k8s.io/queue-name` label on the RayJob, or the RayCluster in bringup
 mode) costs one more list (its Workload by UID), plus one read while it is not admitted (the LocalQueue)
@@ -203,7 +206,8 @@ def _when(ts: str | None) -> str:
 
 
 def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = None) -> Snapshot:
-    """Read the release: its Helm record, RayJob, RayCluster, pods and Warning events, in seven calls."""
+    """Read the release: its Helm record, RayJob, RayCluster and pods, in five calls; Warning events (and the
+    sandbox's ReplicaSets) in one or two more only when a fleet misses pods no pod explains."""
     start = kube.calls
     snap = Snapshot(release=release, namespace=namespace)
     sel = f"{INSTANCE}={release}"
@@ -214,8 +218,6 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
     clusters = kube.list_ray("rayclusters", namespace)
     pods = kube.list(f"/api/v1/namespaces/{namespace}/pods", label_selector=sel)
     deployments = kube.list(f"/apis/apps/v1/namespaces/{namespace}/deployments", label_selector=sel)
-    replicasets = kube.list(f"/apis/apps/v1/namespaces/{namespace}/replicasets", label_selector=sel)
-    events = kube.list(f"/api/v1/namespaces/{namespace}/events", field_selector="type=Warning")
 
     ray_spec = _read_ray(snap, jobs, clusters)
     queued = _queued(snap, jobs, clusters)
@@ -235,7 +237,7 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
     reasons, nodes = _observe(snap, pods)
     snap.head_ip = _head_ip(pods, (snap.raycluster or {}).get("name"))
     snap.pulls = failed_pulls(pods, fleet_of)
-    _explain(snap, reasons, nodes, _owner_warnings(snap, replicasets, events))
+    _explain(snap, reasons, nodes, _owner_warnings(kube, snap, reasons, sel))
     snap.calls = kube.calls - start
     return snap
 
@@ -379,12 +381,41 @@ def _head_ip(pods: Objects, cluster: str | None) -> str | None:
     return newest["status"]["podIP"] if newest else None
 
 
-def _owner_warnings(snap: Snapshot, replicasets: Objects, events: Objects) -> dict[str, str]:
-    """The newest Warning event of each pod owner (sandbox ReplicaSets, the RayCluster, the RayJob's
-    submitter): why pods that do not exist were not created (quota, PodSecurity, ...)."""
+def _owner_key(name: str) -> str:
+    """Whose Warning events explain fleet `name`'s missing pods: `sandbox` (its ReplicaSets), `submitter` (the
+    RayJob) or `ray` (the RayCluster)."""
+    return name if name in ("sandbox", "submitter") else "ray"
+
+
+def _wanted_owners(snap: Snapshot, reasons: dict[str, Counter[str]]) -> set[str]:
+    """The owner keys _explain will look up: of each fleet with fewer pods than it wants, none of them saying why
+    (a pod's own reason wins), not held by Kueue, and whose owner exists to have events."""
+    out = set()
+    for name, f in snap.fleets.items():
+        if reasons[name] or f.pods >= f.desired:
+            continue
+        key = _owner_key(name)
+        if key != "sandbox" and snap.queued():
+            continue
+        if (key == "ray" and not snap.raycluster) or (key == "submitter" and not snap.rayjob):
+            continue  # no owner, no events of it
+        out.add(key)
+    return out
+
+
+def _owner_warnings(kube: Kube, snap: Snapshot, reasons: dict[str, Counter[str]], sel: str) -> dict[str, str]:
+    """The newest Warning event of each pod owner that _explain asks about (sandbox ReplicaSets, the RayCluster,
+    the RayJob's submitter): why pods that do not exist were not created (quota, PodSecurity, ...). Read only
+    when a fleet misses pods with no pod to say why: the events list, and the ReplicaSets for the sandbox's."""
+    wanted = _wanted_owners(snap, reasons)
+    if not wanted:
+        return {}  # every fleet has its pods, or they say why: no request
+    namespace = snap.namespace
     owner_fleet: dict[str, str] = {}
-    for rs in replicasets:
-        owner_fleet[rs["metadata"]["name"]] = "sandbox"
+    if "sandbox" in wanted:
+        for rs in kube.list(f"/apis/apps/v1/namespaces/{namespace}/replicasets", label_selector=sel):
+            owner_fleet[rs["metadata"]["name"]] = "sandbox"
+    events = kube.list(f"/api/v1/namespaces/{namespace}/events", field_selector="type=Warning")
     if snap.raycluster:
         owner_fleet[snap.raycluster["name"]] = "ray"
     if snap.rayjob:
@@ -410,7 +441,7 @@ def _explain(snap: Snapshot, reasons: dict[str, Counter[str]], nodes: dict[str, 
             text, count = reasons[name].most_common(1)[0]
             f.reason = text if f.pods - f.ready <= 1 else f"{count} pod(s) {text}"
         elif f.pods < f.desired:
-            key = "sandbox" if name == "sandbox" else ("submitter" if name == "submitter" else "ray")
+            key = _owner_key(name)
             if key != "sandbox" and snap.queued():  # Kueue holds the gang: no pod of it is created
                 f.reason = f"{QUEUED} (LocalQueue {snap.queue.local_queue if snap.queue else '?'})"
             elif key in warnings:
