@@ -41,7 +41,8 @@ def markdown(table: tool_table.Table) -> str:
         (f"| Kubernetes | v{_minor(planes[0])} – v{_minor(planes[-1])} | live: {kube} (`make test`) and "
          f"{_and(older_kube)} (`make test-matrix`); every minor offline (`check --kube-version`) |"),
         f"| Helm | {HELM_SUPPORTED} | {tools['helm'].version} and {tools['helm4'].version} |",
-        f"| Kueue (optional: `launch.queue`) | v{_minor(kueue)} | {kueue} (`make test`, the playground's `--kueue`) |",
+        (f"| Kueue (optional: `launch.queue`; `launch.topology` uses its Topology Aware Scheduling) | "
+         f"v{_minor(kueue)} | {kueue} (`make test`, the playground's `--kueue` and `--topology`) |"),
     ]
     return "\n".join(rows)
 
