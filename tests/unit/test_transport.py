@@ -21,6 +21,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from hypothesis import given
+from hypothesis import strategies as st
 
 from generator.live.cluster.transport import Transport, Unreachable
 
@@ -268,3 +270,32 @@ def test_an_answer_cut_short_or_garbled_is_unreachable_not_a_hang():
         with pytest.raises(Unreachable, match=why):
             t.send("GET", "/x", [], None, {}, 2.0)
         t.close()
+
+
+@given(st.lists(st.tuples(st.text(max_size=12), st.text(max_size=12)), max_size=4))
+def test_the_query_is_urlencodes_byte_for_byte(query):
+    """The transport encodes a query without urllib.parse, and exactly as urllib.parse.urlencode does."""
+    import urllib.parse
+
+    from generator.live.cluster.transport import urlencode
+
+    assert urlencode(query) == urllib.parse.urlencode(query)
+
+
+@pytest.mark.parametrize("server", ["https://127.0.0.1:6443", "https://Example.COM", "http://h:80/base/path/",
+                                    "https://user:pw@h.example:8443/x", "https://[::1]:6443", "https://[fd00::1]/p",
+                                    "https://h.example:6443?q=1#f"])
+def test_the_server_splits_as_urlsplit_reads_it(server):
+    import urllib.parse
+
+    from generator.live.cluster.transport import split_server
+
+    url = urllib.parse.urlsplit(server)
+    assert split_server(server) == (url.scheme, url.hostname, url.port, url.path)
+
+
+def test_a_bad_port_is_a_value_error():
+    from generator.live.cluster.transport import split_server
+
+    with pytest.raises(ValueError):
+        split_server("https://h:notaport")

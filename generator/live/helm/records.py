@@ -6,9 +6,12 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-from typing import Any
 
 from generator.live.cluster.kube import Kube
+
+TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
+if TYPE_CHECKING:
+    from typing import Any
 
 PENDING = ("pending-install", "pending-upgrade", "pending-rollback")  # a revision an interrupted operation left
 

@@ -8,7 +8,9 @@ older Kueue serves only v1beta1 (`cohort`, not `cohortName`), which the launcher
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
+if TYPE_CHECKING:
+    from typing import Any
 
 GROUP = "kueue.x-k8s.io"
 VERSION = "v1beta2"

@@ -11,24 +11,26 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
-from typing import Any
 
 from generator.live.cluster.kube import Kube
 from generator.live.state.driver_log import dashboard
+from generator.live.state.record import Record, factory
+
+TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
+if TYPE_CHECKING:
+    from typing import Any
 
 LINES = 40  # records read: the rate is taken over the last reports among them
 LATEST = "latest"  # the newest job on the head: what status reads on a bringup cluster, whose job ids it lacks
 RATE_OVER = 10  # reports the seconds per step are taken over
 
 
-@dataclass
-class JobProgress:
+class JobProgress(Record):
     """What the records say; `unknown` holds why there is nothing to say."""
 
     unknown: str | None = None
     started: float | None = None
-    reports: list[dict[str, Any]] = field(default_factory=list)
+    reports: list[dict[str, Any]] = factory(list)
     previous: dict[str, Any] | None = None
     stalled: str | None = None
     ended: dict[str, Any] | None = None

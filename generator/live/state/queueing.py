@@ -19,19 +19,21 @@ from __future__ import annotations
 
 import re
 import weakref
-from dataclasses import asdict, dataclass
-from typing import Any
 
 from generator.live.cluster.kube import api_status
 from generator.live.kueue.api import API, JOB_UID_LABEL, PRIORITY_LABEL, QUEUE_LABEL, WORKLOADS, unreadable
+from generator.live.state.record import Record, as_dict
+
+TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
+if TYPE_CHECKING:
+    from typing import Any
 
 WAITING = ("queued", "preempted", "evicted")  # states in which nothing of the gang runs (once it is suspended)
 _PREEMPTOR = re.compile(r"JobUID: ([0-9a-fA-F-]{36})")
 _DUE = re.compile(r" due to ([^;]+)")  # the preemption's reason, in Kueue's words
 
 
-@dataclass
-class Queue:
+class Queue(Record):
     """What `status` shows as `queue` (to_dict) and the wait and the guard read."""
 
     kind: str  # RayJob | RayCluster: the object Kueue queues
@@ -55,7 +57,7 @@ class Queue:
         return self.suspended and self.state in (*WAITING, "unknown")
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = as_dict(self)
         out["waits"] = self.waits
         return out
 

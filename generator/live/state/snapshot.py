@@ -19,30 +19,32 @@ kubernetes 37): that keeps `status` free of the typed API modules' import cost.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from generator.live.cluster.kube import GPU, INSTANCE, Kube, Objects
 from generator.live.helm.records import labels, release_records
 from generator.live.state import driver_log, pool, queueing, warm_pool
 from generator.live.state.job_progress import JobProgress
 from generator.live.state.pulls import FailedPull, failed_pulls
+from generator.live.state.record import Record, as_dict, factory
+
+TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
+if TYPE_CHECKING:
+    from typing import Any
 
 FLEETS = ("head", "trainer", "inference", "sandbox", "submitter")
 
 QUEUED = "queued by Kueue"  # the reason of a fleet Kueue holds back
 
 
-@dataclass
-class Fleet:
+class Fleet(Record):
     fleet: str
     desired: int = 0
     ready: int = 0
     pods: int = 0
     gpus_requested: int = 0
     gpus_allocated: int = 0
-    nodes: list[str] = field(default_factory=list)
+    nodes: list[str] = factory(list)
     reason: str = ""
 
     @property
@@ -50,8 +52,7 @@ class Fleet:
         return self.ready >= self.desired
 
 
-@dataclass
-class Snapshot:
+class Snapshot(Record):
     release: str
     namespace: str
     revision: int | None = None
@@ -60,14 +61,14 @@ class Snapshot:
     mode: str | None = None  # rayjob | bringup | attach (what exists)
     rayjob: dict[str, Any] | None = None
     raycluster: dict[str, Any] | None = None
-    fleets: dict[str, Fleet] = field(default_factory=dict)
+    fleets: dict[str, Fleet] = factory(dict)
     queue: queueing.Queue | None = None  # Kueue's view of a job that carries the queue label, else None
     calls: int = 0
     namespace_deleting: str | None = None  # set by `status`: why the namespace is Terminating
     pool: dict[str, int] | None = None  # the sandbox Deployment's replica counts (pool.py)
     hpa: dict[str, Any] | None = None  # its HorizontalPodAutoscaler, read only when the release renders one
     warm_pool: dict[str, Any] | None = None  # agent-sandbox's warm pool and claims (warm_pool.py), likewise
-    pulls: list[FailedPull] = field(default_factory=list)  # containers whose image pull failed (pulls.py)
+    pulls: list[FailedPull] = factory(list)  # containers whose image pull failed (pulls.py)
     # where the job's progress is read from (job_progress.py): the RayJob's current job, its head's Service and IP
     job_id: str | None = None
     head_service: str | None = None
@@ -136,8 +137,8 @@ class Snapshot:
         return " · ".join(parts) or "no objects yet"
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["fleets"] = [asdict(f) | {"ready_all": f.is_ready} for f in self.fleets.values()]
+        out = as_dict(self)
+        out["fleets"] = [as_dict(f) | {"ready_all": f.is_ready} for f in self.fleets.values()]
         out["ready"] = self.ready()
         out["queue"] = self.queue.to_dict() if self.queue else None
         out["progress"] = self.progress.to_dict() if self.progress else None
