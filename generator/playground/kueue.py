@@ -169,8 +169,9 @@ def topology_objects(nodes: list[dict[str, Any]]) -> list[tuple[str, dict[str, A
     from generator.playground.nodes import BLOCK_LABEL, RACK_LABEL
 
     labels = [((n.get("metadata") or {}).get("labels") or {}) for n in nodes]
-    gpu = [n for n, lab in zip(nodes, labels, strict=True) if lab.get("nvidia.com/gpu.present") == "true"]
-    cpu = [n for n, lab in zip(nodes, labels, strict=True) if lab.get("nvidia.com/gpu.present") != "true"]
+    on_gpus = [all(lab.get(k) == v for k, v in GPU_NODES.items()) for lab in labels]  # the flavor's nodes
+    gpu = [n for n, yes in zip(nodes, on_gpus, strict=True) if yes]
+    cpu = [n for n, yes in zip(nodes, on_gpus, strict=True) if not yes]
     resources = ["cpu", "memory", "nvidia.com/gpu"]
     flavors = [(TOPOLOGY_FLAVOR, quota(gpu)), (FLAVOR, {**quota(cpu), "nvidia.com/gpu": "0"})]
     return [

@@ -67,7 +67,8 @@ def broken_links(files: list[Path], root: Path = REPO) -> list[str]:
 
 
 def test_every_relative_link_and_anchor_of_the_docs_resolves():
-    assert not broken_links(documents()), "\n".join(broken_links(documents()))
+    broken = broken_links(documents())
+    assert not broken, "\n".join(broken)
 
 
 def test_the_checker_finds_a_missing_file_and_a_missing_anchor(tmp_path):
@@ -100,7 +101,8 @@ def missing_tests(files: list[Path], known: set[str], root: Path = REPO) -> list
 
 def test_every_test_the_docs_cite_exists():
     """A proof cited by name (docs/validation-ledger.md, the docs' "proof" lines) is a test that runs."""
-    assert not missing_tests(documents(), named_tests()), "\n".join(missing_tests(documents(), named_tests()))
+    missing = missing_tests(documents(), named_tests())
+    assert not missing, "\n".join(missing)
 
 
 def test_the_test_name_checker_finds_a_renamed_test(tmp_path):

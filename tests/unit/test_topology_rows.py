@@ -69,9 +69,23 @@ def values(**topology):
     return {"launch": {"queue": "q", "topology": {"level": RACK, "mode": "required", "groups": "each", **topology}}}
 
 
+def seen_of(objs):
+    """What kueue_rows.doctor_rows leaves for the topology rows: the ClusterQueue and its flavors as read (None:
+    a flavor read refused)."""
+    cq = objs.get(f"{API}/clusterqueues/cq")
+    lq = objs.get(f"{API}/namespaces/ns/localqueues/q")
+    if not isinstance(cq, dict) or not isinstance(lq, dict):
+        return {}
+    names = [f["name"] for g in cq["spec"]["resourceGroups"] for f in g["flavors"]]
+    got = {n: objs.get(f"{API}/resourceflavors/{n}") for n in names}
+    flavors = None if 403 in got.values() else {n: (v if isinstance(v, dict) else None) for n, v in got.items()}
+    return {"cq": cq, "flavors": flavors}
+
+
 def run(objs=None, r=None, shape=None, **topology):
-    return topology_rows.rows(FakeKube(objs or objects()), values(**topology), Namespace("ns", True),
-                              r or room(TWO_BY_TWO), shape or cluster())
+    objs = objs or objects()
+    return topology_rows.rows(FakeKube(objs), values(**topology), Namespace("ns", True), r or room(TWO_BY_TWO),
+                              shape or cluster(), seen_of(objs))
 
 
 def test_a_gang_that_fits_a_rack_each():
@@ -130,8 +144,9 @@ def test_the_fabric_device_counts_too():
     assert fit.mark == OK
     v = values()
     v["kuberay"] = {"network": {"profile": "rdma", "rdma": {"resourceName": "rdma/ib", "perPod": 2}}}
+    # 4 pods of 4 GPUs fit a rack's GPUs, not its rdma/ib
     rows = topology_rows.rows(FakeKube(objects()), v, Namespace("ns", True), room(TWO_BY_TWO),
-                              cluster(trainer=(4, 4)))  # 4 pods of 4 GPUs fit a rack's GPUs, not its rdma/ib
+                              cluster(trainer=(4, 4)), seen_of(objects()))
     assert rows[1].mark == FAIL and "2 rdma/ib" in rows[1].detail
 
 
@@ -144,6 +159,7 @@ def test_the_fabric_device_counts_too():
     ({f"{API}/topologies/net": {"spec": {"levels": [{"nodeLabel": BLOCK}, {"nodeLabel": HOST}]}}}, FAIL,
      f"{RACK} (launch.topology.level) is not a level of Topology net ({BLOCK}, {HOST})"),
     ({f"{API}/namespaces/ns/localqueues/q": 403}, WARN, "whether it places by topology is unknown"),
+    ({f"{API}/clusterqueues/cq": 403}, WARN, "could not be read (see the Kueue rows)"),
 ])
 def test_what_kueue_lacks_or_hides_is_one_row(over, mark, fragment):
     (row,) = run(objects(**over))
@@ -155,4 +171,4 @@ def test_hidden_nodes_are_a_warning_and_no_topology_no_rows():
     r.nodes_denied, r.labels = True, {}
     assert run(r=r)[1].mark == WARN
     assert topology_rows.rows(FakeKube({}), {"launch": {"queue": "q"}}, Namespace("ns", True), room({}),
-                              cluster()) == []
+                              cluster(), {}) == []

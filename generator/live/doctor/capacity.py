@@ -32,6 +32,11 @@ class Room:
     nodes_denied: bool = False  # RBAC: nodes cannot be listed
     pods_denied: bool = False  # RBAC: pods of every namespace cannot be listed
 
+    def free(self, node: str, resource: str, empty: bool = False) -> float:
+        """What of `resource` the node has left: its allocatable less what other pods request (`empty`: all of its
+        allocatable, as if no other pod ran)."""
+        return self.alloc[node].get(resource, 0.0) - (0.0 if empty else self.used[node].get(resource, 0.0))
+
 
 def _read_nodes(kube: Kube, room: Room) -> list[Any]:
     from kubernetes.client.exceptions import ApiException

@@ -111,10 +111,8 @@ def device_rows(room: Room, cluster: Any, network: dict[str, Any] | None, empty:
     if room.nodes_denied:
         return [Row(WARN, check, forbidden("list", "nodes", None, f"whether the GPU nodes advertise {name} is unknown"),
                     "ask a cluster admin whether the fabric's device plugin runs on the GPU nodes")]
-    def free(node: str, resource: str) -> float:
-        return room.alloc[node].get(resource, 0.0) - (0.0 if empty else room.used[node].get(resource, 0.0))
-
-    nodes = {n: (free(n, GPU), free(n, name)) for n, a in room.alloc.items() if a.get(GPU, 0.0) > 0}
+    nodes = {n: (room.free(n, GPU, empty), room.free(n, name, empty)) for n, a in room.alloc.items()
+             if a.get(GPU, 0.0) > 0}
     want = ([(float(cluster.trainer.gpusPerNode), float(per_pod))] * cluster.trainer.nodes
             + [(float(cluster.inference.gpusPerNode), float(per_pod))] * cluster.inference.nodes)
     found = place_pairs(nodes, want)

@@ -312,8 +312,10 @@ def priority_class_row(kube: Kube, api: str, name: str) -> Row:
     return Row(OK, check, f"WorkloadPriorityClass {name} exists (value {obj.get('value')})")
 
 
-def doctor_rows(kube: Kube, values: dict[str, Any], docs: list[dict[str, Any]], ns: Namespace) -> list[Row]:
-    """The Kueue rows for the composed values' launch.queue; none (and no request) when it is unset."""
+def doctor_rows(kube: Kube, values: dict[str, Any], docs: list[dict[str, Any]], ns: Namespace,
+                seen: dict[str, Any] | None = None) -> list[Row]:
+    """The Kueue rows for the composed values' launch.queue; none (and no request) when it is unset. `seen`
+    keeps the ClusterQueue and its flavors as read ("cq", "flavors"), for the topology rows to reuse."""
     launch = values.get("launch") or {}
     queue, priority = launch.get("queue"), launch.get("priorityClass")
     if not queue:
@@ -336,8 +338,11 @@ def doctor_rows(kube: Kube, values: dict[str, Any], docs: list[dict[str, Any]], 
             groups = resource_groups(cq)
             coverage = coverage_row(cq_name, groups, requested_sets(sets, groups))
             rows.append(coverage)
+            flavors = flavors_of(kube, api, cq)
+            if seen is not None:
+                seen.update(cq=cq, flavors=flavors)
             if coverage.mark != FAIL:
-                rows.append(gang_row(cq, sets, flavors_of(kube, api, cq), read_borrowing(kube, api, cq)))
+                rows.append(gang_row(cq, sets, flavors, read_borrowing(kube, api, cq)))
     if priority:
         rows.append(priority_class_row(kube, api, priority))
     return rows

@@ -19,7 +19,7 @@ from typing import Any
 from generator.live.cluster.kube import GPU, Kube
 from generator.live.doctor.capacity import IN_USE_UNKNOWN, Room
 from generator.live.doctor.fabric import device_of, place_pairs
-from generator.live.doctor.kueue_rows import ADMIN, _get, flavors_of
+from generator.live.doctor.kueue_rows import ADMIN, _get
 from generator.live.doctor.rows import FAIL, OK, WARN, Namespace, Row, forbidden
 from generator.live.kueue.api import API, GROUP
 
@@ -27,18 +27,15 @@ CHECK, FIT = "Kueue topology", "Kueue topology: fit"
 FLEETS = ("trainer", "inference")
 
 
-def _tas_flavor(kube: Kube, queue: str, ns: Namespace) -> tuple[Row | None, dict[str, Any] | None, str]:
-    """(a row when the topology flavor cannot be told, the flavor, the ClusterQueue's name)."""
-    lq, _ = _get(kube, f"{API}/namespaces/{ns.name}/localqueues/{queue}")
-    cq_name = ((lq or {}).get("spec") or {}).get("clusterQueue")
-    if not cq_name:
-        return Row(WARN, CHECK, f"LocalQueue {queue}'s ClusterQueue is not known (see the Kueue LocalQueue row): "
-                   "whether it places by topology is unknown"), None, ""
-    cq, status = _get(kube, f"{API}/clusterqueues/{cq_name}")
+def _tas_flavor(kube: Kube, queue: str, ns: Namespace,
+                seen: dict[str, Any]) -> tuple[Row | None, dict[str, Any] | None, str]:
+    """(a row when the topology flavor cannot be told, the flavor, the ClusterQueue's name), from the ClusterQueue
+    and flavors the Kueue rows read (`seen`)."""
+    cq, flavors = seen.get("cq"), seen.get("flavors")
     if cq is None:
-        return Row(WARN, CHECK, f"ClusterQueue {cq_name} could not be read (see the Kueue ClusterQueue row): whether "
-                   "it places by topology is unknown"), None, cq_name
-    flavors = flavors_of(kube, API, cq)
+        return Row(WARN, CHECK, f"LocalQueue {queue}'s ClusterQueue in {ns.name} could not be read (see the Kueue "
+                   "rows): whether it places by topology is unknown"), None, ""
+    cq_name = cq["metadata"]["name"]
     if flavors is None:
         return Row(WARN, CHECK, forbidden("get", f"resourceflavors.{GROUP}", None,
                                           "whether a flavor names a Topology is unknown"),
@@ -65,17 +62,13 @@ def _domains(room: Room, flavor: dict[str, Any], levels: list[str], level: str) 
 
 
 def _fit(room: Room, nodes: list[str], want: list[tuple[float, float]], device: str | None, empty: bool) -> bool:
-    def free(node: str, resource: str | None) -> float:
-        if resource is None:
-            return float("inf")
-        return room.alloc[node].get(resource, 0.0) - (0.0 if empty else room.used[node].get(resource, 0.0))
-
-    placed = place_pairs({n: (free(n, GPU), free(n, device)) for n in nodes}, want)
+    placed = place_pairs({n: (room.free(n, GPU, empty), room.free(n, device, empty) if device else float("inf"))
+                          for n in nodes}, want)
     return placed is not None and placed >= len(want)
 
 
 def _gpus(room: Room, nodes: list[str], empty: bool) -> float:
-    return sum(room.alloc[n].get(GPU, 0.0) - (0.0 if empty else room.used[n].get(GPU, 0.0)) for n in nodes)
+    return sum(room.free(n, GPU, empty) for n in nodes)
 
 
 def _placements(room: Room, domains: dict[tuple[str, ...], list[str]], asks: dict[str, list[tuple[float, float]]],
@@ -112,10 +105,10 @@ def fit_row(room: Room, flavor: dict[str, Any], levels: list[str], topology: dic
                    "set launch.topology.level to a level they carry")
     pods = {what: f"{what} ({len(want)} pod(s) × {int(want[0][0])} {GPU}"
                   + (f", {int(per_pod)} {device}" if device else "") + ")" for what, want in asks.items()}
-    largest = max(domains, key=lambda d: (_gpus(room, domains[d], True), d))
-    biggest = (f"the largest domain is {name(largest)}: {len(domains[largest])} node(s), "
-               f"{_gpus(room, domains[largest], True):g} {GPU} allocatable, {_gpus(room, domains[largest], False):g} "
-               "free")
+    allocatable = {d: _gpus(room, nodes, True) for d, nodes in domains.items()}
+    largest = max(domains, key=lambda d: (allocatable[d], d))
+    biggest = (f"the largest domain is {name(largest)}: {len(domains[largest])} node(s), {allocatable[largest]:g} "
+               f"{GPU} allocatable, {_gpus(room, domains[largest], False):g} free")
     unknown = f"; {IN_USE_UNKNOWN}" if room.pods_denied else ""
     ever = _placements(room, domains, asks, device, True)
     if not ever:
@@ -140,13 +133,15 @@ def fit_row(room: Room, flavor: dict[str, Any], levels: list[str], topology: dic
                f"{len(domains)} domain(s); {level}, {mode}){unknown}")
 
 
-def rows(kube: Kube, values: dict[str, Any], ns: Namespace, room: Room, cluster: Any) -> list[Row]:
-    """The topology rows; none (and no request) without launch.topology."""
+def rows(kube: Kube, values: dict[str, Any], ns: Namespace, room: Room, cluster: Any,
+         seen: dict[str, Any]) -> list[Row]:
+    """The topology rows; none (and no request) without launch.topology. `seen`: the ClusterQueue and flavors
+    the Kueue rows read (kueue_rows.doctor_rows), not read again."""
     launch = values.get("launch") or {}
     topology = launch.get("topology")
     if not topology or not launch.get("queue"):
         return []
-    row, flavor, cq_name = _tas_flavor(kube, launch["queue"], ns)
+    row, flavor, cq_name = _tas_flavor(kube, launch["queue"], ns, seen)
     if row is not None or flavor is None:
         return [row] if row else []
     fname, tname = flavor["metadata"]["name"], flavor["spec"]["topologyName"]

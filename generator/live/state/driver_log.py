@@ -86,14 +86,10 @@ def outcome(job: dict, said: str | None = None) -> str:
            f"{st.get('jobDeploymentStatus') or '-'})" + (f": {why}" if why else "")
 
 
-def _stdout(text: str) -> None:
-    sys.stdout.write(text)
-    sys.stdout.flush()
-
-
 def follow(kube: Kube, release: str, namespace: str, deadline: float | None,
-           write: Callable[[str], None] = _stdout) -> tuple[bool | None, dict[str, Any] | None]:
-    """Stream the driver's log until the job ends: (True succeeded / False failed / None timed out, job).
+           write: Callable[[str], None]) -> tuple[bool | None, dict[str, Any] | None]:
+    """Stream the driver's log to `write` until the job ends (the verbs pass output.show.write_stdout: Ray's
+    colours on a terminal only): (True succeeded / False failed / None timed out, job).
 
     A failed attempt with retries left (launch.backoffLimit: KubeRay marks it `Retrying`, then runs the job again
     on a new RayCluster) is not the end: the next attempt's log follows under a line naming it."""

@@ -210,9 +210,15 @@ def read(kube: Any, namespace: str, obj: dict[str, Any], kind: str) -> Queue:
         cluster_queue, note = _cluster_queue(kube, namespace, queue_name(obj) or "")
     q = summarize(obj, kind, wl, cluster_queue=cluster_queue, preemptor=preemptor)
     q.note = q.note or (note if q.reason != "Inadmissible" else None)  # Kueue's own words say it then
-    if wl is not None and admitted:
+    if wl is not None and admitted and _asks_topology(wl):
         q.placement = _placement(kube, wl)
     return q
+
+
+def _asks_topology(wl: dict[str, Any]) -> bool:
+    """A pod set of the Workload asks for a topology level: only then is kueue/topology.py imported and read."""
+    return any((ps.get("topologyRequest") or {}).get(mode)
+               for ps in (wl.get("spec") or {}).get("podSets") or [] for mode in ("required", "preferred"))
 
 
 # Each host's value of a topology level, by client: the nodes are listed once a process, not at every poll.

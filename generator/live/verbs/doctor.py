@@ -68,7 +68,8 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
 
     docs = [d for d in yaml.safe_load_all(template(values, release, namespace)) if isinstance(d, dict)]
     rows += versions.kuberay_fields_rows(kube, docs, namespace)
-    rows += kueue_rows.doctor_rows(kube, values, docs, ns)  # only when launch.queue is set
+    kueue_seen: dict[str, Any] = {}  # the ClusterQueue and flavors the Kueue rows read, for the topology rows
+    rows += kueue_rows.doctor_rows(kube, values, docs, ns, kueue_seen)  # only when launch.queue is set
     templates = pod_templates(docs)
     rows += credentials.rows(kube, templates, ns)  # the Secrets and ConfigMaps the pods read env from
     room = capacity.read_room(kube, release, namespace)
@@ -79,7 +80,7 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
         rows += fabric.device_rows(room, cluster, network)  # the profile's device beside the GPUs
         rows += fabric.networks_rows(kube, namespace, network)  # Multus' NetworkAttachmentDefinitions
         rows += placement.placement_rows(room, templates)
-        rows += topology_rows.rows(kube, values, ns, room, cluster)  # only with launch.topology
+        rows += topology_rows.rows(kube, values, ns, room, cluster, kueue_seen)  # only with launch.topology
         rows += storage_rows(kube, values, release, namespace)  # infra.storage: claims, classes, access modes
         rows.append(capacity.watcher_row(values))  # the run watcher's cost in the head, its guard, its kept logs
     replicas = int((values.get("sandbox") or {}).get("replicas", 0))
