@@ -76,10 +76,21 @@ STREAMS = TABLE.streams()
 ALL_TOOLS = [t for stream in STREAMS for t in stream]
 MACHINE = _load("generator/playground/node/machine.py")  # whether this machine can host the real node
 
+REAL_NODE_MARK = "pytestmark = pytest.mark.real_node"  # how a module says it needs the real node
+
+
+def real_node_modules(root: Path = ROOT) -> list[str]:
+    """The test modules that mark themselves as the real node's (the line REAL_NODE_MARK), as paths from the repo: the
+    module says it, so none can be missing from a list kept here."""
+    return sorted(p.relative_to(root).as_posix() for p in (root / "tests").rglob("test_*.py")
+                  if any(line.startswith(REAL_NODE_MARK) for line in p.read_text().splitlines()))
+
+
 REAL_NODE = "tests/live/test_real_node.py"
 REAL_RAY = "tests/live/test_real_ray.py"
+REAL_PULL = "tests/live/test_real_pull.py"
 REAL_SANDBOX = "tests/live/test_real_agent_sandbox.py"
-REAL_NODE_MODULES = [REAL_NODE, REAL_RAY, REAL_SANDBOX]
+REAL_NODE_MODULES = real_node_modules()
 
 
 def lint_commands(py: str) -> dict[str, list[str]]:
@@ -109,8 +120,9 @@ class Part:
 
 PARTS = [
     Part("real node", [REAL_NODE], real_node=True),
-    # the same machine-wide real node slot, so after the real node's part; Kueue admits its queued smoke
-    Part("real Ray", [REAL_RAY], after="real node", real_node=True),
+    # the same machine-wide real node slot, so after the real node's part; Kueue admits its queued smoke; a tag the
+    # node lacks ends the wait at the first failed pull (the same Ray image)
+    Part("real Ray", [REAL_RAY, REAL_PULL], after="real node", real_node=True),
     # the same slot again: agent-sandbox's claims from a pod of the Ray image, under runc and gVisor
     Part("real sandbox", [REAL_SANDBOX], after="real Ray", real_node=True),
     Part("live", ["tests/live", *(f"--ignore={m}" for m in REAL_NODE_MODULES)]),

@@ -8,10 +8,11 @@ session KUBECONFIG and $DOCKYARD_PLAYGROUND_DIR point at the session's playgroun
 config, cache and data folders at the session folder. Folders left by a killed session (its pid
 gone) are stopped and removed at the next session's start. Every test under tests/live is marked `live`.
 
-The tests of the machine's one real node (REAL_NODE_MODULES) are marked `real_node` too: `-m 'not real_node'`
-runs everything else. On a machine that cannot host the real node (no root, cgroup v2 only, ...) they are
-skipped with one reason naming what it lacks, except under $CI, where they run and fail: CI must not lose them
-quietly. `make test` decides the same up front (hack/suite.py, its REAL_NODE variable).
+The tests of the machine's one real node mark themselves (`pytestmark = pytest.mark.real_node` in the module,
+which hack/suite.py reads to put the module in a real node part): `-m 'not real_node'` runs everything else. On a
+machine that cannot host the real node (no root, cgroup v2 only, ...) they are skipped with one reason naming what
+it lacks, except under $CI, where they run and fail: CI must not lose them quietly. `make test` decides the same up
+front (hack/suite.py, its REAL_NODE variable).
 """
 
 from __future__ import annotations
@@ -43,10 +44,6 @@ def session_kueue() -> bool:
     return not (os.environ.get(PLAYGROUND_KUBERAY_ENV) or os.environ.get(PLAYGROUND_KUBERNETES_ENV))
 
 
-# The modules that need the real node (hack/suite.py runs them as the parts `real node` and `real Ray`).
-REAL_NODE_MODULES = ("test_real_node.py", "test_real_ray.py", "test_real_agent_sandbox.py")
-
-
 def real_node_skip() -> str:
     """Why the real node's tests cannot run on this machine ('' when they can, and always under $CI)."""
     from generator.playground.node.machine import NEEDS, lacks
@@ -64,8 +61,7 @@ def pytest_collection_modifyitems(config, items):
         path = Path(str(item.path)).resolve()
         if LIVE_DIR in path.parents:
             item.add_marker(pytest.mark.live)
-        if path.parent == LIVE_DIR and path.name in REAL_NODE_MODULES:
-            item.add_marker(pytest.mark.real_node)
+        if item.get_closest_marker("real_node") is not None:
             skip = real_node_skip() if skip is None else skip
             if skip:
                 item.add_marker(pytest.mark.skip(reason=skip))

@@ -28,6 +28,8 @@ from session_env import wait_for
 
 from generator.playground.node import spec as S
 
+pytestmark = pytest.mark.real_node  # the machine's one real node: hack/suite.py runs this module in a real node part
+
 AGENT = {"backend": "agent-sandbox"}
 
 

@@ -19,6 +19,8 @@ from live_helpers import cli
 from real_node_session import real_node_playground
 from session_env import wait_for
 
+pytestmark = pytest.mark.real_node  # the machine's one real node: hack/suite.py runs this module in a real node part
+
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = REPO / "values-examples" / "grpo_swe.yaml"
 INFRA = REPO / "values-examples" / "grpo_swe_playground.infra.yaml"

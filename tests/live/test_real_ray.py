@@ -30,6 +30,8 @@ from session_env import wait_for
 from generator import EXIT_FAILED
 from generator.tools import tool_dir
 
+pytestmark = pytest.mark.real_node  # the machine's one real node: hack/suite.py runs this module in a real node part
+
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = REPO / "values-examples" / "grpo_swe.yaml"
 INFRA = REPO / "values-examples" / "grpo_swe_playground.infra.yaml"

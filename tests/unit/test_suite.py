@@ -76,6 +76,20 @@ def test_the_suite_parts_together_name_every_test_module_once():
 
     assert {m: parts_of(m) for m in modules if len(parts_of(m)) != 1} == {}
     assert all((REPO / m).is_file() for m in suite.REAL_NODE_MODULES)
+    in_real_parts = {a for part in suite.PARTS if part.real_node for a in part.args if not a.startswith("-")}
+    assert in_real_parts == set(suite.REAL_NODE_MODULES)
+
+
+def test_a_module_that_marks_itself_real_node_is_found_without_a_list(tmp_path):
+    """The real node's modules are the ones that say so; a new one needs no list kept elsewhere (and a plain live
+    module is not one)."""
+    suite = _suite()
+    live = tmp_path / "tests" / "live"
+    live.mkdir(parents=True)
+    (live / "test_new_real.py").write_text(f"import pytest\n\n{suite.REAL_NODE_MARK}\n")
+    (live / "test_plain.py").write_text("import pytest\n# pytestmark = pytest.mark.real_node would mark it\n")
+    assert suite.real_node_modules(tmp_path) == ["tests/live/test_new_real.py"]
+    assert "tests/live/test_real_pull.py" in suite.REAL_NODE_MODULES
 
 
 def test_the_real_node_marker_marks_exactly_the_real_node_parts_modules():
