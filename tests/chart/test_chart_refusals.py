@@ -16,7 +16,7 @@ from generator.cli import main
 from generator.render.helm import values_json
 from generator.tools import CHART_DIR, binary, versions
 from tests.conftest import RECIPE, chart_values, deep_merge, write
-from tests.unit.test_bad_inputs import GOOD_INFRA
+from tests.support.infra import GOOD_INFRA
 
 
 def _helm(values: dict[str, Any], release: str = "grpo-swe", *extra: str) -> subprocess.CompletedProcess[str]:

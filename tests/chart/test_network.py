@@ -14,7 +14,7 @@ from generator.render import kubeconform
 from generator.render.helm import values_json
 from generator.tools import CHART_DIR, binary, versions
 from tests.conftest import RECIPE, chart_values, deep_merge, render_values, write
-from tests.unit.test_bad_inputs import GOOD_INFRA
+from tests.support.infra import GOOD_INFRA
 
 RDMA = {"profile": "rdma", "socketInterface": "eth0",
         "rdma": {"resourceName": "rdma/ib", "perPod": 2, "hca": "mlx5", "networks": ["ib-net", "fabric/ib-b@net2"]}}

@@ -14,7 +14,7 @@ from generator.cli import main
 from generator.render.helm import values_json
 from generator.tools import CHART_DIR, binary, versions
 from tests.conftest import RECIPE, chart_values, deep_merge, write
-from tests.unit.test_bad_inputs import GOOD_INFRA
+from tests.support.infra import GOOD_INFRA
 
 CREATED = {"checkpoints": {"size": "500Gi", "storageClassName": "fast"}}
 

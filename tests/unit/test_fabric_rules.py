@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from generator.inputs import schema_check
 from generator.inputs.fabric_rules import FABRIC_ENV, fabric_overlay_problem
 from generator.inputs.models import InfraSpec
-from tests.unit.test_bad_inputs import GOOD_INFRA
+from tests.support.infra import GOOD_INFRA
 
 CASES = [
     ({"template": {"spec": {"hostNetwork": False}}}, ("template", "spec", "hostNetwork")),

@@ -31,7 +31,7 @@ EXEMPT = {
 # the modules no test file is named after yet, by package: the backlog, which may only shrink (see the docstring)
 WITHOUT_NAMED_TESTS = {
     "generator/cli.py",
-    "generator/inputs/api_rules.py", "generator/inputs/credentials.py", "generator/inputs/explain.py",
+    "generator/inputs/credentials.py", "generator/inputs/explain.py",
     "generator/inputs/models/autoscaling.py", "generator/inputs/models/common.py", "generator/inputs/models/env.py",
     "generator/inputs/models/infra.py", "generator/inputs/models/kuberay.py", "generator/inputs/models/launch.py",
     "generator/inputs/models/namespace.py", "generator/inputs/models/placement.py",
