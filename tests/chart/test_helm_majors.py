@@ -4,36 +4,19 @@ enforcement, and the same manifests from Helm 3 and Helm 4."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
 from generator.cli import main
-from generator.tools import CHART_DIR, REPO, tool_dir, versions
-from tests.chart.test_helm_schema import BAD
+from generator.tools import CHART_DIR, versions
 from tests.conftest import INFRA_EXAMPLES, RECIPE, chart_values, deep_merge
+from tests.support.helm import BAD, HELMS, PLAIN_VALUES, docs, run_helm
 
-HELMS = {"helm3": tool_dir("helm") / "helm", "helm4": tool_dir("helm4") / "helm"}
-PLAIN_VALUES = REPO / "values-examples" / "sandbox-only.values.yaml"
 PLAYGROUND_MINOR = int(versions()["KUBERNETES_VERSION"].split(".")[1])
 
 both = pytest.mark.parametrize("helm", list(HELMS), ids=list(HELMS))
-
-
-def run_helm(name: str, *args: str | Path, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(HELMS[name]), *map(str, args)], capture_output=True, text=True, timeout=120)
-    if check:
-        assert proc.returncode == 0, proc.stderr
-    return proc
-
-
-def docs(text: str) -> list[str]:
-    """helm's output split into documents, each without trailing blank lines: Helm 4 keeps the blank
-    line a template file ends with, Helm 3 trims it; nothing else differs."""
-    parts = text.split("\n---\n")
-    return [p.rstrip("\n") for p in parts if p.strip() not in ("", "---")]
 
 
 @both

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from generator.tools import CHART_DIR, REPO
-from tests.chart.test_helm_majors import HELMS, PLAIN_VALUES, docs, run_helm
+from tests.support.helm import HELMS, PLAIN_VALUES, docs, run_helm
 
 SCRIPT = REPO / "hack" / "package.sh"
 

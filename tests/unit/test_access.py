@@ -1,11 +1,10 @@
 """doctor's access rows (generator/live/doctor/access.py: API server, namespace, release, RBAC) on answers recorded
 from the playground: the cluster admin, ServiceAccount alice (built-in admin role in namespace rec only: no ray.io
 verbs, no cluster-scope reads), an unreachable server. The same recordings hold the capacity, admission and KubeRay
-rows' answers: test_capacity.py, test_admission.py and test_doctor_kuberay.py share its constants."""
+rows' answers: test_capacity.py, test_admission.py and test_doctor_kuberay.py share its constants
+(tests/support/doctor.py)."""
 
 from __future__ import annotations
-
-from types import SimpleNamespace
 
 from fake_cluster import SERVER, install
 
@@ -13,24 +12,9 @@ from generator.live.cluster.kube import Kube
 from generator.live.doctor import access, admission, kuberay
 from generator.live.doctor.rows import FAIL, OK, WARN, read_namespace
 from generator.tools import versions
+from tests.support.doctor import NS, RELEASE, templates
 
-NS, RELEASE = "rec", "small"
-CLUSTER = SimpleNamespace(trainer=SimpleNamespace(nodes=1, gpusPerNode=8),
-                          inference=SimpleNamespace(nodes=1, gpusPerNode=8))  # tests/live/data/small.yaml
-ROLES = ("sandbox", "submitter", "head", "trainer", "inference")
-SANDBOX = {"spec": {"containers": [{"name": "executor", "resources": {
-    "requests": {"cpu": "250m", "memory": "256Mi", "ephemeral-storage": "1Gi"}}}]}}
 NEEDED = sum(len(verbs) for _, _, verbs in access.RBAC)
-
-
-def templates() -> dict[str, dict]:
-    """Pod templates by role; the recorded dry runs answered small.yaml's rendered ones (matched by role)."""
-    return {role: SANDBOX if role == "sandbox" else {"spec": {"containers": [{"name": "c", "image": "i"}]}}
-            for role in ROLES}
-
-
-def marks(rows) -> dict[str, str]:
-    return {r.check: r.mark for r in rows}
 
 
 def test_admin_rows(admin):

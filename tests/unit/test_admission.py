@@ -5,11 +5,11 @@ admission's own words, cut to a screen, with the infra key that fixes it."""
 from __future__ import annotations
 
 from fake_cluster import install
-from test_access import NS, templates
 
 from generator.live.cluster.kube import Kube
 from generator.live.doctor import admission
 from generator.live.doctor.rows import FAIL, read_namespace
+from tests.support.doctor import NS, templates
 
 
 def test_pod_security_restricted_refuses_each_pod_with_the_admissions_words(monkeypatch, tmp_path):

@@ -4,10 +4,9 @@ workers; ServiceAccount alice may not list nodes or pods at cluster scope, so th
 
 from __future__ import annotations
 
-from test_access import CLUSTER, NS, RELEASE, SANDBOX, marks, templates
-
 from generator.live.doctor import access, admission, capacity, kuberay
 from generator.live.doctor.rows import FAIL, OK, WARN, read_namespace
+from tests.support.doctor import CLUSTER, NS, RELEASE, SANDBOX, marks, templates
 
 
 def test_admin_room_one_gpu_node_for_two_8_gpu_workers(admin):

@@ -7,11 +7,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from test_doctor_placement import room_of
 
 from generator.live.doctor import fabric
 from generator.live.doctor.rows import FAIL, OK, WARN
 from generator.playground import nodes
+from tests.support.doctor import room_of
 
 POOL = room_of(nodes.manifests(nodes.Shape(gpu_nodes=2, gpu_node_devices="rdma/ib=2,vpc.amazonaws.com/efa=4"),
                                "v1.37.2"))

@@ -8,26 +8,14 @@ from __future__ import annotations
 import pytest
 from fake_cluster import install
 
-from generator import quantity
 from generator.live.cluster import selectors
 from generator.live.cluster.kube import Kube
 from generator.live.doctor import capacity, placement
 from generator.live.doctor.rows import FAIL, OK, WARN
 from generator.playground import nodes
+from tests.support.doctor import room_of
 
 GPU_TAINT = "nvidia.com/gpu=present:NoSchedule"
-
-
-def room_of(manifests: list[dict]) -> capacity.Room:
-    """The Room `capacity.read_room` makes of these Node objects (no other pod running)."""
-    room = capacity.Room()
-    for n in manifests:
-        name = n["metadata"]["name"]
-        room.alloc[name] = {k: quantity.qty(v) for k, v in n["status"]["allocatable"].items()}
-        room.used[name] = {}
-        room.labels[name] = dict(n["metadata"]["labels"])
-        room.taints[name] = [dict(t) for t in n["spec"].get("taints") or []]
-    return room
 
 
 PLAYGROUND = room_of(nodes.manifests(nodes.Shape(), "v1.36.3"))  # `playground up`'s default shape

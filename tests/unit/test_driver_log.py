@@ -3,7 +3,7 @@ and turn the job's progress reports into lines of their own. (A retry's new atte
 
 from __future__ import annotations
 
-from tests.unit.test_status import _Kube
+from tests.support.job_states import ScriptedJob
 
 
 def test_run_follow_says_a_replaced_head_and_streams_the_job_submitted_again(monkeypatch):
@@ -16,7 +16,7 @@ def test_run_follow_says_a_replaced_head_and_streams_the_job_submitted_again(mon
     logs = iter(["start at 0\nstep 0\nstep 1\n", "start at 0\nstep 0\nstep 1\n", "start at 2\n",
                  "start at 2\nstep 2\n", "start at 2\nstep 2\ndone\n"])
 
-    class Kube(_Kube):
+    class Kube(ScriptedJob):
         def request(self, _method, path):
             return {"logs": next(logs)}
 
@@ -31,7 +31,7 @@ def test_run_follow_says_a_replaced_head_and_streams_the_job_submitted_again(mon
     states = [running, {**running, "jobId": "a2"}, {**running, "jobId": "a2", "jobStatus": "SUCCEEDED",
                                                     "jobDeploymentStatus": "Complete", "succeeded": 1}]
     out = []
-    driver_log.follow(_Kube(states, {"a1": "first\n", "a2": "second\n"}), "r", "ns", None, write=out.append)
+    driver_log.follow(ScriptedJob(states, {"a1": "first\n", "a2": "second\n"}), "r", "ns", None, write=out.append)
     assert "".join(out) == "first\n" + again + "second\n"
 
 
@@ -41,7 +41,7 @@ def test_run_follow_turns_the_jobs_reports_into_progress_lines(monkeypatch):
     monkeypatch.setattr(driver_log.time, "sleep", lambda _s: None)
     done = {"jobId": "a1", "rayClusterName": "c1", "jobStatus": "SUCCEEDED", "jobDeploymentStatus": "Complete"}
     out: list[str] = []
-    driver_log.follow(_Kube([done], {"a1": 'x\nDOCKYARD_PROGRESS {"step": 4, "total": 9}\n'}), "r", "ns", None,
+    driver_log.follow(ScriptedJob([done], {"a1": 'x\nDOCKYARD_PROGRESS {"step": 4, "total": 9}\n'}), "r", "ns", None,
                       write=out.append)
     assert out[-1] == "[dockyard-k8s] progress: step 4 of 9\n"
 

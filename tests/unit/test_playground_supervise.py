@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
-from test_playground_state import old_state
 
 from generator.playground import processes as procs
 from generator.playground import restarts, supervise
 from generator.playground.state import STATE_FILE, PlaygroundState
+from tests.support.playground_state import old_state
 
 QUICK = ["--initial-backoff", "0.2", "--max-backoff", "0.8"]  # the kubelet's shape, in tenths of its seconds
 

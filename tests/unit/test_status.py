@@ -6,6 +6,7 @@ from __future__ import annotations
 from generator.live.cluster.kube import INSTANCE
 from generator.live.state.snapshot import Snapshot, _read_ray
 from generator.live.verbs.status import status_table
+from tests.support.job_states import ScriptedJob
 
 
 def _job(status: dict, backoff: int | None) -> dict:
@@ -37,20 +38,6 @@ def test_a_job_without_retries_that_has_not_failed_has_no_attempts_line():
     assert _status({"jobDeploymentStatus": "Failed", "failed": 1}, 0) == ["attempts   attempt 1 of 1 (1 failed)"]
 
 
-class _Kube:
-    """The RayJob's states one poll after another, and each attempt's driver log (by job id)."""
-
-    def __init__(self, states: list[dict], logs: dict[str, str]):
-        self.states, self.logs = states, logs
-
-    def get_ray(self, _plural, _ns, name):
-        st = self.states.pop(0) if len(self.states) > 1 else self.states[0]
-        return {"metadata": {"name": name}, "status": st}
-
-    def request(self, _method, path):
-        return {"logs": self.logs[path.split("/api/jobs/")[1].split("/")[0]]}
-
-
 def test_run_follow_waits_through_a_retry_and_streams_the_second_attempt(monkeypatch):
     from generator.live.state import driver_log
 
@@ -65,7 +52,7 @@ def test_run_follow_waits_through_a_retry_and_streams_the_second_attempt(monkeyp
          "failed": 1, "succeeded": 1},
     ]
     out: list[str] = []
-    ok, job = driver_log.follow(_Kube(states, {"a1": "step 0\nstep 1\n", "a2": "start at 2\n"}), "r", "ns", None,
+    ok, job = driver_log.follow(ScriptedJob(states, {"a1": "step 0\nstep 1\n", "a2": "start at 2\n"}), "r", "ns", None,
                                 write=out.append)
     assert ok is True and job["status"]["jobDeploymentStatus"] == "Complete"
     assert "".join(out) == "step 0\nstep 1\n--- attempt 2 (RayCluster c2) after 1 failed\nstart at 2\n"
@@ -77,7 +64,6 @@ def test_a_failed_attempt_that_is_retried_is_no_failure_to_stop_a_wait():
     assert snap.failure() is None
     _read_ray(snap, [_job({"jobDeploymentStatus": "Failed", "jobStatus": "FAILED", "failed": 2}, 1)], [])
     assert snap.failure() and "Failed" in snap.failure()
-
 
 
 def test_the_progress_line_costs_status_one_request_and_none_without_it(monkeypatch, capsys):

@@ -13,6 +13,7 @@ import pytest
 from generator import tool_table
 from generator.maint import supported_versions
 from generator.tools import REPO, TOOLS_TABLE
+from tests.support.tool_table import table_with_new_row
 
 SCRIPT = REPO / "hack" / "tools.sh"
 # Where a pin used to be written beside the table (or where one would be read instead of the table).
@@ -20,15 +21,6 @@ READERS = ["hack/tools.sh", "hack/suite.py", "hack/suite_run.py", "Makefile", "g
            "generator/tool_table.py", "generator/playground/control_plane.py", "generator/playground/node/__init__.py",
            "generator/inputs/models/kuberay.py"]
 # A row no reader knows: a KubeRay minor older than every pin, built like the others.
-NEW_ROW = '"kuberay-crds-1.3" = {pin = "KUBERAY_1_3_VERSION", build = "build_kuberay_crds", entry = "kuberay-crds", ' \
-          'stream = 2, needed_by = ["offline"], what = "a minor no reader names"}\n'
-
-
-def _with_new_row(tmp_path) -> str:
-    text = TOOLS_TABLE.read_text().replace("[pins]\n", '[pins]\nKUBERAY_1_3_VERSION = "v1.3.2"\n', 1) + NEW_ROW
-    path = tmp_path / "tools.toml"
-    path.write_text(text)
-    return str(path)
 
 
 def _pins() -> dict[str, str]:
@@ -62,7 +54,7 @@ def test_no_reader_writes_a_pin_of_its_own():
 def test_a_row_added_to_the_table_reaches_every_reader(tmp_path):
     """One row (and its pin) added to a copy of the table: hack/tools.sh builds it by default, hack/suite.py's
     stream and offline part include it, generator.tools offers its KubeRay minor, and `check --help` says so."""
-    table = _with_new_row(tmp_path)
+    table = table_with_new_row(tmp_path)
     env = dict(os.environ, DOCKYARD_TOOLS_TABLE=table)
     keys = subprocess.run(["bash", str(SCRIPT), "--key"], capture_output=True, text=True, check=True, env=env).stdout
     assert "kuberay-crds v1.3.2 " in keys
@@ -83,7 +75,7 @@ def test_a_row_added_to_the_table_reaches_every_reader(tmp_path):
 def test_make_test_matrix_runs_the_minors_the_table_builds_for_it(tmp_path):
     """`make test-matrix` loops over the table's rows needed by "matrix" (a KubeRay operator row added to a copy
     reaches it), and every hack/tools.sh target its loops build is a row of the table."""
-    table = _with_new_row(tmp_path)
+    table = table_with_new_row(tmp_path)
     with open(table, "a") as f:
         f.write('"kuberay-1.3" = {pin = "KUBERAY_1_3_VERSION", build = "build_kuberay", entry = "kuberay", '
                 'needed_by = ["matrix"], what = "an operator minor no reader names"}\n')
