@@ -159,7 +159,7 @@ def status_cost(pg: BenchPlayground, namespace: str, repeat: int) -> tuple[list[
     wall = timed([*CLI, "status", "grpo-swe", "-n", namespace, "--kubeconfig", pg.kubeconfig], repeat)
     # Count the requests of one call in-process: every API call goes through Kube.api.call_api.
     from generator.cli import main
-    from generator.live.cluster import kube as kube_mod
+    from generator.live.client import kube as kube_mod
 
     made: list = []
     original = kube_mod.Kube.__init__

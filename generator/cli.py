@@ -31,7 +31,7 @@ def _inputs_args(p: argparse.ArgumentParser, output: bool = True) -> None:
 
 def cmd_values(args: argparse.Namespace) -> int:
     from generator.inputs.compose import composed, values_yaml
-    from generator.render.output import refuse_inputs, write
+    from generator.render.atomic_file import refuse_inputs, write
 
     refuse_inputs(args.output, (args.recipe, args.infra))
     write(values_yaml(composed(args.recipe, args.infra, args.overrides).values), args.output)
@@ -41,7 +41,7 @@ def cmd_values(args: argparse.Namespace) -> int:
 def cmd_render(args: argparse.Namespace) -> int:
     from generator.inputs.reading import release_guess
     from generator.render import helm
-    from generator.render.output import refuse_inputs, write
+    from generator.render.atomic_file import refuse_inputs, write
 
     refuse_inputs(args.output, (args.recipe, args.infra))
     early = helm.started(*(release_guess(args.recipe, args.infra, args.overrides) or (None, None)))
@@ -64,7 +64,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     with targeting(*_target_versions(args)):
         if args.server:
-            from generator.live.cluster.kube import cluster_errors
+            from generator.live.client.kube import cluster_errors
 
             return cluster_errors(_check)(args)
         return _check(args)
@@ -96,7 +96,7 @@ def _check(args: argparse.Namespace) -> int:
 
         server = None
         if args.server:  # a bad kubeconfig is told before anything renders
-            from generator.live.cluster.kube import Kube
+            from generator.live.client.kube import Kube
 
             server = Kube(args.kubeconfig, args.context)
     except BaseException:
@@ -255,7 +255,7 @@ def dispatch(args: argparse.Namespace) -> int:
     except OSError as exc:
         if exc.errno not in OUTPUT_ERRNOS:
             raise
-        from generator.render.output import silence_stdout
+        from generator.render.atomic_file import silence_stdout
 
         silence_stdout()
         print(f"error: <stdout>: cannot write the output: {exc.strerror}", file=sys.stderr)

@@ -288,7 +288,7 @@ build_metrics_server() {
 
 # rancher's local-path-provisioner: the real node's dynamic provisioner (StorageClass local-path, kind's default),
 # version-stamped as its scripts/build does (main.VERSION). Its deploy/ manifests are not taken: the playground
-# writes its own config (generator/playground/node/storage.py).
+# writes its own config (generator/playground/node/local_path.py).
 build_local_path_provisioner() {
   GOBIN=$1 go install -trimpath -ldflags "-s -w -X main.VERSION=$2" "github.com/rancher/local-path-provisioner@$2"
 }

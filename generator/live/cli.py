@@ -46,8 +46,8 @@ def _handler(module: str, name: str, **extra: Any) -> Callable[[argparse.Namespa
         import importlib
         import signal
 
-        from generator.live.cluster.kube import cluster_errors
-        from generator.live.cluster.kubeconfig import overridden
+        from generator.live.client.kube import cluster_errors
+        from generator.live.client.kubeconfig import overridden
 
         for var in overridden():
             print(f"note: {var} is set; dockyard-k8s runs helm with the context, namespace and release storage "

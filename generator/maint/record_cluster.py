@@ -105,7 +105,7 @@ def rendered_pod_templates(namespace: str) -> dict[str, dict[str, Any]]:
 
 
 def record_all(kubeconfig: str, folder: Path, own: bool) -> None:
-    from generator.live.cluster.kube import Kube
+    from generator.live.client.kube import Kube
 
     admin = Kube(kubeconfig)
     taken = [n for n in (NAMESPACE, STRICT, GONE) if admin.namespace_exists(n)]
@@ -194,7 +194,7 @@ def record_lease(admin: Any) -> None:
 def record_forbidden(user: str) -> None:
     from kubernetes.client.exceptions import ApiException
 
-    from generator.live.cluster.kube import Kube
+    from generator.live.client.kube import Kube
 
     alice = Kube(user)
     with scenario("forbidden", f"ServiceAccount alice, admin in namespace {NAMESPACE} only: `status` without -n "
@@ -209,7 +209,7 @@ def record_errors(admin: Any, kubeconfig: str, folder: Path) -> None:
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    from generator.live.cluster.kube import Kube
+    from generator.live.client.kube import Kube
 
     with scenario("errors", "a 422 (invalid namespace name), a missing RayJob (object 404), a missing namespace, "
                   "and a port nobody listens on (connection refused)"):
@@ -289,7 +289,7 @@ def _closed_port() -> int:
 
 
 def main() -> int:
-    from generator.playground.cluster import down, load_state, up
+    from generator.playground.lifecycle import down, load_state, up
     from generator.playground.nodes import Shape
 
     t0 = time.monotonic()

@@ -151,13 +151,13 @@ class _Refused:
 
 def install() -> None:
     """Every request from now on records: each ApiClient's through RecordingPool, and the standard library's
-    transport (generator/live/cluster/transport.py: the plain requests of a context with plain credentials) through
+    transport (generator/live/client/transport.py: the plain requests of a context with plain credentials) through
     a wrapper of Transport.send."""
     from urllib.parse import urlencode
 
     from kubernetes.client import rest
 
-    from generator.live.cluster.transport import Transport, Unreachable
+    from generator.live.client.transport import Transport, Unreachable
 
     original = rest.RESTClientObject.__init__
 

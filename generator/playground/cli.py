@@ -58,7 +58,7 @@ def _up(args: argparse.Namespace) -> int:
         import os
 
         os.environ["DOCKYARD_REAL_NODE_GPUS"] = str(args.real_node_gpus)
-    from generator.playground.cluster import up
+    from generator.playground.lifecycle import up
 
     shape = Shape(
         gpu_nodes=args.gpu_nodes,
@@ -84,13 +84,13 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from generator.playground.cluster import down
+    from generator.playground.lifecycle import down
 
     return down(_state_dir(args))
 
 
 def _status(args: argparse.Namespace) -> int:
-    from generator.playground.cluster import status
+    from generator.playground.lifecycle import status
 
     return status(_state_dir(args))
 

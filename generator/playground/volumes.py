@@ -4,7 +4,7 @@ without a provisioner. kwok's pods mount nothing: the PVs' hostPath is never cre
 keeps them to the simulated nodes (type=kwok), so no real pod ever mounts one on the host.
 
 Without the real node the class is the cluster's default (a claim that names no class gets it); with the real
-node, local-path (node/storage.py) is the default and this class serves only claims that name it. Each claim
+node, local-path (node/local_path.py) is the default and this class serves only claims that name it. Each claim
 takes a PV of its own (Retain: a deleted claim's PV stays Released, not reused), POOL of them per playground.
 """
 

@@ -15,7 +15,7 @@ import pytest
 from generator.live.helm.runner import GRACE
 from generator.live.verbs.dev import Forward
 from generator.playground import cli as playground_cli
-from generator.playground.cluster import COMPONENTS
+from generator.playground.lifecycle import COMPONENTS
 from generator.playground.processes import KILL_SECONDS, STOP_SECONDS
 
 SLACK = 10.0  # seconds no verb's clock counts: the interpreter's start and imports (~0.5 s idle), a loaded host

@@ -107,7 +107,7 @@ class Playground:
 def playground():
     from bounds import SESSION_UP
 
-    from generator.playground.cluster import down, load_state, up
+    from generator.playground.lifecycle import down, load_state, up
     from generator.playground.nodes import Shape
 
     root = sessions_root()

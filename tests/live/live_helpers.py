@@ -43,7 +43,7 @@ def infra_variant(tmp_path: Path, name: str, change) -> Path:
 
 
 def kube(playground):
-    from generator.live.cluster.kube import Kube
+    from generator.live.client.kube import Kube
 
     return Kube(playground.kubeconfig)
 

@@ -93,7 +93,7 @@ def real_node_playground(prefix: str, timeout: float, env: dict[str, str] | None
     agent-sandbox's controller if `agent_sandbox`) in
     <sessions root>/<prefix><pid>, with its own Helm homes and `env` set meanwhile: yields (its
     folder, its state, the host before it). Afterwards it is down and the host holds nothing new."""
-    from generator.playground.cluster import down, load_state, up
+    from generator.playground.lifecycle import down, load_state, up
     from generator.playground.nodes import Shape
 
     assert prefix in PREFIXES, f"{prefix}: a killed session's folder would never be reaped"

@@ -35,7 +35,7 @@ def sessions_root() -> Path:
 
 
 def exit_code(verb: Callable[..., int], *args: Any, out: TextIO, **kwargs: Any) -> int:
-    """A playground verb (generator.playground.cluster's up/down/status) as the CLI runs it: its
+    """A playground verb (generator.playground.lifecycle's up/down/status) as the CLI runs it: its
     return code, or its error printed to `out` as `error: ...` and the CLI's exit code for it."""
     from generator.errors import EXIT_BAD_INPUT, EXIT_FAILED, CheckFailed, InputError
 
@@ -54,7 +54,7 @@ def reap_dead_sessions(root: Path, prefixes: tuple[str, ...] = (SESSION_PREFIX,)
     folders <prefix><pid> under `root` whose pid is this process or no longer runs."""
     import io
 
-    from generator.playground.cluster import down
+    from generator.playground.lifecycle import down
 
     for prefix in prefixes:
         for folder in sorted(root.glob(prefix + "*")) if root.is_dir() else []:

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.timeout(420)
 
 def test_session_playground_is_its_own(playground):
     from generator.playground import default_state_dir
-    from generator.playground.cluster import load_state
+    from generator.playground.lifecycle import load_state
 
     assert playground.state_dir.parent == sessions_root()
     assert playground.state_dir.name == f"{SESSION_PREFIX}{os.getpid()}"
@@ -56,8 +56,8 @@ def test_a_session_beside_a_users_busy_playground_leaves_it_alone(tmp_path):
     """A user's playground at the default folder, with a release holding every GPU and KUBECONFIG
     exported: a test session started then runs on its own playground, passes, and leaves the user's
     playground, processes and release exactly as they were."""
-    from generator.playground.cluster import component_health, load_state
     from generator.playground.control_plane import wanted
+    from generator.playground.lifecycle import component_health, load_state
     from generator.playground.state import PlaygroundState
 
     home = tmp_path / "state"  # the user's XDG_STATE_HOME: default playground home/dockyard-k8s/playground

@@ -78,7 +78,7 @@ def test_run_wait_says_at_once_that_its_namespace_was_deleted(playground, make_n
 
 def test_doctor_sees_an_operator_that_does_not_reconcile(playground, capsys):
     kc = playground.kubeconfig
-    from generator.live.cluster.kube import Kube
+    from generator.live.client.kube import Kube
     from generator.live.doctor.kuberay import kuberay_reconciling_row
 
     row = kuberay_reconciling_row(Kube(kc))
@@ -122,7 +122,7 @@ def test_a_namespace_whose_service_account_never_appears_is_not_reported_created
     import uuid
 
     from generator.errors import CheckFailed
-    from generator.live.cluster.kube import Kube
+    from generator.live.client.kube import Kube
 
     k = Kube(playground.kubeconfig)
     k.deadline = time.monotonic() + 3
@@ -153,7 +153,7 @@ def test_a_wait_says_when_no_kuberay_operator_leads(playground, namespace, relea
 
     from live_helpers import spawn
 
-    from generator.live.cluster.kube import Kube
+    from generator.live.client.kube import Kube
     from generator.live.doctor.kuberay import kuberay_reconciling_row
 
     kc, timeout = playground.kubeconfig, 50

@@ -19,7 +19,7 @@ from live_helpers import KUEUE, RECIPE, cli, create_custom_object, delete_custom
 from session_env import wait_for
 
 from generator.live.changes.teardown import leftovers
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 
 RELEASE = "small-smoke"  # smoke's default release: <recipe name>-smoke
 TIMEOUT = 15  # smoke's --timeout: Kueue admits within a second or two when there is quota

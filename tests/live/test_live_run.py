@@ -317,7 +317,7 @@ def test_missing_namespace_priorityclass_crd_and_unreachable_api_are_one_line(pl
     rc, _, err = cli(capsys, "run", RECIPE, pc, "--kubeconfig", kc)
     assert rc == 1 and err.strip().count("\n") == 0 and "PriorityClass no-such-priority does not exist" in err
 
-    import generator.live.cluster.kube as kube_mod
+    import generator.live.client.kube as kube_mod
 
     monkeypatch.setattr(kube_mod, "RAY_VERSION", "v9alpha1")  # a KubeRay API this cluster does not serve
     rc, _, err = cli(capsys, "run", RECIPE, INFRA, "--kubeconfig", kc)

@@ -359,7 +359,7 @@ def _cli(*args, env=None, timeout=UP):
 
 @pytest.mark.timeout(UP + STATUS)
 def test_second_up_reports_the_running_cluster_and_status_is_healthy(playground):
-    from generator.playground.cluster import load_state
+    from generator.playground.lifecycle import load_state
 
     def recorded() -> dict[str, int]:  # state.json's processes: a supervised component's supervisor
         return {n: int(r["pid"]) for n, r in load_state(playground.state_dir)["components"].items()}
@@ -441,8 +441,8 @@ def test_down_leaves_no_process_behind(playground, tmp_path):
     assert not left, left
     assert not state_dir.exists()
     # the session playground is untouched
-    from generator.playground.cluster import component_health
     from generator.playground.control_plane import wanted
+    from generator.playground.lifecycle import component_health
 
     session = PlaygroundState.from_dict(playground.state)
     assert all(component_health(session, c)[0] for c in wanted(session))

@@ -56,7 +56,7 @@ def test_real_node_joins_beside_kwok_and_kwok_leaves_it_alone(node):
 
 
 def test_status_shows_node_components_and_a_second_up_changes_nothing(node):
-    from generator.playground.cluster import load_state, status, up
+    from generator.playground.lifecycle import load_state, status, up
     from generator.playground.nodes import Shape
 
     out = io.StringIO()
@@ -556,7 +556,7 @@ def _sandboxes(node: Node) -> list[int]:
 def test_a_second_real_node_is_refused_in_one_line_and_leaves_nothing(node, tmp_path):
     from session_env import exit_code
 
-    from generator.playground.cluster import down, up
+    from generator.playground.lifecycle import down, up
     from generator.playground.nodes import Shape
     from generator.playground.state import Process
 
@@ -577,7 +577,7 @@ def test_a_second_real_node_is_refused_in_one_line_and_leaves_nothing(node, tmp_
 def test_down_after_a_crash_leaves_the_host_as_it_was(node):
     import signal
 
-    from generator.playground.cluster import down
+    from generator.playground.lifecycle import down
     from generator.playground.node import host
 
     comps = node.state["real_node"]["components"]
@@ -606,7 +606,7 @@ def test_a_start_that_fails_half_way_removes_what_it_made(node, monkeypatch, tmp
     from session_env import exit_code
 
     from generator.playground import processes as procs
-    from generator.playground.cluster import down, up
+    from generator.playground.lifecycle import down, up
     from generator.playground.node import components as C
     from generator.playground.node import host
     from generator.playground.nodes import Shape

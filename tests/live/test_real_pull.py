@@ -46,7 +46,7 @@ def _infra(tmp_path: Path, name: str, tag: str | None) -> Path:
 
 
 def test_a_tag_the_node_lacks_ends_the_wait_at_once_and_the_rayjob_at_its_deadline(ray_node, capsys, tmp_path):
-    from generator.live.cluster.kube import Kube
+    from generator.live.client.kube import Kube
 
     kc, ns = ray_node["kubeconfig"], f"pull-{uuid.uuid4().hex[:6]}"
     image = yaml.safe_load(INFRA.read_text())["infra"]["image"]["repository"] + ":no-such-tag"

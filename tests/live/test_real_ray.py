@@ -69,14 +69,14 @@ def _rows(out: str) -> dict[str, bool]:
 
 
 def test_the_real_node_offers_gpus_and_holds_the_ray_image(ray_node):
-    from generator.playground import cluster
+    from generator.playground import lifecycle
     from generator.playground.state import PlaygroundState
 
-    node = cluster.api_for(PlaygroundState.from_dict(ray_node["state"])).get("/api/v1/nodes/real-node-0")
+    node = lifecycle.api_for(PlaygroundState.from_dict(ray_node["state"])).get("/api/v1/nodes/real-node-0")
     assert node["status"]["allocatable"]["nvidia.com/gpu"] == "2"  # from the device plugin, through the kubelet
     assert ray_node["state"]["real_node"]["images"]["ray"].startswith("dockyard.local/playground-ray:")
     out = io.StringIO()
-    assert cluster.status(ray_node["state_dir"], out=out) == 0, out.getvalue()
+    assert lifecycle.status(ray_node["state_dir"], out=out) == 0, out.getvalue()
     assert "node/device-plugin" in out.getvalue() and "nvidia.com/gpu allocatable 2 of 2" in out.getvalue()
 
 
@@ -196,7 +196,7 @@ def test_run_follow_exit_codes_status_and_rollback(ray_node, capsys, tmp_path):
     rc, out, err = cli(capsys, "rollback", "grpo-swe", "1", "-n", ns, "--replace", "--kubeconfig", kc,
                        "--timeout", "300")
     assert rc == 0, out + err
-    from generator.live.cluster.kube import Kube
+    from generator.live.client.kube import Kube
     from generator.live.state import driver_log
 
     kube = Kube(kc)
@@ -222,7 +222,7 @@ def test_smoke_that_cannot_start_names_the_step_and_leaves_nothing(ray_node, cap
     assert "RayJob grpo-swe-smoke" in line[0] and "pods:" in line[0], err
     assert "Traceback" not in err and took < 60 + 150, took  # the timeout, then the uninstall
     from generator.live.changes.teardown import leftovers
-    from generator.live.cluster.kube import Kube
+    from generator.live.client.kube import Kube
 
     assert leftovers(Kube(ray_node["kubeconfig"]), "grpo-swe-smoke", ns) == []
 

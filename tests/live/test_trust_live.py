@@ -233,7 +233,7 @@ def _lock_holder(playground, namespace: str) -> subprocess.Popen:
     """A process that takes the run lock of `small` as `uninstall` does and keeps it, renewed, until killed."""
     import sys
 
-    code = ("import sys, time\nfrom generator.live.cluster.kube import Kube\n"
+    code = ("import sys, time\nfrom generator.live.client.kube import Kube\n"
             "from generator.live.helm.run_lock import RunLock\n"
             f"RunLock(Kube({playground.kubeconfig!r}), {namespace!r}, 'small', 'uninstall').acquire()\n"
             "print('held', flush=True)\ntime.sleep(600)\n")

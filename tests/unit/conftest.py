@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fake_cluster import install
 
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 
 NS = "rec"  # the namespace alice's recording was made in
 

@@ -3,7 +3,7 @@
 There are two seams, one per way a request of `Kube` leaves the process, and the fake answers both alike:
 the urllib3 PoolManager inside the kubernetes client's RESTClientObject (the typed CoreV1Api/... calls, and
 every request of a context whose credentials need the client), and `Transport.send` of the standard library's
-HTTPS (generator/live/cluster/transport.py: the plain-JSON `request`/`list` of a context with plain
+HTTPS (generator/live/client/transport.py: the plain-JSON `request`/`list` of a context with plain
 credentials, as the fake's kubeconfig has). Kube, the client's ApiClient and RESTClientObject, and the live
 code's error translation run for real; only the socket is replaced. An answer is the recorded status, reason
 and body (a real urllib3 HTTPResponse, or the transport's tuple); a recorded connection failure is raised as
@@ -118,7 +118,7 @@ class FakeCluster:
              headers: dict[str, str], timeout: float) -> tuple[int, str, dict[str, str], bytes]:
         from urllib.parse import urlencode
 
-        from generator.live.cluster.transport import Unreachable
+        from generator.live.client.transport import Unreachable
 
         url = SERVER + path + ("?" + urlencode(query) if query else "")
         try:
@@ -243,7 +243,7 @@ def install(monkeypatch: Any, tmp_path: Path, *scenarios: str, namespace: str | 
         self.pool_manager = fake
 
     monkeypatch.setattr(rest.RESTClientObject, "__init__", init)
-    from generator.live.cluster.transport import Transport
+    from generator.live.client.transport import Transport
 
     monkeypatch.setattr(Transport, "send", lambda self, *a: fake.send(*a))
     monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path, namespace)))

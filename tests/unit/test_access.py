@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fake_cluster import SERVER, install
 
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.doctor import access, admission, kuberay
 from generator.live.doctor.rows import FAIL, OK, WARN, read_namespace
 from generator.tools import versions

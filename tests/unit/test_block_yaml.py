@@ -1,4 +1,4 @@
-"""generator/live/cluster/block_yaml.py, the kubeconfig reader without PyYAML, against PyYAML's safe loader as the
+"""generator/live/client/block_yaml.py, the kubeconfig reader without PyYAML, against PyYAML's safe loader as the
 oracle: whatever it returns, PyYAML returns equal; whatever is outside its subset it refuses (Unsupported), and the
 caller hands it to PyYAML. On the kubeconfigs the tools and the tests write, and on generated documents and texts."""
 
@@ -13,8 +13,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.live.cluster import block_yaml
-from generator.live.cluster.kubeconfig import Source, merged
+from generator.live.client import block_yaml
+from generator.live.client.kubeconfig import Source, merged
 from generator.tools import REPO
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

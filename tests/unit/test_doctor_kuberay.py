@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fake_cluster import install
 
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.doctor import kuberay
 from generator.live.doctor.rows import FAIL
 

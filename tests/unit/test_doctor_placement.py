@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from fake_cluster import install
 
-from generator.live.cluster import selectors
-from generator.live.cluster.kube import Kube
+from generator.live.client import selectors
+from generator.live.client.kube import Kube
 from generator.live.doctor import capacity, placement
 from generator.live.doctor.rows import FAIL, OK, WARN
 from generator.playground import nodes

@@ -9,7 +9,7 @@ import pytest
 from fake_cluster import install
 
 from generator import tools
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.doctor import versions
 from generator.live.doctor.rows import FAIL, OK, WARN
 from generator.tools import KUBE_MINORS, kube_range

@@ -8,7 +8,7 @@ import sys
 
 from fake_cluster import install
 
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.tools import REPO
 
 

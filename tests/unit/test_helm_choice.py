@@ -74,7 +74,7 @@ def test_missing_helm_is_a_usage_error(monkeypatch, tmp_path, capsys):
 
 
 def test_live_verbs_refuse_an_unsupported_helm_and_pick_helm4s_flag(tmp_path):
-    from generator.live.cluster.kube import Kube
+    from generator.live.client.kube import Kube
     from generator.live.helm.runner import Helm
 
     kube = Kube(unreachable_kubeconfig(tmp_path))

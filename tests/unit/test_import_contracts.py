@@ -97,8 +97,8 @@ def test_dynamic_imports_keep_every_contract():
     ("generator.live.state.snapshot", "generator.live.verbs.status", "generator.live flows upward"),
     ("generator.render.check", "generator.playground.cli", "The package follows the data"),
     # the product and the playground are apart: neither imports the other (they share the lower layers)
-    ("generator.playground.kueue", "generator.live.cluster.kube", "The package follows the data"),
-    ("generator.live.cluster.kube", "generator.playground.state", "The package follows the data"),
+    ("generator.playground.kueue", "generator.live.client.kube", "The package follows the data"),
+    ("generator.live.client.kube", "generator.playground.state", "The package follows the data"),
 ])
 def test_a_dynamic_import_against_the_flow_breaks_a_contract(importer, imported, contract):
     graph = grimp.build_graph("generator", include_external_packages=True)
@@ -109,7 +109,7 @@ def test_a_dynamic_import_against_the_flow_breaks_a_contract(importer, imported,
 
 @pytest.mark.parametrize(("importer", "imported"), [
     ("generator.live.state.pool", "generator.live.state.snapshot"),  # snapshot imports pool
-    ("generator.playground.health", "generator.playground.cluster"),  # cluster imports health
+    ("generator.playground.health", "generator.playground.lifecycle"),  # cluster imports health
 ])
 def test_an_import_that_closes_a_cycle_breaks_the_no_cycles_contract_alone(importer, imported):
     graph = grimp.build_graph("generator", include_external_packages=True)

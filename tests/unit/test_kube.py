@@ -1,4 +1,4 @@
-"""Small truths of generator/live/cluster/kube.py: a cluster failure names the server of the Kube whose request
+"""Small truths of generator/live/client/kube.py: a cluster failure names the server of the Kube whose request
 failed (not whichever Kube was made last: no module-global server), every typed API handle a Kube offers
 is used, no live module keeps state in a module global, and RFC 3339 stamps are read by fromisoformat
 itself (Python 3.11 reads `Z`)."""
@@ -14,7 +14,7 @@ import pytest
 from fake_cluster import SERVER, install, write_kubeconfig
 
 from generator.errors import CheckFailed
-from generator.live.cluster.kube import Kube, cluster_errors, server_of
+from generator.live.client.kube import Kube, cluster_errors, server_of
 
 PACKAGE = Path(__file__).resolve().parents[2] / "generator"
 OTHER = "https://127.0.0.1:7443"  # never dialed
@@ -58,7 +58,7 @@ def _live_modules() -> list[Path]:
 
 
 def test_every_typed_api_handle_is_used():
-    tree = ast.parse((PACKAGE / "live" / "cluster" / "kube.py").read_text())
+    tree = ast.parse((PACKAGE / "live" / "client" / "kube.py").read_text())
     kube = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Kube")
     handles = [f.name for f in kube.body if isinstance(f, ast.FunctionDef)
                and any(isinstance(d, ast.Attribute) and d.attr == "cached_property" for d in f.decorator_list)]

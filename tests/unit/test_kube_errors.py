@@ -12,8 +12,8 @@ from urllib3.exceptions import MaxRetryError
 
 from generator.cli import main
 from generator.errors import CheckFailed
-from generator.live.cluster.kube import Kube, cluster_errors, crd_missing, describe_error, is_forbidden
-from generator.live.cluster.transport import Unreachable
+from generator.live.client.kube import Kube, cluster_errors, crd_missing, describe_error, is_forbidden
+from generator.live.client.transport import Unreachable
 
 ALICE = 'User "system:serviceaccount:rec:alice"'
 

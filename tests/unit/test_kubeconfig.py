@@ -1,4 +1,4 @@
-"""cluster/kubeconfig.py: which kubeconfig a live verb reads and how helm is told the same, by client-go's rules
+"""client/kubeconfig.py: which kubeconfig a live verb reads and how helm is told the same, by client-go's rules
 (kubectl's): --kubeconfig alone; else $KUBECONFIG's files merged with the first definition of a name winning and
 the first current-context winning; relative paths resolved against the file that holds them. The live twin with
 kubectl as the oracle is tests/live/test_live_kubeconfig.py."""
@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from generator.errors import CheckFailed, InputError
-from generator.live.cluster.kubeconfig import HELM_TARGETING, Source, helm_env, merged, overridden, source
+from generator.live.client.kubeconfig import HELM_TARGETING, Source, helm_env, merged, overridden, source
 
 
 def kubeconfig(path, current, clusters, users=(), contexts=()):

@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from generator.live.cluster import quantity
-from generator.live.cluster.selectors import selector_matches
+from generator.live.client import pod_requests
+from generator.live.client.selectors import selector_matches
 from generator.live.doctor import kueue_rows as kr
 from generator.live.doctor.rows import FAIL, OK, WARN, Namespace
 from generator.live.kueue import gang as kueue_gang
@@ -94,7 +94,7 @@ def test_pod_requests_count_limits_init_containers_sidecars_and_overhead():
         ],
         "overhead": {"cpu": "250m"},
     }
-    got = quantity.pod_requests(spec)  # the scheduler's count, which doctor and Kueue share
+    got = pod_requests.pod_requests(spec)  # the scheduler's count, which doctor and Kueue share
     assert got == pytest.approx({"cpu": 4.1 + 0.25, "memory": 2**30 + 64 * 2**20, "nvidia.com/gpu": 1.0})
 
 

@@ -77,7 +77,7 @@ def test_down_stops_a_playground_an_older_version_started(tmp_path):
     proc, rec = sleeper(tmp_path, "kuberay-operator")
     dead = {"name": "etcd", "pid": rec["pid"], "start_time": rec["start_time"] + 1, "exe": "etcd", "log": "l"}
     (state_dir / STATE_FILE).write_text(json.dumps(old_state(state_dir, {"kuberay-operator": rec, "etcd": dead})))
-    from generator.playground.cluster import down
+    from generator.playground.lifecycle import down
 
     out = io.StringIO()
     try:
@@ -93,7 +93,7 @@ def test_down_stops_a_playground_an_older_version_started(tmp_path):
 def test_status_reports_an_older_playground_whose_processes_are_gone(tmp_path):
     recs = {"etcd": {"name": "etcd", "pid": 2 ** 22 + 1, "start_time": 1, "exe": "etcd", "log": "/x/etcd.log"}}
     (tmp_path / STATE_FILE).write_text(json.dumps(old_state(tmp_path, recs)))
-    from generator.playground.cluster import status
+    from generator.playground.lifecycle import status
 
     out = io.StringIO()
     assert status(tmp_path, out=out) == 1
@@ -105,7 +105,7 @@ def test_status_reports_an_older_playground_whose_processes_are_gone(tmp_path):
 
 
 def test_down_of_a_start_that_recorded_nothing(tmp_path):
-    from generator.playground.cluster import down
+    from generator.playground.lifecycle import down
 
     (tmp_path / "pg").mkdir()
     (tmp_path / "pg" / STATE_FILE).write_text("{}")

@@ -293,7 +293,7 @@ def _supervised_playground(tmp_path: Path, argv: list[str]) -> tuple[Path, Playg
 
 
 def test_status_shows_a_supervised_component_down_until_its_restart(tmp_path):
-    from generator.playground.cluster import status
+    from generator.playground.lifecycle import status
 
     state_dir, state = _supervised_playground(tmp_path, ["sh", "-c", 'echo "error: leader election lost"; exit 1'])
     try:
@@ -310,7 +310,7 @@ def test_status_shows_a_supervised_component_down_until_its_restart(tmp_path):
 
 
 def test_down_stops_the_supervisor_and_its_child_and_nothing_restarts(tmp_path):
-    from generator.playground.cluster import down
+    from generator.playground.lifecycle import down
 
     state_dir, state = _supervised_playground(tmp_path, ["sleep", "120"])
     sup = state.components["kuberay-operator"]
@@ -330,7 +330,7 @@ def test_down_stops_the_supervisor_and_its_child_and_nothing_restarts(tmp_path):
 def _up_again(state_dir: Path, state: PlaygroundState, monkeypatch) -> str:
     """`up` on the playground whose every component but the operator is healthy; the operator's endpoint does
     not answer. Starting afresh (which drops every release) fails the test."""
-    from generator.playground import cluster
+    from generator.playground import lifecycle
 
     def health(_state, name):
         ok = name != "kuberay-operator"
@@ -339,13 +339,13 @@ def _up_again(state_dir: Path, state: PlaygroundState, monkeypatch) -> str:
     def wipe(*_args, **_kwargs):
         raise AssertionError("up tore the running playground down")
 
-    monkeypatch.setattr(cluster, "component_health", health)
-    monkeypatch.setattr(cluster, "print_summary", lambda *_: None)
-    monkeypatch.setattr(cluster, "_node_teardown", wipe)
-    monkeypatch.setattr(cluster, "_stop", wipe)
-    monkeypatch.setattr(cluster, "remove_tree", wipe)
+    monkeypatch.setattr(lifecycle, "component_health", health)
+    monkeypatch.setattr(lifecycle, "print_summary", lambda *_: None)
+    monkeypatch.setattr(lifecycle, "_node_teardown", wipe)
+    monkeypatch.setattr(lifecycle, "_stop", wipe)
+    monkeypatch.setattr(lifecycle, "remove_tree", wipe)
     out = io.StringIO()
-    assert cluster.up(state_dir, state.shape, out=out) == 0
+    assert lifecycle.up(state_dir, state.shape, out=out) == 0
     return out.getvalue()
 
 
@@ -362,11 +362,11 @@ def test_up_leaves_a_just_restarted_component_to_its_supervisor(tmp_path, monkey
 
 
 def test_up_counts_a_component_unhealthy_past_the_grace_as_broken(tmp_path, monkeypatch):
-    from generator.playground import cluster
+    from generator.playground import lifecycle
 
     state_dir, state = _supervised_playground(tmp_path, ["sleep", "120"])
     try:
-        monkeypatch.setattr(cluster, "RESTART_GRACE", 0.0)
+        monkeypatch.setattr(lifecycle, "RESTART_GRACE", 0.0)
         with pytest.raises(AssertionError, match="tore the running playground down"):
             _up_again(state_dir, state, monkeypatch)
     finally:

@@ -169,10 +169,10 @@ def test_cli_accepts_real_node():
 
 def test_cli_accepts_the_real_node_as_the_only_node(tmp_path, monkeypatch, capsys):
     from generator.cli import main
-    from generator.playground import cluster
+    from generator.playground import lifecycle
 
     calls = []
-    monkeypatch.setattr(cluster, "up", lambda _dir, shape, timeout, real_node, kueue, agent_sandbox:
+    monkeypatch.setattr(lifecycle, "up", lambda _dir, shape, timeout, real_node, kueue, agent_sandbox:
                         calls.append((shape, real_node, kueue, agent_sandbox)) or 0)
     argv = ["playground", "up", "--state-dir", str(tmp_path / "pg"), "--gpu-nodes", "0", "--cpu-nodes", "0"]
     assert main([*argv, "--real-node"]) == 0, capsys.readouterr().err

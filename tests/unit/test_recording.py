@@ -9,7 +9,7 @@ import re
 import pytest
 from fake_cluster import RECORDED, install, recording
 
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 
 SCENARIOS = sorted(p.stem for p in RECORDED.glob("*.json"))
 CREDENTIALS = re.compile(r"eyJ[\w-]{20,}|-----BEGIN|\"token\"|client-key|bearer ", re.IGNORECASE)
@@ -47,7 +47,7 @@ def test_requests_are_bounded_by_the_verbs_deadline(monkeypatch, tmp_path):
     REQUEST_FLOOR seconds to read the end state)."""
     import time
 
-    from generator.live.cluster.kube import REQUEST_FLOOR
+    from generator.live.client.kube import REQUEST_FLOOR
 
     fake = install(monkeypatch, tmp_path, "status_pending")
     kube = Kube()
@@ -67,7 +67,7 @@ def test_the_standard_library_transport_is_recorded_as_the_client_is(monkeypatch
     import socket
     import threading
 
-    from generator.live.cluster.transport import Transport, Unreachable
+    from generator.live.client.transport import Transport, Unreachable
     from generator.maint import recording as rec
 
     monkeypatch.setattr(Transport, "send", Transport.send)  # restored at teardown: install() patches it

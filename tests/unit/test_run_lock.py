@@ -22,7 +22,7 @@ import pytest
 from fake_cluster import install
 
 from generator.errors import CheckFailed
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.helm import holders
 from generator.live.helm.run_lock import HOLDER_HELM_SECONDS, HOLDER_PID, HOLDER_PROCESS, RunLock, lease_name
 

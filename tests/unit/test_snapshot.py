@@ -10,7 +10,7 @@ import pytest
 from fake_cluster import install
 
 from generator.cli import main
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.helm.records import release_records
 from generator.live.state.snapshot import pod_reason, take
 
@@ -145,7 +145,7 @@ sys.path.insert(0, {str(Path(__file__).parent)!r})
 import os
 from fake_cluster import FakeCluster, write_kubeconfig
 from pathlib import Path
-from generator.live.cluster.transport import Transport
+from generator.live.client.transport import Transport
 fake = FakeCluster("status_pending")
 Transport.send = lambda self, *a: fake.send(*a)
 os.environ["KUBECONFIG"] = str(write_kubeconfig(Path({str(tmp_path)!r})))

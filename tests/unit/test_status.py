@@ -3,7 +3,7 @@ runs each retry on a new RayCluster."""
 
 from __future__ import annotations
 
-from generator.live.cluster.kube import INSTANCE
+from generator.live.client.kube import INSTANCE
 from generator.live.state.snapshot import Snapshot, _read_ray
 from generator.live.verbs.status import status_table
 from tests.support.job_states import ScriptedJob

@@ -8,7 +8,7 @@ The rule, for every module under generator/ (a `.py` file; `__init__.py`, `__mai
   their names are `generator_cli`, `live_cli` and `playground_cli`).
 - A test file `tests/<suite>/test_<stem>.py` (unit, chart or live) names the module with the longest name that
   is its whole stem or the start of it followed by `_` and an aspect: test_snapshot.py and test_kube_errors.py
-  name state/snapshot.py and cluster/kube.py; test_smoke_kueue.py names verbs/smoke.py. A test file names one
+  name state/snapshot.py and client/kube.py; test_smoke_kueue.py names verbs/smoke.py. A test file names one
   module at most; one named after no module (test_bad_inputs.py, a behaviour across the CLI) is allowed.
 - Every module is named by at least one test file. A failure names the module and the file its tests go in.
 
@@ -36,17 +36,17 @@ WITHOUT_NAMED_TESTS = {
     "generator/inputs/models/infra.py", "generator/inputs/models/kuberay.py", "generator/inputs/models/launch.py",
     "generator/inputs/models/namespace.py", "generator/inputs/models/placement.py",
     "generator/inputs/models/recipe.py", "generator/inputs/models/scheduling.py",
-    "generator/inputs/models/security.py", "generator/inputs/models/storage.py", "generator/inputs/models/values.py",
+    "generator/inputs/models/security.py", "generator/inputs/models/values.py",
     "generator/inputs/rules.py", "generator/inputs/storage_rules.py",
     "generator/live/changes/install.py", "generator/live/changes/plan.py",
-    "generator/live/cluster/quantity.py", "generator/live/cluster/selectors.py",
+    "generator/live/client/pod_requests.py", "generator/live/client/selectors.py",
     "generator/live/doctor/rows.py",
     "generator/live/helm/holders.py", "generator/live/helm/ownership.py", "generator/live/helm/records.py",
     "generator/live/kueue/api.py", "generator/live/kueue/gang.py", "generator/live/kueue/quota.py",
     "generator/live/probes/smoke_probe.py",
     "generator/live/verbs/dev.py", "generator/live/verbs/doctor.py", "generator/live/verbs/run.py",
     "generator/maint/record_cluster.py", "generator/maint/validate_examples.py",
-    "generator/playground/cli.py", "generator/playground/cluster.py", "generator/playground/control_plane.py",
+    "generator/playground/cli.py", "generator/playground/lifecycle.py", "generator/playground/control_plane.py",
     "generator/playground/crds.py", "generator/playground/errors.py", "generator/playground/health.py",
     "generator/playground/kubeapi.py", "generator/playground/launch.py",
     "generator/playground/node/certs.py", "generator/playground/node/host.py", "generator/playground/node/relay.py",
@@ -103,6 +103,7 @@ def coverage() -> dict[str, list[str]]:
 
 
 def test_the_rule_on_examples():
+    """On made-up modules: two `storage.py` in different packages, named by more of their path."""
     names = names_of(["generator/cli.py", "generator/live/cli.py", "generator/live/state/follow.py",
                       "generator/live/verbs/doctor.py", "generator/live/doctor/storage.py",
                       "generator/playground/node/storage.py"])

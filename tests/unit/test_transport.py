@@ -1,4 +1,4 @@
-"""cluster/transport.py against real TLS servers on 127.0.0.1 (certificates made here): the server's CA checked
+"""client/transport.py against real TLS servers on 127.0.0.1 (certificates made here): the server's CA checked
 (and the name in tls-server-name), a client certificate presented, a bearer token sent, a kept-alive connection
 the server closed replaced, and the kubeconfigs it leaves to the kubernetes client; and against a plain socket that
 answers raw bytes, the HTTP/1.1 framing the transport reads itself (chunked, sized, ended by the connection)."""
@@ -24,7 +24,7 @@ from cryptography.x509.oid import NameOID
 from hypothesis import given
 from hypothesis import strategies as st
 
-from generator.live.cluster.transport import Transport, Unreachable
+from generator.live.client.transport import Transport, Unreachable
 
 
 def _cert(name: str, issuer: tuple | None = None, ca: bool = False, san: list | None = None) -> tuple:
@@ -277,7 +277,7 @@ def test_the_query_is_urlencodes_byte_for_byte(query):
     """The transport encodes a query without urllib.parse, and exactly as urllib.parse.urlencode does."""
     import urllib.parse
 
-    from generator.live.cluster.transport import urlencode
+    from generator.live.client.transport import urlencode
 
     assert urlencode(query) == urllib.parse.urlencode(query)
 
@@ -288,14 +288,14 @@ def test_the_query_is_urlencodes_byte_for_byte(query):
 def test_the_server_splits_as_urlsplit_reads_it(server):
     import urllib.parse
 
-    from generator.live.cluster.transport import split_server
+    from generator.live.client.transport import split_server
 
     url = urllib.parse.urlsplit(server)
     assert split_server(server) == (url.scheme, url.hostname, url.port, url.path)
 
 
 def test_a_bad_port_is_a_value_error():
-    from generator.live.cluster.transport import split_server
+    from generator.live.client.transport import split_server
 
     with pytest.raises(ValueError):
         split_server("https://h:notaport")

@@ -1,4 +1,4 @@
-"""cluster/wait.py: wait_until polls a condition until it holds or the timeout passes, and returns the last
+"""client/wait.py: wait_until polls a condition until it holds or the timeout passes, and returns the last
 value either way (the caller says what it waited for); the condition is read at least once, even past the
 deadline."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from generator.live.cluster.wait import wait_until
+from generator.live.client.wait import wait_until
 
 
 def test_the_first_true_value_is_returned_at_once():

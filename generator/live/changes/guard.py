@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generator.errors import CheckFailed
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.state import queueing
 
 RAY_PLURALS = {"RayJob": "rayjobs", "RayCluster": "rayclusters"}
@@ -199,8 +199,8 @@ def delete_ray(kube: Kube, namespace: str, plural: str, name: str, say: Any, tim
     """Delete a RayJob or RayCluster in the foreground and wait until it (and a RayJob's cluster) is gone."""
     from kubernetes.client.exceptions import ApiException
 
-    from generator.live.cluster.kube import RAY_GROUP, RAY_VERSION
-    from generator.live.cluster.wait import wait_until
+    from generator.live.client.kube import RAY_GROUP, RAY_VERSION
+    from generator.live.client.wait import wait_until
 
     obj = kube.get_ray(plural, namespace, name)
     cluster = ((obj or {}).get("status") or {}).get("rayClusterName") if plural == "rayjobs" else None

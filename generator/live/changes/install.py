@@ -17,7 +17,7 @@ from typing import Any
 from generator.errors import CheckFailed
 from generator.live.changes.guard import enforce
 from generator.live.changes.plan import Plan
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.helm.ownership import require_ours, require_secret_storage
 from generator.live.helm.records import (
     PENDING,

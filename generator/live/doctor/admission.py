@@ -7,7 +7,7 @@ import copy
 import json
 from typing import Any
 
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.doctor.rows import FAIL, OK, WARN, Namespace, Row, forbidden
 
 

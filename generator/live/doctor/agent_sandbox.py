@@ -5,7 +5,7 @@ RuntimeClass and sandbox rows every backend gets (the SandboxTemplate's pod is t
 
 from __future__ import annotations
 
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.doctor.rows import FAIL, OK, WARN, Row, forbidden
 
 GROUP, VERSION = "extensions.agents.x-k8s.io", "v1beta1"

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.live.cluster.kube import GPU, INSTANCE, Kube
-from generator.live.cluster.quantity import requests
+from generator.live.client.kube import GPU, INSTANCE, Kube
+from generator.live.client.pod_requests import requests
 from generator.live.doctor.rows import FAIL, OK, WARN, Namespace, Row, forbidden
 from generator.quantity import fmt, qty
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.doctor.rows import FAIL, OK, WARN, Namespace, Row, forbidden
 
 KINDS = {"secret": ("secrets", "Secrets", "secretKeyRef", "secretRef"),

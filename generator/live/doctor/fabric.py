@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from generator.live.cluster.kube import GPU, Kube
+from generator.live.client.kube import GPU, Kube
 from generator.live.doctor.capacity import IN_USE_UNKNOWN, Room
 from generator.live.doctor.rows import FAIL, OK, WARN, Row, forbidden
 

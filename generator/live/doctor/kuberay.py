@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from generator.live.cluster.kube import RAY_GROUP, RAY_VERSION, Kube
+from generator.live.client.kube import RAY_GROUP, RAY_VERSION, Kube
 from generator.live.doctor.rows import FAIL, OK, WARN, Row, forbidden
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from generator.live.cluster.kube import Kube
-from generator.live.cluster.selectors import selector_matches, selector_text
+from generator.live.client.kube import Kube
+from generator.live.client.selectors import selector_matches, selector_text
 from generator.live.doctor.rows import FAIL, OK, WARN, Namespace, Row, forbidden
 from generator.live.kueue.api import API, GROUP, VERSION
 from generator.live.kueue.gang import PodSet, amounts, gang_needs, gang_text, pod_sets, queued_object

@@ -4,15 +4,15 @@ One row per GPU fleet (trainer, inference): the GPU nodes it could use (allocata
 its nodeSelector and required node affinity matching) and whether it tolerates their taints; ✗ names
 the taint and the key to set. One row each for the head and the submitter: ! when no node takes them.
 Read from the rendered pod templates (the overlay included) and `capacity.Room`'s nodes: no request
-of its own. The scheduler's own rules (TaintToleration, NodeAffinity) are mirrored in cluster/selectors.py.
+of its own. The scheduler's own rules (TaintToleration, NodeAffinity) are mirrored in client/selectors.py.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from generator.live.cluster.kube import GPU
-from generator.live.cluster.selectors import selects, taint_text, untolerated
+from generator.live.client.kube import GPU
+from generator.live.client.selectors import selects, taint_text, untolerated
 from generator.live.doctor.rows import FAIL, OK, WARN, Row, forbidden
 
 FLEETS = ("trainer", "inference")

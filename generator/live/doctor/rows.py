@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 
 OK, FAIL, WARN = "✓", "✗", "!"
 

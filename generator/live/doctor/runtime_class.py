@@ -8,7 +8,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.doctor.rows import FAIL, OK, WARN, Row, forbidden
 
 CHECK = "RuntimeClass"

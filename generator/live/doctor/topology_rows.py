@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.live.cluster.kube import GPU, Kube
+from generator.live.client.kube import GPU, Kube
 from generator.live.doctor.capacity import IN_USE_UNKNOWN, Room
 from generator.live.doctor.fabric import device_of, place_pairs
 from generator.live.doctor.kueue_rows import ADMIN, _get

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from generator.live.cluster.kube import RAY_GROUP, Kube, describe_error
+from generator.live.client.kube import RAY_GROUP, Kube, describe_error
 from generator.live.doctor.rows import FAIL, OK, WARN, Row, forbidden
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from generator.errors import CheckFailed
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.helm.records import configmap_release_namespaces, decode_release
 
 CHART_NAME = "dockyard"

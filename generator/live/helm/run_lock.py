@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from generator.errors import CheckFailed
-from generator.live.cluster.kube import INSTANCE, Kube
+from generator.live.client.kube import INSTANCE, Kube
 from generator.live.helm import holders
 from generator.live.helm.records import release_records
 from generator.live.helm.runner import GRACE
@@ -198,7 +198,7 @@ class RunLock:
 
     def _trouble(self, doing: str, exc: Exception, then: str = "") -> None:
         """One stderr line per new failure of the lock's own requests (a renewal may recover)."""
-        from generator.live.cluster.kube import describe_error
+        from generator.live.client.kube import describe_error
 
         text = (f"could not {doing} the run lock of release {self.release} in namespace {self.namespace}: "
                 f"{describe_error(exc, getattr(self.kube, 'server', None)) or f'{type(exc).__name__}: {exc}'}{then}")

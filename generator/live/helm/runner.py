@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from generator.errors import CheckFailed
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 
 _KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")  # client-go's log lines on helm's stderr: noise here
 

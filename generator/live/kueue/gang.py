@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from generator.live.cluster.quantity import pod_requests
+from generator.live.client.pod_requests import pod_requests
 from generator.live.kueue.api import QUEUE_LABEL
 from generator.quantity import fmt
 

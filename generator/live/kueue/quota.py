@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.live.cluster.selectors import selects, untolerated
+from generator.live.client.selectors import selects, untolerated
 from generator.live.kueue.gang import PodSet
 from generator.quantity import qty
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 if TYPE_CHECKING:
-    from generator.live.cluster.kube import Kube
+    from generator.live.client.kube import Kube
     from generator.render.check import Checked
 
 

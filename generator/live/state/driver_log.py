@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import threading
 import time
 
 from generator.errors import CheckFailed
-from generator.live.cluster.kube import INSTANCE, RAY_GROUP, RAY_VERSION, Kube
+from generator.live.client.kube import INSTANCE, RAY_GROUP, RAY_VERSION, Kube
 from generator.live.state import queueing
 from generator.live.state.controllers import LeaderWatch
 from generator.live.state.progress import Progress

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.state.driver_log import dashboard
 from generator.live.state.record import Record, factory
 

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from generator.errors import CheckFailed
-from generator.live.cluster.kube import INSTANCE, Kube
+from generator.live.client.kube import INSTANCE, Kube
 from generator.live.state.driver_log import watcher_file
 from generator.render.pod_templates import pod_templates
 

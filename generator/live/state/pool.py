@@ -3,7 +3,7 @@ the snapshot) and, only when the release renders one, its HorizontalPodAutoscale
 
 from __future__ import annotations
 
-from generator.live.cluster.kube import INSTANCE, Kube, Objects
+from generator.live.client.kube import INSTANCE, Kube, Objects
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def renders_hpa(records: list[dict[str, Any]]) -> bool:
 def read_hpa(kube: Kube, namespace: str, release: str) -> dict[str, Any] | None:
     """The release's sandbox HPA: replicas (current, desired, min, max), each metric's current/target
     utilisation, and why it cannot scale (ScalingActive False), or None when there is none."""
-    from generator.live.cluster.kube import is_forbidden
+    from generator.live.client.kube import is_forbidden
 
     try:
         items: Objects = kube.list(f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers",

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime
 
-from generator.live.cluster.kube import GPU, INSTANCE, Kube, Objects
+from generator.live.client.kube import GPU, INSTANCE, Kube, Objects
 from generator.live.helm.records import labels, release_records
 from generator.live.state import driver_log, pool, queueing, warm_pool
 from generator.live.state.job_progress import JobProgress

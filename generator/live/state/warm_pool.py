@@ -4,7 +4,7 @@ claim because the pool had none ready). Read only when the release renders a San
 
 from __future__ import annotations
 
-from generator.live.cluster.kube import INSTANCE, Kube
+from generator.live.client.kube import INSTANCE, Kube
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def _bound(claim: dict[str, Any]) -> bool:
 def read(kube: Kube, namespace: str, release: str) -> dict[str, Any] | None:
     """The release's warm pool: name, size, ready; its claims: total, bound, warm, cold. None when it has none;
     {"forbidden": True} when RBAC forbids the reads."""
-    from generator.live.cluster.kube import is_forbidden
+    from generator.live.client.kube import is_forbidden
 
     try:
         pools = kube.list(f"{EXT}/namespaces/{namespace}/sandboxwarmpools", label_selector=f"{INSTANCE}={release}")

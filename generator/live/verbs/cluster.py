@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
-from generator.live.cluster.kube import GPU, INSTANCE, RAY_GROUP, RAY_VERSION, Kube, crd_missing
+from generator.live.client.kube import GPU, INSTANCE, RAY_GROUP, RAY_VERSION, Kube, crd_missing
 from generator.live.output.show import age, columns, emit
 
 

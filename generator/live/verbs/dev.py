@@ -17,7 +17,7 @@ from generator.errors import EXIT_OK, CheckFailed
 from generator.live.changes import teardown
 from generator.live.changes.install import install
 from generator.live.changes.plan import plan
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.helm.records import labels, release_records
 from generator.live.state.follow import follow, until_ready
 from generator.live.state.progress import Progress

@@ -19,7 +19,7 @@ import yaml
 
 from generator.errors import EXIT_FAILED, EXIT_OK
 from generator.live.changes.plan import plan
-from generator.live.cluster.kube import Kube, describe_error, is_forbidden
+from generator.live.client.kube import Kube, describe_error, is_forbidden
 from generator.live.doctor import (
     access,
     admission,
@@ -35,7 +35,7 @@ from generator.live.doctor import (
     versions,
 )
 from generator.live.doctor.rows import FAIL, OK, WARN, Row, read_namespace
-from generator.live.doctor.storage import rows as storage_rows
+from generator.live.doctor.storage_rows import rows as storage_rows
 from generator.live.output.show import emit
 from generator.render.pod_templates import pod_templates
 

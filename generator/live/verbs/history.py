@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from generator.errors import EXIT_OK
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.helm.resolve import resolve
 from generator.live.helm.runner import Helm
 from generator.live.output.show import columns, emit

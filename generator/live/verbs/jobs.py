@@ -14,8 +14,8 @@ from typing import Any
 from generator.errors import EXIT_FAILED, EXIT_OK, CheckFailed
 from generator.inputs.rules import MAX_RAYJOB_NAME
 from generator.live.changes.plan import plan
-from generator.live.cluster.kube import RAY_GROUP, RAY_VERSION, Kube, crd_missing
-from generator.live.cluster.wait import wait_until
+from generator.live.client.kube import RAY_GROUP, RAY_VERSION, Kube, crd_missing
+from generator.live.client.wait import wait_until
 from generator.live.output.show import age, columns, emit, write_stdout
 from generator.live.state import driver_log
 

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from generator.errors import EXIT_OK, CheckFailed
-from generator.live.cluster.kube import INSTANCE, Kube, usage_error
+from generator.live.client.kube import INSTANCE, Kube, usage_error
 from generator.live.helm.records import live_manifest
 from generator.live.helm.resolve import resolve
 from generator.live.output.show import for_output

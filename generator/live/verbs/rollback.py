@@ -9,7 +9,7 @@ from typing import Any
 from generator.errors import EXIT_OK, CheckFailed
 from generator.live.changes.guard import enforce
 from generator.live.changes.teardown import queued_objects, readded_kept_claims, settle_workloads
-from generator.live.cluster.kube import Kube, usage_error
+from generator.live.client.kube import Kube, usage_error
 from generator.live.helm.ownership import require_ours, require_secret_storage
 from generator.live.helm.records import decode_release, end_state, labels, live_manifest, release_records
 from generator.live.helm.resolve import resolve

@@ -28,8 +28,8 @@ from generator.errors import EXIT_FAILED, EXIT_OK, CheckFailed
 from generator.inputs.rules import MAX_RAYJOB_NAME
 from generator.live.changes.plan import plan
 from generator.live.changes.teardown import remove
-from generator.live.cluster.kube import INSTANCE, Kube
-from generator.live.cluster.wait import wait_until
+from generator.live.client.kube import INSTANCE, Kube
+from generator.live.client.wait import wait_until
 from generator.live.helm.run_lock import RunLock
 from generator.live.helm.runner import Helm
 from generator.live.probes import smoke_probe

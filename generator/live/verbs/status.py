@@ -6,7 +6,7 @@ import sys
 import time
 
 from generator.errors import EXIT_OK
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.helm.resolve import resolve
 from generator.live.output.show import columns, emit, for_output
 from generator.live.state import driver_log, job_progress, pool, queueing, warm_pool

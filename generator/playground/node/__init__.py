@@ -1,6 +1,6 @@
 """The playground's real node (`playground up --real-node`): one CPU node that runs pods for real.
 
-Hooks called by generator/playground/cluster.py (`state` is the typed `PlaygroundState`; the
+Hooks called by generator/playground/lifecycle.py (`state` is the typed `PlaygroundState`; the
 node's own record is `state.real_node`):
 
     prepare(state, state_dir, argv)   before the control plane starts: checks, certificates,
@@ -44,7 +44,7 @@ TOOLS = {  # cache entry -> its pin in the table of tools, generator/tools.toml 
     "node-images": "NODE_IMAGES_VERSION",
     "gvisor": "GVISOR_VERSION",  # runsc + its shim: the `runsc` handler of RuntimeClass gvisor (components.py)
     "metrics-server": "METRICS_SERVER_VERSION",  # the resource metrics API an HPA reads (metrics.py)
-    "local-path-provisioner": "LOCAL_PATH_PROVISIONER_VERSION",  # the default StorageClass (storage.py)
+    "local-path-provisioner": "LOCAL_PATH_PROVISIONER_VERSION",  # the default StorageClass (local_path.py)
 }
 ADMISSION = "--enable-admission-plugins="
 __all__ = ["NodeError", "adjust_control_plane", "health", "preflight", "prepare", "start", "teardown"]
@@ -262,7 +262,7 @@ def start(state: PlaygroundState, state_dir: Path, say: Say, deadline: float) ->
               C.api_endpoint(state.ports.apiserver))
     if bins.metrics_server:  # the resource metrics API (metrics.py): its objects, then the server
         _start_metrics_server(state, state_dir, spec, bins.metrics_server, api, env)
-    if bins.local_path:  # the default StorageClass local-path: its objects, then the provisioner (storage.py)
+    if bins.local_path:  # the default StorageClass local-path: its objects, then the provisioner (local_path.py)
         _start_local_path(state, state_dir, spec, bins.local_path, api)
     if node.gpus:  # fake GPUs through the kubelet's device-plugin API (gpus.py)
         from generator.playground.node import gpus
@@ -304,14 +304,14 @@ def _start_local_path(state: PlaygroundState, state_dir: Path, spec: S.NodeSpec,
                       api: Any) -> None:
     """On the host like the KubeRay operator, supervised; recorded with the node's components (`down` stops it
     before the node's folder, which holds every volume, is removed)."""
-    from generator.playground.node import storage
+    from generator.playground.node import local_path
 
-    for path, obj in storage.objects():
+    for path, obj in local_path.objects():
         api.apply(f"{path}/{obj['metadata']['name']}", obj)
     image = _node(state).images["executor"]
-    cfg, pod = storage.write_files(spec, image)
-    launch.start(state, state_dir, _node(state).components, storage.NAME, f"node/{storage.NAME}",
-                 storage.argv(binary_dir, spec, cfg, pod, image), supervised=True)
+    cfg, pod = local_path.write_files(spec, image)
+    launch.start(state, state_dir, _node(state).components, local_path.NAME, f"node/{local_path.NAME}",
+                 local_path.argv(binary_dir, spec, cfg, pod, image), supervised=True)
 
 
 def _import_ray_image(spec: S.NodeSpec, bins: C.Binaries, state: PlaygroundState, say: Say) -> str:
@@ -416,9 +416,9 @@ def health(state: PlaygroundState) -> list[tuple[str, bool, str]]:
         if ok and name == "metrics-server":  # Available is shown, not judged: a busy moment must not fail `up`
             detail += f", {_metrics_available(state)[1]}"
         if ok and name == "local-path-provisioner":  # the supervisor runs: is the provisioner it supervises up?
-            from generator.playground.node import storage
+            from generator.playground.node import local_path
 
-            ok, child = storage.child_health(Path(state.state_dir), rec)
+            ok, child = local_path.child_health(Path(state.state_dir), rec)
             detail += f", {child}"
         if ok and name == "device-plugin":
             ok, gpus_detail = _gpus_advertised(state, node)

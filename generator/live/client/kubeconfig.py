@@ -93,7 +93,7 @@ def _absolute(entry: dict[str, Any], keys: tuple[str, ...], base: str) -> None:
 
 
 def _read(path: str) -> dict[str, Any]:
-    from generator.live.cluster import block_yaml
+    from generator.live.client import block_yaml
 
     try:
         with open(path, encoding="utf-8") as fh:

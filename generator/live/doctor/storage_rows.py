@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generator.inputs.storage_rules import ALL_GROUPS, DEFAULT_ACCESS_MODES, LAYOUT, writers
-from generator.live.cluster.kube import Kube
-from generator.live.cluster.quantity import qty
+from generator.live.client.kube import Kube
+from generator.live.client.pod_requests import qty
 from generator.live.doctor.rows import FAIL, OK, WARN, Row, forbidden
 
 CHECK = "storage"

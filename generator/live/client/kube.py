@@ -38,8 +38,8 @@ class Kube:
     """One ApiClient for one kubeconfig/context; `calls` counts API requests (status is bounded)."""
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None):
-        from generator.live.cluster import kubeconfig as kc
-        from generator.live.cluster.transport import Transport
+        from generator.live.client import kubeconfig as kc
+        from generator.live.client.transport import Transport
 
         self.source = kc.source(kubeconfig)  # the files, merged as kubectl merges them; helm gets the same
         self.kubeconfig = self.source.files[0] if self.source.explicit else None  # helm's --kubeconfig
@@ -167,7 +167,7 @@ class Kube:
             resp = self.api.call_api(*serialized)
             resp.read()
             return resp.status, resp.reason or "", dict(resp.getheaders() or {}), resp.data or b""
-        from generator.live.cluster.transport import Unreachable
+        from generator.live.client.transport import Unreachable
 
         self.calls += 1
         data = None
@@ -301,7 +301,7 @@ class Kube:
     def tool_args(self) -> tuple[Argv, dict[str, str]]:
         """(kubectl's flags, the environment of kubectl and helm) that give them this client's view: the same
         kubeconfig files, merged the same way, and this context (release.Helm passes the context itself)."""
-        from generator.live.cluster import kubeconfig as kc
+        from generator.live.client import kubeconfig as kc
 
         flags = (["--kubeconfig", self.kubeconfig] if self.kubeconfig else []) + ["--context", str(self.context)]
         return flags, kc.helm_env(self.source)
@@ -403,7 +403,7 @@ def describe_error(exc: BaseException, server: str | None = None) -> str | None:
     """One line for a client failure a user can act on; None when it is not a cluster failure."""
     import json
 
-    from generator.live.cluster.transport import Unreachable
+    from generator.live.client.transport import Unreachable
 
     where = f" at {server}" if server else ""
     if isinstance(exc, Unreachable):

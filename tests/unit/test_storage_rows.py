@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from generator.live.doctor.rows import FAIL, OK, WARN
-from generator.live.doctor.storage import Read, volume_row
+from generator.live.doctor.storage_rows import Read, volume_row
 
 CLUSTER = {"trainer": {"nodes": 2, "gpusPerNode": 8}, "inference": {"nodes": 1, "gpusPerNode": 8}}
 

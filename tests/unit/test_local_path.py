@@ -1,4 +1,4 @@
-"""The real node's dynamic provisioner (generator/playground/node/storage.py), offline: where its volumes live,
+"""The real node's dynamic provisioner (generator/playground/node/local_path.py), offline: where its volumes live,
 its helper pods' image, its command line and the objects applied before it starts."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import json
 import yaml
 
 from generator.playground.node import components as C
-from generator.playground.node import images, storage
+from generator.playground.node import images, local_path
 from generator.playground.node import spec as S
 
 
 def test_volumes_live_under_the_state_folder_that_down_removes(tmp_path):
     spec = S.NodeSpec(tmp_path / "pg")
-    classes = storage.config(spec)["storageClassConfigs"]
+    classes = local_path.config(spec)["storageClassConfigs"]
     node_paths = classes["local-path"]["nodePathMap"]
     assert node_paths == [{"node": S.NODE_NAME, "paths": [str(tmp_path / "pg" / "node" / "local-path")]}]
     # no DEFAULT_PATH_FOR_NON_LISTED_NODES: a claim whose pod landed on a simulated node gets no volume
@@ -26,15 +26,15 @@ def test_volumes_live_under_the_state_folder_that_down_removes(tmp_path):
 def test_helper_pods_use_an_image_the_node_holds_with_the_shell_tools_the_scripts_run(tmp_path):
     spec = S.NodeSpec(tmp_path / "pg")
     executor = images.refs("1")["executor"]
-    cfg, pod = storage.write_files(spec, executor)
-    assert json.loads(cfg.read_text()) == storage.config(spec)
+    cfg, pod = local_path.write_files(spec, executor)
+    assert json.loads(cfg.read_text()) == local_path.config(spec)
     (container,) = yaml.safe_load(pod.read_text())["spec"]["containers"]
     assert (container["image"], container["imagePullPolicy"]) == (executor, "Never")  # nothing is pulled
     # the shared-filesystem mode names no node: the template keeps every helper pod on the real node
     assert yaml.safe_load(pod.read_text())["spec"]["nodeSelector"] == {S.NODE_LABEL: "true"}
     assert (tmp_path / "pg" / "node" / "local-path").is_dir()
     # every command the setup and teardown scripts run is a busybox applet of that image
-    for script in (storage.SETUP, storage.TEARDOWN):
+    for script in (local_path.SETUP, local_path.TEARDOWN):
         assert script.startswith("#!/bin/sh\n")
         for line in script.splitlines()[1:]:
             assert line.split()[0] in {"set", *images.APPLETS}, line
@@ -42,15 +42,15 @@ def test_helper_pods_use_an_image_the_node_holds_with_the_shell_tools_the_script
 
 def test_it_runs_as_the_default_storage_class_named_as_kind_names_it(tmp_path):
     spec = S.NodeSpec(tmp_path / "pg")
-    args = storage.argv(tmp_path / "bin", spec, tmp_path / "c.json", tmp_path / "p.json", "img:1")
+    args = local_path.argv(tmp_path / "bin", spec, tmp_path / "c.json", tmp_path / "p.json", "img:1")
     assert args[:2] == [str(tmp_path / "bin" / "local-path-provisioner"), "start"]
     flags = dict(a.removeprefix("--").split("=", 1) for a in args[2:])
-    assert flags["kubeconfig"] == str(spec.kubeconfig(storage.NAME)) and storage.NAME in C.IDENTITIES
-    assert (flags["namespace"], flags["service-account-name"]) == (storage.NAMESPACE, storage.SERVICE_ACCOUNT)
+    assert flags["kubeconfig"] == str(spec.kubeconfig(local_path.NAME)) and local_path.NAME in C.IDENTITIES
+    assert (flags["namespace"], flags["service-account-name"]) == (local_path.NAMESPACE, local_path.SERVICE_ACCOUNT)
     assert flags["provisioner-name"] == "rancher.io/local-path" and flags["helper-image"] == "img:1"
-    objs = {o["kind"]: o for _path, o in storage.objects()}
-    classes = {o["metadata"]["name"]: o for _path, o in storage.objects() if o["kind"] == "StorageClass"}
-    assert set(classes) == set(storage.config(spec)["storageClassConfigs"]) == {"local-path", "local-path-rwx"}
+    objs = {o["kind"]: o for _path, o in local_path.objects()}
+    classes = {o["metadata"]["name"]: o for _path, o in local_path.objects() if o["kind"] == "StorageClass"}
+    assert set(classes) == set(local_path.config(spec)["storageClassConfigs"]) == {"local-path", "local-path-rwx"}
     default = {n for n, sc in classes.items()
                if sc["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"] == "true"}
     assert default == {"local-path"}
