@@ -4,7 +4,7 @@ On the real node (`playground up --real-node --agent-sandbox`, in the test sessi
 runtime (runc, gVisor) holds both backends' releases of the tests' small recipe: the pool (`small`, one executor
 behind its Service) and agent-sandbox (`claims`, a warm pool of one). A pod of the Ray image, running as the claims
 release's Ray account with the env the chart gives the GPU pods, measures from inside (tests/live/episode_job.py
-with the reference client, generator/sandbox_client.py):
+with the reference client, generator/in_image/sandbox_client.py):
 
 - a pool task's round trip through the Service (a fresh connection each, `{"command": "true"}`);
 - claim -> first task answered from the warm pool (create the claim, watch it until bound, the same task; the

@@ -1,4 +1,4 @@
-"""What a Ray pod of the release does with the reference claim client (generator/sandbox_client.py), in steps a
+"""What a Ray pod of the release does with the reference claim client (generator/in_image/sandbox_client.py), in steps a
 test or the bench can drive one `kubectl exec` at a time. Shipped beside sandbox_client.py in a ConfigMap and run
 in a pod of the Ray image as the release's Ray account, with the env the chart gives the GPU pods:
 

@@ -25,7 +25,7 @@ TOLERATE = [{"key": S.NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}]
 LIVE = Path(__file__).resolve().parent
 DATA = LIVE / "data"
 RECIPE = DATA / "small.yaml"
-CLIENT = LIVE.parents[1] / "generator" / "sandbox_client.py"  # the reference claim client
+CLIENT = LIVE.parents[1] / "generator" / "in_image" / "sandbox_client.py"  # the reference claim client
 EPISODE_JOB = LIVE / "episode_job.py"
 # The pool's proofs run under both runtimes: runc (the host kernel) and gVisor (RuntimeClass gvisor)
 RUNTIMES = pytest.mark.parametrize("runtime", [None, C.RUNTIME_CLASS], ids=["runc", "gvisor"])

@@ -174,11 +174,11 @@ def _token(playground, ns: str, account: str) -> str:
 
 
 def test_the_reference_client_claims_with_the_ray_account_and_nothing_more(playground, namespace, capsys, tmp_path):
-    """generator/sandbox_client.py with the token of the Ray pods' account (<release>-ray) and the chart's Role:
+    """in_image/sandbox_client.py with the token of the Ray pods' account (<release>-ray) and the chart's Role:
     claim, bound, release. Negative controls: the sandbox pods' account cannot claim, and the Ray account cannot
     list claims (the Role grants create, get, watch and delete only). The executor's answer is the real node's
     to prove: the simulated node runs no process."""
-    from generator.sandbox_client import ClaimError, Claims
+    from generator.in_image.sandbox_client import ClaimError, Claims
 
     rc, out, err = cli(capsys, "run", RECIPE, _agent_infra(tmp_path), "-n", namespace, "--kubeconfig",
                        playground.kubeconfig, "--wait", "--timeout", 120)
@@ -205,7 +205,7 @@ def test_a_claim_nobody_releases_ends_at_its_lease(playground, namespace, capsys
     """A Ray worker killed mid-episode never releases its claim: the reference client's lease (spec.lifecycle,
     policy Delete) ends it anyway, and its sandbox's pod with it. The control, made at the same moment: a claim
     with the default hour's lease is still bound."""
-    from generator.sandbox_client import Claims
+    from generator.in_image.sandbox_client import Claims
 
     rc, out, err = cli(capsys, "run", RECIPE, _agent_infra(tmp_path, replicas=2), "-n", namespace, "--kubeconfig",
                        playground.kubeconfig, "--wait", "--timeout", 120)

@@ -2,7 +2,7 @@
 claims sandboxes whose executors run for real, under runc and under gVisor.
 
 The claims are made from inside a pod of the Ray image running as the release's Ray account, with the env the chart
-renders for the GPU pods and the reference client (generator/sandbox_client.py) driven by episode_job.py: the pod
+renders for the GPU pods and the reference client (in_image/sandbox_client.py) driven by episode_job.py: the pod
 reaches the API server as any in-cluster client does (the `kubernetes` Service, whose endpoint on the real node is
 the playground's relay). One playground for the module (its own state folder), in the real node's turn; the host is
 as it was after `down`.

@@ -1,4 +1,4 @@
-"""The reference claim client (generator/sandbox_client.py): a file a runtime copies into any image, so the
+"""The reference claim client (generator/in_image/sandbox_client.py): a file a runtime copies into any image, so the
 standard library only, and what it says when it is not in a pod that may claim. Its claims against agent-sandbox's
 real controller: tests/live/test_live_agent_sandbox.py."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import sandbox_client
+from generator.in_image import sandbox_client
 
 SOURCE = Path(sandbox_client.__file__)
 

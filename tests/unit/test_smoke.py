@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from generator.live.probes import smoke_probe
+from generator.in_image import smoke_probe
 from generator.live.verbs import smoke
 
 REPO = Path(__file__).resolve().parents[2]

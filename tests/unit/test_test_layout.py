@@ -43,7 +43,7 @@ WITHOUT_NAMED_TESTS = {
     "generator/live/doctor/rows.py",
     "generator/live/helm/holders.py", "generator/live/helm/ownership.py", "generator/live/helm/records.py",
     "generator/live/kueue/api.py", "generator/live/kueue/gang.py", "generator/live/kueue/quota.py",
-    "generator/live/probes/smoke_probe.py",
+    "generator/in_image/smoke_probe.py",
     "generator/live/verbs/dev.py", "generator/live/verbs/doctor.py", "generator/live/verbs/run.py",
     "generator/maint/record_cluster.py", "generator/maint/validate_examples.py",
     "generator/playground/cli.py", "generator/playground/lifecycle.py", "generator/playground/control_plane.py",
@@ -103,17 +103,17 @@ def coverage() -> dict[str, list[str]]:
 
 
 def test_the_rule_on_examples():
-    """On made-up modules: two `storage.py` in different packages, named by more of their path."""
+    """On made-up modules: two `caches.py` in different packages, named by more of their path."""
     names = names_of(["generator/cli.py", "generator/live/cli.py", "generator/live/state/follow.py",
-                      "generator/live/verbs/doctor.py", "generator/live/doctor/storage.py",
-                      "generator/playground/node/storage.py"])
+                      "generator/live/verbs/doctor.py", "generator/live/doctor/caches.py",
+                      "generator/playground/node/caches.py"])
     assert names["generator/live/state/follow.py"][0] == "follow"
     assert names["generator/cli.py"] == ["generator_cli"] and names["generator/live/cli.py"][0] == "live_cli"
     assert named_module("follow", names) == named_module("follow_retries", names) == "generator/live/state/follow.py"
-    assert named_module("doctor_storage", names) == "generator/live/doctor/storage.py"  # the longest name wins
+    assert named_module("doctor_caches", names) == "generator/live/doctor/caches.py"  # the longest name wins
     assert named_module("doctor", names) == "generator/live/verbs/doctor.py"
-    assert named_module("node_storage", names) == "generator/playground/node/storage.py"
-    assert named_module("storage", names) is None and named_module("followers", names) is None
+    assert named_module("node_caches", names) == "generator/playground/node/caches.py"
+    assert named_module("caches", names) is None and named_module("followers", names) is None
     assert named_module("cli", names) is None
 
 

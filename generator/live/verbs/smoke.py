@@ -25,6 +25,8 @@ from typing import Any
 import yaml
 
 from generator.errors import EXIT_FAILED, EXIT_OK, CheckFailed
+from generator.in_image import smoke_probe
+from generator.in_image.smoke_probe import MARK
 from generator.inputs.rules import MAX_RAYJOB_NAME
 from generator.live.changes.plan import plan
 from generator.live.changes.teardown import remove
@@ -32,8 +34,6 @@ from generator.live.client.kube import INSTANCE, Kube
 from generator.live.client.wait import wait_until
 from generator.live.helm.run_lock import RunLock
 from generator.live.helm.runner import Helm
-from generator.live.probes import smoke_probe
-from generator.live.probes.smoke_probe import MARK
 from generator.live.state import driver_log
 from generator.live.state.driver_log import TERMINAL
 from generator.live.state.pulls import PullWatch, failed_pulls
@@ -87,7 +87,7 @@ def unchecked_sandbox(values: dict[str, Any]) -> str | None:
     if (values.get("sandbox") or {}).get("backend") != "agent-sandbox":
         return None
     return ("smoke: note: sandbox.backend agent-sandbox: the probe claims no sandbox, so no row checks the "
-            "sandboxes; `status` shows the warm pool, and generator/sandbox_client.py is what claims one")
+            "sandboxes; `status` shows the warm pool, and generator/in_image/sandbox_client.py is what claims one")
 
 
 def parse_rows(log: str) -> tuple[list[dict], bool | None]:
