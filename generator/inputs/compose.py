@@ -15,8 +15,8 @@ import yaml
 from generator.errors import InputError, Problem
 from generator.inputs.explain import from_validation
 from generator.inputs.loader import Document, apply_overrides, load
-from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 from generator.inputs.quota_rules import quota_problems
+from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 from generator.inputs.storage_rules import gang_problems
 from generator.inputs.topology_rules import together_problem
 

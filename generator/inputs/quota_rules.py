@@ -124,7 +124,8 @@ def _ray_pod(values: dict[str, Any], role: str, overlay_path: Path, overlay: dic
         if device and device[0]:
             res["requests"][device[0]] = res["limits"][device[0]] = device[1]
             paths[device[0]] = [("kuberay", "network")]
-    inits = [c for c in spec.get("initContainers") or [] if c.get("name") not in ("model-cache-fill", "dockyard-ray-logs")]
+    ours = ("model-cache-fill", "dockyard-ray-logs")  # the chart's, replacing an overlay's of the name
+    inits = [c for c in spec.get("initContainers") or [] if c.get("name") not in ours]
     storage = (values.get("infra") or {}).get("storage") or {}
     fill = (storage.get("modelCache") or {}).get("fill")
     if role == "head" and storage.get("modelCache") and fill:

@@ -84,6 +84,7 @@ class ChartValues(Strict):
         for key, message, expected in gang_problems(self.infra.storage.model_dump(), self.recipe.cluster.model_dump()):
             raise refused(("infra", "storage", key, "accessModes"), message, expected)
         if self.infra.resourceQuota.enabled:
-            for path, message, expected in quota_problems(self.model_dump(mode="json", by_alias=True, exclude_none=True)):
+            plain = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for path, message, expected in quota_problems(plain):
                 raise refused(path, message, expected)
         return self
