@@ -261,6 +261,13 @@ def _claims(values: dict[str, Any], where: Callable[[Path], str], cls: str | Non
     return "count" if count else "storage", total, parts
 
 
+def asked_total(values: dict[str, Any], key: str) -> int | None:
+    """What the release asks for of one quota key, in thousandths (pods and claims: 1000 each); None when the rule
+    does not judge that key."""
+    found = _asked(key, values, _dotted)
+    return None if found is None else found[1]
+
+
 def quota_problems(values: dict[str, Any],
                    where: Callable[[Path], str] = _dotted) -> list[tuple[Path, str, str]]:
     """(the quota key's values path, message, expected) for each `infra.resourceQuota.hard` limit below what the
