@@ -167,14 +167,17 @@ def askers(values: dict[str, Any]) -> list[Asker]:
     defaults = {"cpu": "1", "memory": "2Gi", "ephemeral-storage": "10Gi"}
     req = {k: milli(res.get(f, defaults[k])) for k, f in fields.items()}
     lim = {k: milli(res[f + "Limit"]) if res.get(f + "Limit") is not None else req[k] for k, f in fields.items()}
-    paths: dict[str, list[Path]] = {k: [("sandbox", "resources", f)] + ([("sandbox", "resources", f + "Limit")]
-                                                                       if res.get(f + "Limit") is not None else [])
-                                    for k, f in fields.items()}
+    paths: dict[str, list[Path]] = {}
+    for k, f in fields.items():
+        paths[k] = [("sandbox", "resources", f)]
+        if res.get(f + "Limit") is not None:
+            paths[k].append(("sandbox", "resources", f + "Limit"))
     hpa = sandbox.get("autoscaling") or {}
+    where: Path = ("sandbox", "replicas")
     if sandbox.get("backend", "pool") == "pool" and hpa.get("enabled"):
         count, where = int(hpa.get("minReplicas", 1)), ("sandbox", "autoscaling", "minReplicas")
     else:
-        count, where = int(sandbox.get("replicas", 0)), ("sandbox", "replicas")
+        count = int(sandbox.get("replicas", 0))
     if count:
         out.append(Asker("sandbox", count, where, req, lim, paths))
     if sandbox.get("backend", "pool") == "pool":
@@ -256,7 +259,9 @@ def _claims(values: dict[str, Any], where: Callable[[Path], str], cls: str | Non
         if cls is not None and own != cls:
             continue  # a claim of the default class (unset) is not known to be of this class here
         total += 1000 if count else size
-        paths = [("infra", "storage", key, "size")] + ([("infra", "storage", key, "storageClassName")] if cls else [])
+        paths: list[Path] = [("infra", "storage", key, "size")]
+        if cls:
+            paths.append(("infra", "storage", key, "storageClassName"))
         parts.append(f"{key} {'1 claim' if count else _show('storage', size)} ({', '.join(map(where, paths))})")
     return "count" if count else "storage", total, parts
 
@@ -275,7 +280,7 @@ def quota_problems(values: dict[str, Any],
     quota = (values.get("infra") or {}).get("resourceQuota") or {}
     if not quota.get("enabled"):
         return []
-    out = []
+    out: list[tuple[Path, str, str]] = []
     for key, hard in (quota.get("hard") or {}).items():
         found = _asked(key, values, where)
         if found is None:

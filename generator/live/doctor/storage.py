@@ -69,6 +69,50 @@ def _modes_row(where: str, modes: list[str], count: int, groups: str) -> Row | N
                "a ReadWriteMany claim, or mountOn one pod")
 
 
+# What well-known provisioners serve, for a claim of the chart's (volumeMode Filesystem). Only ReadWriteMany is
+# judged: the one the chart asks by default, and the one a provisioner of node-local or block storage refuses
+# (rancher.io/local-path: "NodePath only supports ReadWriteOnce and ReadWriteOncePod access modes"). Sources: the
+# drivers' own docs (the CSI drivers list, Ceph's CSI page, OpenEBS' conformance matrix, TopoLVM's maintainers),
+# OpenShift's access-mode table for the in-tree plugins. A provisioner not named here is not judged.
+RWO = ("ReadWriteOnce", "ReadWriteOncePod")
+RWX = ("ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany")
+PROVISIONER_MODES: dict[str, tuple[str, ...]] = {
+    "rancher.io/local-path": RWO,  # unless the provisioner is set up with a sharedFileSystemPath
+    "ebs.csi.aws.com": RWO, "kubernetes.io/aws-ebs": RWO,
+    "pd.csi.storage.gke.io": RWO, "kubernetes.io/gce-pd": RWO,
+    "disk.csi.azure.com": RWO, "kubernetes.io/azure-disk": RWO,
+    "rbd.csi.ceph.com": RWO,  # ReadWriteMany only as a raw block device, not the chart's file system
+    "openebs.io/local": RWO, "topolvm.io": RWO,  # node-local: a second node cannot reach the volume
+    "efs.csi.aws.com": RWX, "filestore.csi.storage.gke.io": RWX, "file.csi.azure.com": RWX,
+    "kubernetes.io/azure-file": RWX, "nfs.csi.k8s.io": RWX, "cephfs.csi.ceph.com": RWX,
+}
+JUDGED = ("ReadWriteMany",)
+SHARED = "a StorageClass of a shared file system (EFS, Filestore, Azure Files, NFS, CephFS)"
+
+
+def unserved(provisioner: str | None, modes: list[str]) -> list[str]:
+    """The judged access modes a well-known provisioner does not serve ([] when it does, or is not known)."""
+    served = PROVISIONER_MODES.get(provisioner or "")
+    return [] if served is None else [m for m in modes if m in JUDGED and m not in served]
+
+
+def _modes_served_row(key: str, name: str, sc: dict[str, Any], modes: list[str], got: Read) -> Row | None:
+    """A claim whose class's provisioner will not make it with these access modes: the class that would, if any."""
+    missing = unserved(sc.get("provisioner"), modes)
+    if not missing:
+        return None
+    others = [c["metadata"]["name"] + f" (provisioner {c.get('provisioner')})" for c in got.classes
+              if c.get("provisioner") in PROVISIONER_MODES and not unserved(c.get("provisioner"), modes)]
+    remedy = (f"set infra.storage.{key}.storageClassName: {others[0].split(' ')[0]}" + (
+        f" (it serves {' '.join(missing)}; {len(others)} such class(es): {', '.join(others)})") if others else
+              f"{SHARED}, or infra.storage.{key}.accessModes [ReadWriteOnce] with mountOn one pod ({HOWTO})")
+    if sc.get("provisioner") == "rancher.io/local-path":
+        remedy += "; or local-path with a sharedFileSystemPath"
+    return Row(FAIL, CHECK, f"{key}: {name} asks for [{' '.join(modes)}] but StorageClass {sc['metadata']['name']}'s "
+               f"provisioner {sc.get('provisioner')} serves only {', '.join(PROVISIONER_MODES[sc['provisioner']])}: "
+               "it refuses the claim (ProvisioningFailed), which stays Pending and the GPU pods with it", remedy)
+
+
 def _class_row(key: str, name: str, volume: dict[str, Any], got: Read) -> Row:
     """A claim the chart will create: the class it names, or the cluster's default class, exists."""
     wanted = volume.get("storageClassName")
@@ -97,6 +141,9 @@ def _class_row(key: str, name: str, volume: dict[str, Any], got: Read) -> Row:
                        f"claim {name} would stay Pending and the GPU pods with it",
                        f"set infra.storage.{key}.storageClassName, or use claimName ({HOWTO})")
         sc, how = sorted(defaults, key=lambda c: c["metadata"].get("creationTimestamp") or "")[-1], "the default"
+    refused = _modes_served_row(key, name, sc, list(volume.get("accessModes") or DEFAULT_ACCESS_MODES), got)
+    if refused:
+        return refused
     mode = sc.get("volumeBindingMode") or "Immediate"
     when = ("binds when the first pod is scheduled" if mode == "WaitForFirstConsumer" else "binds at once")
     return Row(OK, CHECK, f"{key}: {name} will be created ({volume.get('size')}) by StorageClass "
