@@ -101,13 +101,21 @@ def test_no_class_is_a_warning_that_a_pre_made_volume_must_exist():
 
 # A claim a well-known provisioner will not make as asked (its access modes). ------------------------------------
 
+# local-path-provisioner's config.json as kind ships it (node paths only), and as the playground's real node sets
+# it up (generator/playground/node/storage.py: a second class in the shared-filesystem mode).
+KIND_CONFIG = {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/var/local-path-provisioner"]}]}
+PLAYGROUND_CONFIG = {"storageClassConfigs": {"local-path": {"nodePathMap": [{"node": "n", "paths": ["/v"]}]},
+                                             "local-path-rwx": {"sharedFileSystemPath": "/shared"}}}
+
+
 def _sc(name: str, provisioner: str, default: bool = False) -> dict[str, Any]:
     return {**_class(name, default), "provisioner": provisioner}
 
 
 def test_read_write_many_on_local_path_fails_naming_the_class_that_would_serve_it():
     """kind's default class: local-path refuses ReadWriteMany (ProvisioningFailed), so doctor says so up front."""
-    got = Read("ns", classes=[_sc("standard", "rancher.io/local-path", default=True), _sc("efs", "efs.csi.aws.com")])
+    got = Read("ns", classes=[_sc("standard", "rancher.io/local-path", default=True), _sc("efs", "efs.csi.aws.com")],
+               local_path=KIND_CONFIG)
     (row,) = volume_row("checkpoints", {"size": "1Ti"}, CLUSTER, "grpo-swe", got)  # the chart's ReadWriteMany
     assert row.mark == FAIL
     assert row.detail.startswith("checkpoints: grpo-swe-checkpoints asks for [ReadWriteMany] but StorageClass "
@@ -142,3 +150,18 @@ def test_an_unknown_provisioner_is_not_judged():
     got = Read("ns", classes=[_sc("mine", "storage.example.com/fancy", default=True)])
     (row,) = volume_row("checkpoints", {"size": "1Ti"}, CLUSTER, "grpo-swe", got)
     assert row.mark == OK and "will be created" in row.detail
+
+
+def test_a_local_path_class_in_its_shared_filesystem_mode_serves_read_write_many():
+    classes = [_sc("local-path", "rancher.io/local-path", default=True), _sc("local-path-rwx", "rancher.io/local-path")]
+    got = Read("ns", classes=classes, local_path=PLAYGROUND_CONFIG)
+    (row,) = volume_row("checkpoints", {"size": "1Ti", "storageClassName": "local-path-rwx"}, CLUSTER, "r", got)
+    assert row.mark == OK and "StorageClass local-path-rwx" in row.detail
+    (row,) = volume_row("checkpoints", {"size": "1Ti"}, CLUSTER, "r", got)  # the default, node paths only
+    assert row.mark == FAIL and row.remedy.startswith("set infra.storage.checkpoints.storageClassName: local-path-rwx")
+
+
+def test_a_local_path_class_whose_config_cannot_be_read_is_a_warning():
+    got = Read("ns", classes=[_sc("standard", "rancher.io/local-path", default=True)], local_path=None)
+    (row,) = volume_row("checkpoints", {"size": "1Ti"}, CLUSTER, "r", got)
+    assert row.mark == WARN and "shared-filesystem mode" in row.detail
