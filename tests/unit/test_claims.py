@@ -159,3 +159,17 @@ def test_smoke_ends_on_the_refused_claim():
         smoke._wait_for_probe(cluster, "r", "ns", smoke.Steps(time.monotonic() + 600), said.append, time.monotonic())
     assert f"claim {CLAIM} cannot be provisioned for pod p-0 (trainer)" in str(exc.value)
     assert len(said) == 1 and said[0].startswith(f"smoke: claim {CLAIM}") and cluster.selectors == [None, SELECTOR]
+
+
+def test_events_that_may_not_be_listed_leave_the_pods_own_reasons(fake):
+    from kubernetes.client.exceptions import ApiException
+
+    class Denied(Kube):
+        def list(self, path, label_selector=None, field_selector=None):
+            if field_selector == SELECTOR:
+                raise ApiException(status=403, reason="Forbidden")
+            return super().list(path, label_selector, field_selector)
+
+    _inference_waits_on_the_claim(fake, [_event(CLAIM, REFUSED)])
+    snap = take(Denied(), RELEASE, NS)
+    assert snap.claims == [] and snap.fleets["inference"].reason.startswith("Unschedulable")
