@@ -135,8 +135,8 @@ def test_run_wait_ends_on_the_refused_claim_and_says_it_when_seen(fake, monkeypa
         follow_mod.follow(Kube(), RELEASE, NS, time.monotonic() + 600, progress)
     assert f"claim {CLAIM} cannot be provisioned for pod {pod} (inference)" in str(exc.value)
     assert "no retry fixes this" in str(exc.value) and "not ready after the timeout" not in str(exc.value)
-    assert said == [f"{RELEASE}: claim {CLAIM} cannot be provisioned for pod {pod} (inference): ProvisioningFailed "
-                    f"by rancher.io/local-path_local-path-provisioner-7d4b_0f3c: {REFUSED}"]
+    assert said == [(f"{RELEASE}: claim {CLAIM} cannot be provisioned for pod {pod} (inference): ProvisioningFailed "
+                    f"by rancher.io/local-path_local-path-provisioner-7d4b_0f3c: {REFUSED}")]
 
 
 def test_smoke_ends_on_the_refused_claim():

@@ -138,9 +138,9 @@ def test_negative_controls_read_write_once_on_local_path_and_many_on_efs_are_ok(
     local = Read("ns", classes=[_sc("standard", "rancher.io/local-path", default=True)])
     rows = volume_row("logs", {"size": "10Gi", "accessModes": ["ReadWriteOnce"], "mountOn": ["head"]}, CLUSTER,
                       "grpo-swe", local)
-    assert _marks(rows) == [(OK, "logs: grpo-swe-logs will be created (10Gi) by StorageClass standard (the default; "
+    assert _marks(rows) == [(OK, ("logs: grpo-swe-logs will be created (10Gi) by StorageClass standard (the default; "
                                  "provisioner rancher.io/local-path, volumeBindingMode WaitForFirstConsumer: binds "
-                                 "when the first pod is scheduled)")]
+                                 "when the first pod is scheduled)"))]
     efs = Read("ns", classes=[_sc("efs", "efs.csi.aws.com", default=True)])
     (row,) = volume_row("checkpoints", {"size": "1Ti"}, CLUSTER, "grpo-swe", efs)
     assert row.mark == OK and "provisioner efs.csi.aws.com" in row.detail
