@@ -15,6 +15,7 @@ import yaml
 from generator.errors import InputError, Problem
 from generator.inputs.explain import from_validation
 from generator.inputs.loader import Document, apply_overrides, load
+from generator.inputs.quota_rules import quota_problems
 from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 from generator.inputs.storage_rules import gang_problems
 from generator.inputs.topology_rules import together_problem
@@ -117,6 +118,7 @@ def compose(inputs: Inputs) -> ChartValues:
         doc = inputs.infra_doc
         raise InputError([Problem(doc.path, doc.line_of(("launch", "topology", "groups")), "launch.topology.groups",
                                   *together)])
+    _refuse_quota(inputs, infra_block)
     return ChartValues.model_validate({
         "recipe": {
             "name": recipe.name,
@@ -129,6 +131,25 @@ def compose(inputs: Inputs) -> ChartValues:
         "kuberay": infra.kuberay.model_dump(),
         "sandbox": infra.sandbox.model_dump(),
     })
+
+
+def _refuse_quota(inputs: Inputs, infra_block: dict[str, Any]) -> None:
+    """A rendered ResourceQuota that cannot hold what the release asks for (quota_rules): the quota's key where it
+    is written, each asking key with its file and line."""
+    recipe_doc, infra_doc = inputs.recipe_doc, inputs.infra_doc
+
+    def where(path: tuple[str | int, ...]) -> str:
+        doc, loc = (recipe_doc, path[1:]) if path[0] == "recipe" else (infra_doc, path)
+        dotted = ".".join(str(p) for p in loc)
+        line = doc.lines.get(loc)
+        return f"{dotted} at {doc.path}:{line}" if line else f"{dotted} (default)"
+
+    found = quota_problems({"recipe": {"cluster": inputs.recipe.cluster.model_dump()}, "infra": infra_block,
+                            "launch": inputs.infra.launch.model_dump(), "kuberay": inputs.infra.kuberay.model_dump(),
+                            "sandbox": inputs.infra.sandbox.model_dump()}, where)
+    if found:
+        raise InputError([Problem(infra_doc.path, infra_doc.line_of(path), ".".join(map(str, path)), message, expected)
+                          for path, message, expected in found])
 
 
 def image_reference(image: dict[str, Any] | None, fallback: dict[str, Any] | None = None) -> str:
@@ -214,6 +235,8 @@ def _compose_fast(recipe_path: str | Path, infra_path: str | Path, overrides: li
         return None
     if not _json_plain(values) or gang_problems(values["infra"].get("storage") or {}, values["recipe"]["cluster"]):
         return None
+    if quota_problems(values):
+        return None  # the models' composition reports it, with its lines
     return Composed(values, name, namespace, mode)
 
 

@@ -97,3 +97,71 @@ def test_no_class_is_a_warning_that_a_pre_made_volume_must_exist():
     (row,) = volume_row("checkpoints", {"size": "1Ti", "storageClassName": ""}, CLUSTER, "r", got)
     assert row.mark == WARN and 'asks for no StorageClass (storageClassName "")' in row.detail
     assert "binds a PersistentVolume of no class with 1Ti or more" in row.detail
+
+
+# A claim a well-known provisioner will not make as asked (its access modes). ------------------------------------
+
+# local-path-provisioner's config.json as kind ships it (node paths only), and as the playground's real node sets
+# it up (generator/playground/node/storage.py: a second class in the shared-filesystem mode).
+KIND_CONFIG = {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/var/local-path-provisioner"]}]}
+PLAYGROUND_CONFIG = {"storageClassConfigs": {"local-path": {"nodePathMap": [{"node": "n", "paths": ["/v"]}]},
+                                             "local-path-rwx": {"sharedFileSystemPath": "/shared"}}}
+
+
+def _sc(name: str, provisioner: str, default: bool = False) -> dict[str, Any]:
+    return {**_class(name, default), "provisioner": provisioner}
+
+
+def test_read_write_many_on_local_path_fails_naming_the_class_that_would_serve_it():
+    """kind's default class: local-path refuses ReadWriteMany (ProvisioningFailed), so doctor says so up front."""
+    got = Read("ns", classes=[_sc("standard", "rancher.io/local-path", default=True), _sc("efs", "efs.csi.aws.com")],
+               local_path=KIND_CONFIG)
+    (row,) = volume_row("checkpoints", {"size": "1Ti"}, CLUSTER, "grpo-swe", got)  # the chart's ReadWriteMany
+    assert row.mark == FAIL
+    assert row.detail.startswith("checkpoints: grpo-swe-checkpoints asks for [ReadWriteMany] but StorageClass "
+                                 "standard's provisioner rancher.io/local-path serves only ReadWriteOnce, "
+                                 "ReadWriteOncePod")
+    assert row.remedy.startswith("set infra.storage.checkpoints.storageClassName: efs (it serves ReadWriteMany")
+    assert "sharedFileSystemPath" in row.remedy
+
+
+def test_with_no_class_that_serves_it_the_remedy_is_a_shared_file_system():
+    got = Read("ns", classes=[_sc("gp3", "ebs.csi.aws.com", default=True), _sc("pd", "pd.csi.storage.gke.io"),
+                              _sc("other", "example.com/unknown")])
+    (row,) = volume_row("logs", {"size": "10Gi", "storageClassName": "gp3"}, CLUSTER, "grpo-swe", got)
+    assert row.mark == FAIL and "provisioner ebs.csi.aws.com serves only" in row.detail
+    assert row.remedy.startswith("a StorageClass of a shared file system")
+    assert "other" not in row.remedy  # an unknown provisioner is never offered as one that serves it
+
+
+def test_negative_controls_read_write_once_on_local_path_and_many_on_efs_are_ok():
+    local = Read("ns", classes=[_sc("standard", "rancher.io/local-path", default=True)])
+    rows = volume_row("logs", {"size": "10Gi", "accessModes": ["ReadWriteOnce"], "mountOn": ["head"]}, CLUSTER,
+                      "grpo-swe", local)
+    assert _marks(rows) == [(OK, ("logs: grpo-swe-logs will be created (10Gi) by StorageClass standard (the default; "
+                                 "provisioner rancher.io/local-path, volumeBindingMode WaitForFirstConsumer: binds "
+                                 "when the first pod is scheduled)"))]
+    efs = Read("ns", classes=[_sc("efs", "efs.csi.aws.com", default=True)])
+    (row,) = volume_row("checkpoints", {"size": "1Ti"}, CLUSTER, "grpo-swe", efs)
+    assert row.mark == OK and "provisioner efs.csi.aws.com" in row.detail
+
+
+def test_an_unknown_provisioner_is_not_judged():
+    got = Read("ns", classes=[_sc("mine", "storage.example.com/fancy", default=True)])
+    (row,) = volume_row("checkpoints", {"size": "1Ti"}, CLUSTER, "grpo-swe", got)
+    assert row.mark == OK and "will be created" in row.detail
+
+
+def test_a_local_path_class_in_its_shared_filesystem_mode_serves_read_write_many():
+    classes = [_sc("local-path", "rancher.io/local-path", default=True), _sc("local-path-rwx", "rancher.io/local-path")]
+    got = Read("ns", classes=classes, local_path=PLAYGROUND_CONFIG)
+    (row,) = volume_row("checkpoints", {"size": "1Ti", "storageClassName": "local-path-rwx"}, CLUSTER, "r", got)
+    assert row.mark == OK and "StorageClass local-path-rwx" in row.detail
+    (row,) = volume_row("checkpoints", {"size": "1Ti"}, CLUSTER, "r", got)  # the default, node paths only
+    assert row.mark == FAIL and row.remedy.startswith("set infra.storage.checkpoints.storageClassName: local-path-rwx")
+
+
+def test_a_local_path_class_whose_config_cannot_be_read_is_a_warning():
+    got = Read("ns", classes=[_sc("standard", "rancher.io/local-path", default=True)], local_path=None)
+    (row,) = volume_row("checkpoints", {"size": "1Ti"}, CLUSTER, "r", got)
+    assert row.mark == WARN and "shared-filesystem mode" in row.detail

@@ -16,6 +16,7 @@ from generator.inputs.models.infra import (
 from generator.inputs.models.network import RESTRICTED_FABRIC_RULE, restricted_fabric_problem
 from generator.inputs.models.recipe import ClusterShape
 from generator.inputs.models.types import DNS1035_LABEL_RE, Strict, refused
+from generator.inputs.quota_rules import quota_problems
 from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 from generator.inputs.storage_rules import gang_problems
 from generator.inputs.topology_rules import OVERLAY_RULE, TOGETHER_RULE, together_problem
@@ -82,4 +83,8 @@ class ChartValues(Strict):
             raise refused(("launch", "topology", "groups"), *together)
         for key, message, expected in gang_problems(self.infra.storage.model_dump(), self.recipe.cluster.model_dump()):
             raise refused(("infra", "storage", key, "accessModes"), message, expected)
+        if self.infra.resourceQuota.enabled:
+            plain = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for path, message, expected in quota_problems(plain):
+                raise refused(path, message, expected)
         return self

@@ -26,6 +26,9 @@ class Read:
     claim: dict[str, Any] | None = None
     classes: list[dict[str, Any]] = field(default_factory=list)  # every StorageClass (to find the default)
     denied: list[str] = field(default_factory=list)  # "get persistentvolumeclaims", "list storageclasses"
+    # rancher.io/local-path's config.json (its ConfigMap), read only beside a class of it: whether a class is in
+    # its shared-filesystem mode (ReadWriteMany); None when it could not be read
+    local_path: dict[str, Any] | None = None
 
 
 def claim_name(key: str, volume: dict[str, Any], release: str) -> str:
@@ -53,7 +56,29 @@ def read(kube: Kube, ns: str, name: str, need_classes: bool) -> Read:
             if exc.status != 403:
                 raise
             out.denied.append("list storageclasses.storage.k8s.io")
+        if any(c.get("provisioner") == LOCAL_PATH for c in out.classes):
+            out.local_path = _local_path_config(kube)
     return out
+
+
+def _local_path_config(kube: Kube) -> dict[str, Any] | None:
+    """local-path-provisioner's config.json from its ConfigMap where upstream (and kind) install it; None when it
+    is not there or may not be read."""
+    import json
+
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        cm = kube.core.read_namespaced_config_map(*LOCAL_PATH_CONFIG)
+    except ApiException as exc:
+        if exc.status in (403, 404):
+            return None
+        raise
+    try:
+        found = json.loads((cm.data or {}).get("config.json") or "null")
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _modes_row(where: str, modes: list[str], count: int, groups: str) -> Row | None:
@@ -67,6 +92,77 @@ def _modes_row(where: str, modes: list[str], count: int, groups: str) -> Row | N
                    "a ReadWriteMany claim (a shared filesystem: NFS, CephFS, a cloud file store), or mountOn one pod")
     return Row(FAIL, CHECK, f"{said}: {' '.join(modes)} lets only one pod write",
                "a ReadWriteMany claim, or mountOn one pod")
+
+
+# What well-known provisioners serve, for a claim of the chart's (volumeMode Filesystem). Only ReadWriteMany is
+# judged: the one the chart asks by default, and the one a provisioner of node-local or block storage refuses
+# (rancher.io/local-path: "NodePath only supports ReadWriteOnce and ReadWriteOncePod access modes"). Sources: the
+# drivers' own docs (the CSI drivers list, Ceph's CSI page, OpenEBS' conformance matrix, TopoLVM's maintainers),
+# OpenShift's access-mode table for the in-tree plugins. A provisioner not named here is not judged.
+RWO = ("ReadWriteOnce", "ReadWriteOncePod")
+RWX = ("ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany")
+PROVISIONER_MODES: dict[str, tuple[str, ...]] = {
+    "rancher.io/local-path": RWO,  # unless the provisioner is set up with a sharedFileSystemPath
+    "ebs.csi.aws.com": RWO, "kubernetes.io/aws-ebs": RWO,
+    "pd.csi.storage.gke.io": RWO, "kubernetes.io/gce-pd": RWO,
+    "disk.csi.azure.com": RWO, "kubernetes.io/azure-disk": RWO,
+    "rbd.csi.ceph.com": RWO,  # ReadWriteMany only as a raw block device, not the chart's file system
+    "openebs.io/local": RWO, "topolvm.io": RWO,  # node-local: a second node cannot reach the volume
+    "efs.csi.aws.com": RWX, "filestore.csi.storage.gke.io": RWX, "file.csi.azure.com": RWX,
+    "kubernetes.io/azure-file": RWX, "nfs.csi.k8s.io": RWX, "cephfs.csi.ceph.com": RWX,
+}
+JUDGED = ("ReadWriteMany",)
+LOCAL_PATH = "rancher.io/local-path"
+LOCAL_PATH_CONFIG = ("local-path-config", "local-path-storage")  # its ConfigMap (name, namespace), upstream's
+SHARED = "a StorageClass of a shared file system (EFS, Filestore, Azure Files, NFS, CephFS)"
+
+
+def unserved(provisioner: str | None, modes: list[str]) -> list[str]:
+    """The judged access modes a well-known provisioner does not serve ([] when it does, or is not known)."""
+    served = PROVISIONER_MODES.get(provisioner or "")
+    return [] if served is None else [m for m in modes if m in JUDGED and m not in served]
+
+
+def _shared(config: dict[str, Any] | None, name: str) -> bool | None:
+    """Whether local-path serves class `name` from a shared file system (any access mode): its own
+    storageClassConfigs entry, else the config's top level; None when the config is unknown."""
+    if config is None:
+        return None
+    own = (config.get("storageClassConfigs") or {}).get(name)
+    return bool((own if isinstance(own, dict) else config).get("sharedFileSystemPath"))
+
+
+def _missing(sc: dict[str, Any], modes: list[str], got: Read) -> list[str] | None:
+    """The judged modes the class's provisioner will not serve; None when that is unknown (a local-path class
+    whose config could not be read)."""
+    missing = unserved(sc.get("provisioner"), modes)
+    if missing and sc.get("provisioner") == LOCAL_PATH:
+        shared = _shared(got.local_path, sc["metadata"]["name"])
+        return None if shared is None else ([] if shared else missing)
+    return missing
+
+
+def _modes_served_row(key: str, name: str, sc: dict[str, Any], modes: list[str], got: Read) -> Row | None:
+    """A claim whose class's provisioner will not make it with these access modes: the class that would, if any."""
+    missing = _missing(sc, modes, got)
+    if missing is None:
+        return Row(WARN, CHECK, f"{key}: {name} asks for [{' '.join(modes)}] and StorageClass "
+                   f"{sc['metadata']['name']}'s provisioner {LOCAL_PATH} serves ReadWriteMany only in its "
+                   "shared-filesystem mode, which its config (ConfigMap "
+                   f"{'/'.join(reversed(LOCAL_PATH_CONFIG))}) does not show",
+                   f"check that the class has a sharedFileSystemPath, else use {SHARED}")
+    if not missing:
+        return None
+    others = [c["metadata"]["name"] + f" (provisioner {c.get('provisioner')})" for c in got.classes
+              if c.get("provisioner") in PROVISIONER_MODES and _missing(c, modes, got) == []]
+    remedy = (f"set infra.storage.{key}.storageClassName: {others[0].split(' ')[0]}" + (
+        f" (it serves {' '.join(missing)}; {len(others)} such class(es): {', '.join(others)})") if others else
+              f"{SHARED}, or infra.storage.{key}.accessModes [ReadWriteOnce] with mountOn one pod ({HOWTO})")
+    if sc.get("provisioner") == LOCAL_PATH:
+        remedy += "; or a local-path class with a sharedFileSystemPath"
+    return Row(FAIL, CHECK, f"{key}: {name} asks for [{' '.join(modes)}] but StorageClass {sc['metadata']['name']}'s "
+               f"provisioner {sc.get('provisioner')} serves only {', '.join(PROVISIONER_MODES[sc['provisioner']])}: "
+               "it refuses the claim (ProvisioningFailed), which stays Pending and the GPU pods with it", remedy)
 
 
 def _class_row(key: str, name: str, volume: dict[str, Any], got: Read) -> Row:
@@ -97,6 +193,9 @@ def _class_row(key: str, name: str, volume: dict[str, Any], got: Read) -> Row:
                        f"claim {name} would stay Pending and the GPU pods with it",
                        f"set infra.storage.{key}.storageClassName, or use claimName ({HOWTO})")
         sc, how = sorted(defaults, key=lambda c: c["metadata"].get("creationTimestamp") or "")[-1], "the default"
+    refused = _modes_served_row(key, name, sc, list(volume.get("accessModes") or DEFAULT_ACCESS_MODES), got)
+    if refused:
+        return refused
     mode = sc.get("volumeBindingMode") or "Immediate"
     when = ("binds when the first pod is scheduled" if mode == "WaitForFirstConsumer" else "binds at once")
     return Row(OK, CHECK, f"{key}: {name} will be created ({volume.get('size')}) by StorageClass "

@@ -9,9 +9,10 @@ import time
 from generator.errors import CheckFailed
 from generator.live.client.kube import INSTANCE, RAY_GROUP, RAY_VERSION, Kube
 from generator.live.state import queueing
+from generator.live.state.claims import FailedClaim
 from generator.live.state.controllers import LeaderWatch
 from generator.live.state.progress import Progress
-from generator.live.state.pulls import PullWatch
+from generator.live.state.pulls import FailedPull, PullWatch
 from generator.live.state.snapshot import Snapshot, take
 
 MIN_INTERVAL = 0.2  # seconds between two reads of the release while events stream in
@@ -35,7 +36,8 @@ def follow(kube: Kube, release: str, namespace: str, deadline: float, progress: 
     state is re-read every FLOOR_INTERVAL (Warning events, which explain a wait, are not watched). A
     controller whose leader Lease lapses meanwhile (controllers.LeaderWatch) is said when seen, and a
     timeout names it as what held the wait. A failed image pull is said when seen (the image, the pod, the
-    node) and ends the wait as pulls.PullWatch judges: at once when no retry fixes it, else after a bound."""
+    node) and ends the wait as pulls.PullWatch judges: at once when no retry fixes it, else after a bound; so
+    does a claim a waiting pod mounts whose provisioner refused it (claims.py)."""
     changed, stop = threading.Event(), threading.Event()
     watching = False
     leaders = LeaderWatch(kube)
@@ -50,9 +52,11 @@ def follow(kube: Kube, release: str, namespace: str, deadline: float, progress: 
                 return snap
             for line in leaders.poll():  # a controller gone is said when seen, not at the timeout
                 progress.say(f"{release}: {line}")
-            for pull in pulls.new(snap.pulls):
+            # the images and the claims a pod cannot start without (claims.py)
+            stuck: list[FailedPull | FailedClaim] = [*snap.pulls, *snap.claims]
+            for pull in pulls.new(stuck):
                 progress.say(f"{release}: {pull.line()}")
-            failure = (snap.failure() or pulls.verdict(snap.pulls)
+            failure = (snap.failure() or pulls.verdict(stuck)
                        or (_vanished(kube, snap) if snap.revision is None or not snap.fleets else None))
             if failure:
                 raise CheckFailed(failure + reasons(snap))

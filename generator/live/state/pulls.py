@@ -26,6 +26,8 @@ TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type check
 if TYPE_CHECKING:
     from typing import Any
 
+    from generator.live.state.claims import FailedClaim
+
 PULL_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
 FINAL_REASONS = ("InvalidImageName", "ErrImageNeverPull")
 FINAL_WORDS = ("not found", "manifest unknown", "unauthorized", "denied", "forbidden", "authentication required")
@@ -78,15 +80,16 @@ def failed_pulls(pods: list[dict[str, Any]], fleet_of: Any) -> list[FailedPull]:
 
 
 class PullWatch:
-    """A wait's view of failed pulls over time: each said once when first seen; the end of the wait when one is
-    final, or a retryable one has lasted PULL_GRACE seconds."""
+    """A wait's view of failed pulls (and of claims a provisioner refused, claims.py: judged alike) over time:
+    each said once when first seen; the end of the wait when one is final, or a retryable one has lasted
+    PULL_GRACE seconds."""
 
     def __init__(self, grace: float | None = None, clock: Any = time.monotonic) -> None:
         self.grace = PULL_GRACE if grace is None else grace
         self.clock = clock
         self.first_seen: dict[tuple[str, str, str], float] = {}
 
-    def new(self, pulls: list[FailedPull]) -> list[FailedPull]:
+    def new(self, pulls: list[FailedPull | FailedClaim]) -> list[FailedPull | FailedClaim]:
         """The pulls not seen failing before (to be said); the ones no longer failing are forgotten."""
         now = self.clock()
         fresh = [p for p in pulls if p.key not in self.first_seen]
@@ -96,7 +99,7 @@ class PullWatch:
             self.first_seen[p.key] = now
         return fresh
 
-    def verdict(self, pulls: list[FailedPull]) -> str | None:
+    def verdict(self, pulls: list[FailedPull | FailedClaim]) -> str | None:
         """Why the wait ends now, or None to keep waiting."""
         now = self.clock()
         for p in pulls:

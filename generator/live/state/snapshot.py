@@ -7,11 +7,11 @@ picked from the list by that name or the release's label), and two more only whi
 it wants and none of them says why: the Warning events (by a field selector) that say why its owner made none,
 and, for the sandbox fleet, its ReplicaSets (by the release's labels), the owners those events name. A release
 whose every fleet has its pods (a running job) never needs them: the pods already say everything.
-`status`, `run --wait` and `dev` all read through it. A job
-queued with Kueue (the `kueue.x-k8s.io/queue-name` label on the RayJob, or the RayCluster in bringup
-mode) costs one more list (its Workload by UID), plus one read while it is not admitted (the LocalQueue)
-or after it was preempted (the preemptor): generator/live/state/queueing.py. A release that renders a sandbox
-HorizontalPodAutoscaler costs one more list (pool.py).
+`status`, `run --wait` and `dev` all read through it. A job queued with Kueue (the `kueue.x-k8s.io/queue-name`
+label on the RayJob, or the RayCluster in bringup mode) costs one more list (its Workload by UID), plus one read
+while it is not admitted (the LocalQueue) or after it was preempted (the preemptor): queueing.py. A release that
+renders a sandbox HorizontalPodAutoscaler costs one more list (pool.py); a pod waiting for a node that mounts a
+claim, one more (the claims' ProvisioningFailed events: claims.py).
 Objects are read as plain JSON dicts (Kube.list), not the client's typed model classes (pydantic models in
 kubernetes 37): that keeps `status` free of the typed API modules' import cost.
 """
@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from generator.live.client.kube import GPU, INSTANCE, Kube, Objects
 from generator.live.helm.records import labels, release_records
 from generator.live.state import driver_log, pool, queueing, warm_pool
+from generator.live.state.claims import FailedClaim, failed_claims
 from generator.live.state.job_progress import JobProgress
 from generator.live.state.pulls import FailedPull, failed_pulls
 from generator.live.state.record import Record, as_dict, factory
@@ -69,6 +70,7 @@ class Snapshot(Record):
     hpa: dict[str, Any] | None = None  # its HorizontalPodAutoscaler, read only when the release renders one
     warm_pool: dict[str, Any] | None = None  # agent-sandbox's warm pool and claims (warm_pool.py), likewise
     pulls: list[FailedPull] = factory(list)  # containers whose image pull failed (pulls.py)
+    claims: list[FailedClaim] = factory(list)  # claims a waiting pod mounts that fail to provision
     # where the job's progress is read from (job_progress.py): the RayJob's current job, its head's Service and IP
     job_id: str | None = None
     head_service: str | None = None
@@ -159,10 +161,6 @@ def _pod_gpus(spec: dict[str, Any] | None) -> int:
     return sum(container_gpus(c) for c in (spec or {}).get("containers") or [])
 
 
-def _template_gpus(template: dict[str, Any]) -> int:
-    return _pod_gpus(template.get("spec"))
-
-
 def _pod_ready(pod: dict[str, Any]) -> bool:
     st = pod.get("status")
     if pod["metadata"].get("deletionTimestamp") or (st and st.get("phase") != "Running"):
@@ -238,6 +236,7 @@ def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = N
     reasons, nodes = _observe(snap, pods)
     snap.head_ip = _head_ip(pods, (snap.raycluster or {}).get("name"))
     snap.pulls = failed_pulls(pods, fleet_of)
+    snap.claims = failed_claims(kube, namespace, pods, fleet_of)  # a request only while a pod waits on one
     _explain(snap, reasons, nodes, _owner_warnings(kube, snap, reasons, sel))
     snap.calls = kube.calls - start
     return snap
@@ -326,14 +325,14 @@ def _desired(snap: Snapshot, ray_spec: dict[str, Any] | None, deployments: Objec
     per_pod_gpu: dict[str, int] = {}
     if ray_spec:
         snap.fleets["head"] = Fleet("head", desired=1)
-        per_pod_gpu["head"] = _template_gpus((ray_spec.get("headGroupSpec") or {}).get("template") or {})
+        per_pod_gpu["head"] = _pod_gpus(((ray_spec.get("headGroupSpec") or {}).get("template") or {}).get("spec"))
         for g in ray_spec.get("workerGroupSpecs") or []:
             name = g.get("groupName")
             if name not in ("trainer", "inference"):
                 continue
             replicas = 0 if g.get("suspend") else int(g.get("replicas", g.get("minReplicas", 0)) or 0)
             snap.fleets[name] = Fleet(name, desired=replicas)
-            per_pod_gpu[name] = _template_gpus(g.get("template") or {})
+            per_pod_gpu[name] = _pod_gpus((g.get("template") or {}).get("spec"))
     sandbox_dep = next((d for d in deployments if labels(d).get("app.kubernetes.io/component") == "sandbox"), None)
     if sandbox_dep is not None:
         dep_spec = sandbox_dep.get("spec") or {}

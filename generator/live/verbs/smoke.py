@@ -35,8 +35,9 @@ from generator.live.client.wait import wait_until
 from generator.live.helm.run_lock import RunLock
 from generator.live.helm.runner import Helm
 from generator.live.state import driver_log
+from generator.live.state.claims import FailedClaim, failed_claims
 from generator.live.state.driver_log import TERMINAL
-from generator.live.state.pulls import PullWatch, failed_pulls
+from generator.live.state.pulls import FailedPull, PullWatch, failed_pulls
 from generator.live.state.snapshot import fleet_of, pod_reason
 
 PROBE = Path(smoke_probe.__file__)  # shipped in the recipe ConfigMap as probe.py
@@ -197,9 +198,10 @@ def _wait_for_probe(kube: Kube, release: str, namespace: str, steps: Steps, say:
     def get() -> dict[str, Any] | None:
         """The RayJob; first, a failed image pull of the release's pods is said when seen, and ends the wait
         as pulls.PullWatch judges (a pod that cannot get its image never starts: waiting out --timeout helps no
-        one)."""
+        one); so does a claim a waiting pod mounts that its provisioner refused (claims.py)."""
         pods = kube.list(f"/api/v1/namespaces/{namespace}/pods", label_selector=f"{INSTANCE}={release}")
-        found = failed_pulls(pods, fleet_of)
+        found: list[FailedPull | FailedClaim] = [*failed_pulls(pods, fleet_of),
+                                                 *failed_claims(kube, namespace, pods, fleet_of)]
         for pull in pulls.new(found):
             say(f"smoke: {pull.line()}")
         verdict = pulls.verdict(found)

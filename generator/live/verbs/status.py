@@ -46,6 +46,9 @@ def status_table(snap: Snapshot) -> str:
     for pull in snap.pulls:  # named as soon as seen: no pod of the release starts without its image
         judged = "no retry fixes this" if pull.final else "the kubelet retries"
         lines.append(f"pull       {pull.line()}  ({judged})")
+    for claim in snap.claims:  # likewise a claim its provisioner refused: the pods that mount it never start
+        judged = "no retry fixes this" if claim.final else "the provisioner retries"
+        lines.append(f"claim      {claim.line()}  ({judged})")
     lines.extend(pool.lines(snap.pool, snap.hpa))
     lines.extend(warm_pool.lines(snap.warm_pool))
     rows = [["FLEET", "READY", "GPUS REQ/ALLOC", "NODES", "REASON"]]
