@@ -13,7 +13,7 @@ from fake_cluster import _key, install
 
 from generator.cli import main
 from generator.errors import CheckFailed
-from generator.live.cluster.kube import Kube
+from generator.live.client.kube import Kube
 from generator.live.state import follow as follow_mod
 from generator.live.state.claims import SELECTOR, FailedClaim, from_events, waiting_claims
 from generator.live.state.controllers import LeaderWatch

@@ -102,7 +102,7 @@ def test_no_class_is_a_warning_that_a_pre_made_volume_must_exist():
 # A claim a well-known provisioner will not make as asked (its access modes). ------------------------------------
 
 # local-path-provisioner's config.json as kind ships it (node paths only), and as the playground's real node sets
-# it up (generator/playground/node/storage.py: a second class in the shared-filesystem mode).
+# it up (generator/playground/node/local_path.py: a second class in the shared-filesystem mode).
 KIND_CONFIG = {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["/var/local-path-provisioner"]}]}
 PLAYGROUND_CONFIG = {"storageClassConfigs": {"local-path": {"nodePathMap": [{"node": "n", "paths": ["/v"]}]},
                                              "local-path-rwx": {"sharedFileSystemPath": "/shared"}}}

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from generator.live.cluster.kube import Kube
+    from generator.live.client.kube import Kube
 
 REASON = "ProvisioningFailed"
 SELECTOR = f"involvedObject.kind=PersistentVolumeClaim,reason={REASON}"
