@@ -1,8 +1,8 @@
 """Generate every schema and the chart's values.yaml from the models (`make schema`).
 
-Outputs: charts/dockyard/values.schema.json, values.yaml and the values table of its README (chart_readme),
-schema/recipe.schema.json, schema/infra.schema.json, the supported versions table (from the table of tools) in
-README.md, and the table of tools' JSON twin. A test fails when one is stale.
+Outputs: charts/dockyard/values.schema.json, values.yaml, the values table of its README (chart_readme) and
+templates/_constants.tpl (chart_constants), schema/recipe.schema.json, schema/infra.schema.json, the supported
+versions table (from the table of tools) in README.md, and the table of tools' JSON twin. A test fails when one is stale.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from generator.inputs.models import ChartValues, InfraSpec, Recipe
 from generator.inputs.models.types import model_in
-from generator.maint import chart_readme
+from generator.maint import chart_constants, chart_readme
 from generator.maint.supported_versions import readme_with_versions
 from generator.tools import CHART_DIR, REPO
 
@@ -98,6 +98,7 @@ def outputs() -> dict[Path, str]:
     }
     if README.exists():
         out[README] = readme_with_versions(README.read_text())
+    out[chart_constants.TEMPLATE] = chart_constants.template()
     out[chart_readme.README] = chart_readme.readme_with_table(chart_readme.README.read_text())
     from generator import tool_table
 
