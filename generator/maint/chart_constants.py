@@ -30,28 +30,34 @@ def _backend_keys(keys: tuple[tuple[tuple[str | int, ...], Any], ...]) -> list[d
 
 def constants() -> dict[str, tuple[str, Any]]:
     """name -> (what it is, for the define's comment; the value)."""
-    return {
-        "workerGroups": ("the worker groups of the RayCluster, each a GPU fleet (models/infra.py GROUPS)",
-                         list(GROUPS)),
-        "rayGroups": ("every Ray group, the head first (storage_rules.py ALL_GROUPS)", list(ALL_GROUPS)),
-        "gpuChartEnv": ("the env the chart sets in every container of the head and both fleets, which infra.env "
-                        "and an overlay may not set (models/env.py GPU_CHART_ENV)", list(GPU_CHART_ENV)),
-        "fabricEnv": ("the env kuberay.network owns in every container of both fleets (fabric_rules.py "
-                      "FABRIC_ENV)", list(FABRIC_ENV)),
-        "backendOnlyKeys": ("per sandbox backend, the keys only it reads, with their defaults as JSON: under the "
-                            "other backend each must keep its default (rules.py POOL_ONLY_KEYS, "
-                            "AGENT_SANDBOX_ONLY_KEYS)",
-                            {"pool": _backend_keys(POOL_ONLY_KEYS),
-                             "agent-sandbox": _backend_keys(AGENT_SANDBOX_ONLY_KEYS)}),
-        "storageKeys": ("the volumes of infra.storage, in the order they are mounted (storage_rules.py LAYOUT)",
-                        list(LAYOUT)),
-        "storageLayout": ("per volume: its mount path, the env that names it, the suffix of a created claim's "
-                          "name (storage_rules.py LAYOUT)", LAYOUT),
-        "storageOfflineEnv": ("the env set to 1 with infra.storage.modelCache.offline (storage_rules.py "
-                              "OFFLINE_ENV)", list(OFFLINE_ENV)),
+    about = {
+        "workerGroups": "the worker groups of the RayCluster, each a GPU fleet (models/infra.py GROUPS)",
+        "rayGroups": "every Ray group, the head first (storage_rules.py ALL_GROUPS)",
+        "gpuChartEnv": ("the env the chart sets in every container of the head and both fleets, which infra.env and "
+                        "an overlay may not set (models/env.py GPU_CHART_ENV)"),
+        "fabricEnv": "the env kuberay.network owns in every container of both fleets (fabric_rules.py FABRIC_ENV)",
+        "backendOnlyKeys": ("per sandbox backend, the keys only it reads, with their defaults as JSON: under the other "
+                            "backend each must keep its default (rules.py POOL_ONLY_KEYS, AGENT_SANDBOX_ONLY_KEYS)"),
+        "storageKeys": "the volumes of infra.storage, in the order they are mounted (storage_rules.py LAYOUT)",
+        "storageLayout": ("per volume: its mount path, the env that names it, the suffix of a created claim's name "
+                          "(storage_rules.py LAYOUT)"),
+        "storageOfflineEnv": "the env set to 1 with infra.storage.modelCache.offline (storage_rules.py OFFLINE_ENV)",
         "defaultAccessModes": ("the access modes of a claim the chart creates, unless given (storage_rules.py "
-                               "DEFAULT_ACCESS_MODES)", list(DEFAULT_ACCESS_MODES)),
+                               "DEFAULT_ACCESS_MODES)"),
     }
+    values: dict[str, Any] = {
+        "workerGroups": list(GROUPS),
+        "rayGroups": list(ALL_GROUPS),
+        "gpuChartEnv": list(GPU_CHART_ENV),
+        "fabricEnv": list(FABRIC_ENV),
+        "backendOnlyKeys": {"pool": _backend_keys(POOL_ONLY_KEYS),
+                            "agent-sandbox": _backend_keys(AGENT_SANDBOX_ONLY_KEYS)},
+        "storageKeys": list(LAYOUT),
+        "storageLayout": LAYOUT,
+        "storageOfflineEnv": list(OFFLINE_ENV),
+        "defaultAccessModes": list(DEFAULT_ACCESS_MODES),
+    }
+    return {name: (about[name], value) for name, value in values.items()}
 
 
 def template() -> str:

@@ -2,7 +2,8 @@
 
 Outputs: charts/dockyard/values.schema.json, values.yaml, the values table of its README (chart_readme) and
 templates/_constants.tpl (chart_constants), schema/recipe.schema.json, schema/infra.schema.json, the supported
-versions table (from the table of tools) in README.md, and the table of tools' JSON twin. A test fails when one is stale.
+versions table (from the table of tools) in README.md, and the table of tools' JSON twin. A test fails when one is
+stale.
 """
 
 from __future__ import annotations

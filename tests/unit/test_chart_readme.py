@@ -15,7 +15,8 @@ from generator.maint import chart_readme
 
 @pytest.mark.parametrize("annotation, name", [
     (str, "string"), (int, "int"), (bool, "bool"), (list[str], "list"), (dict[str, str], "object"),
-    (str | None, "string"), (int | str, "int or string"), (Literal["a", "b"], "string"), (Quantity | None, "quantity"), (Quantity, "quantity"),
+    (str | None, "string"), (int | str, "int or string"), (Literal["a", "b"], "string"),
+    (Quantity | None, "quantity"), (Quantity, "quantity"),
     (ChartValues, "object"), (Any, "object"),
 ])
 def test_type_names(annotation, name):

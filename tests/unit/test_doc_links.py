@@ -1,5 +1,6 @@
-"""Every relative link in the README, docs/ and the chart's README reaches a file of the repository, and every `#anchor` a heading of that file, named as GitHub names it: a renamed heading or a moved
-file fails here, not in a reader's browser. Links to other sites are not dialled."""
+"""Every relative link in the README, docs/ and the chart's README reaches a file of the repository, and every
+`#anchor` a heading of that file, named as GitHub names it: a renamed heading or a moved file fails here, not in a
+reader's browser. Links to other sites are not dialled."""
 
 from __future__ import annotations
 
