@@ -29,7 +29,7 @@ REAL_NODE ?= auto
 tools: ## build every pinned tool of the table generator/tools.toml (cached by version; two streams; REAL_NODE=0: not the real node's)
 	python3 hack/suite.py tools --real-node=$(REAL_NODE)
 
-schema: venv ## regenerate values.schema.json, values.yaml, schema/*.json, the README values table and docs/versions.md's tools table
+schema: venv ## regenerate values.schema.json, values.yaml, schema/*.json, the chart README's values table, README's versions table and docs/versions.md's tools table
 	$(PY) -m generator.maint.schema_export
 	$(PY) generator/tool_table.py docs
 

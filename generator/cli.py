@@ -24,7 +24,7 @@ def _inputs_args(p: argparse.ArgumentParser, output: bool = True) -> None:
     p.add_argument("infra", help="the infra spec YAML (where to run it)")
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                    help="recipe overrides: a.b.c=VALUE, a.b[N]=VALUE for item N of a list; VALUE is YAML "
-                        "(the grammar: README, Commands)")
+                        "(the grammar: docs/cli.md, Overrides and inputs)")
     if output:
         p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (replaced atomically) instead of stdout")
 

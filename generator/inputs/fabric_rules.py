@@ -12,8 +12,8 @@ if TYPE_CHECKING:
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 # The label every host-network trainer and inference pod carries, which its anti-affinity selects (one per node).
 HOST_NETWORK_LABEL = "dockyard.dev/host-network"
-# The env the fabric owns in every container of the trainer and inference groups (the chart's
-# dockyard.ray.fabricEnvNames holds the same): infra.env and the overlay may not set them.
+# The env the fabric owns in every container of the trainer and inference groups (the chart reads them as
+# dockyard.const.fabricEnv, written from here by `make schema`): infra.env and the overlay may not set them.
 FABRIC_ENV = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_HCA", "FI_PROVIDER")
 
 

@@ -13,7 +13,7 @@ DEFAULT_ACCESS_MODES = ["ReadWriteMany"]
 
 # Per volume: the mount path in the Ray container, the env that names it, and the claim's name suffix
 # (the chart creates `<release>-<suffix>`, the same name on every run of a release). The chart's
-# dockyard.storage.layout holds the same table.
+# dockyard.storage.layout reads it (dockyard.const.storageLayout, written from here by `make schema`).
 LAYOUT: dict[str, dict[str, Any]] = {
     "checkpoints": {"path": "/dockyard/checkpoints", "env": ["DOCKYARD_CHECKPOINT_DIR"], "suffix": "checkpoints"},
     "modelCache": {"path": "/dockyard/model-cache", "env": ["DOCKYARD_MODEL_CACHE_DIR", "HF_HOME"],

@@ -82,7 +82,7 @@ def _inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("infra", help="the infra spec YAML")
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                    help="recipe overrides: a.b.c=VALUE, a.b[N]=VALUE for item N of a list; VALUE is YAML "
-                        "(the grammar: README, Commands)")
+                        "(the grammar: docs/cli.md, Overrides and inputs)")
 
 
 def _run_flags(p: argparse.ArgumentParser) -> None:

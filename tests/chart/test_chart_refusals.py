@@ -314,3 +314,41 @@ def test_a_resources_object_with_a_key_named_error_renders():
 def test_what_is_not_one_json_object_is_still_the_charts_refusal(given):
     assert _refusal(_helm(deep_merge(chart_values(), _resources(given)))) == [
         f"kuberay.spec trainer: rayStartParams.resources is not a JSON object: {given}"]
+
+
+# The same words: what the chart says where the models' rule functions say it too ------------------
+
+def _models_words(sandbox: dict[str, Any]) -> str:
+    """The refusal the models' own functions make of a `sandbox` block, written as the chart writes one."""
+    from generator.inputs.models.infra import chart_env_problem, chart_label_problem
+    from generator.inputs.rules import sandbox_pool_problem
+
+    for i, env in enumerate(sandbox.get("extraEnv") or []):
+        if (problem := chart_env_problem(env["name"])) is not None:
+            return f"sandbox.extraEnv[{i}].name: {problem}"
+    for key in sorted(sandbox.get("podLabels") or {}):
+        if (problem := chart_label_problem(key)) is not None:
+            return f"sandbox.podLabels: {problem}"
+    found = sandbox_pool_problem(sandbox)
+    assert found is not None
+    where, message, expected = found
+    return f"sandbox.{'.'.join(map(str, where))}: {message}; expected {expected}"
+
+
+SAME_WORDS = [c for c in CASES + SCHEMA_FIRST if set(c[1]) == {"sandbox"} and "podAnnotations" not in c[1]["sandbox"]]
+
+
+@pytest.mark.parametrize("over", [c[1] for c in SAME_WORDS], ids=[c[0] for c in SAME_WORDS])
+def test_the_sandbox_refusals_are_the_models_words(over):
+    """_validate.tpl's sandbox checks (pool, backends, the chart's own env and labels) print what the models'
+    rule functions (generator/inputs/rules.py, models/env.py, models/sandbox.py) print, word for word."""
+    values = deep_merge(chart_values(), over)
+    assert _refusal(_helm(values, "grpo-swe", "--skip-schema-validation")) == [_models_words(values["sandbox"])]
+
+
+def test_same_words_covers_every_sandbox_check():
+    """Each of the chart's sandbox refusals has a row above: the pool's rules, both backends, env and labels."""
+    firsts = {c[2].split(":", 1)[0] for c in SAME_WORDS}
+    assert {"sandbox.autoscaling.maxReplicas", "sandbox.autoscaling", "sandbox.pdb.maxUnavailable",
+            "sandbox.rollingUpdate", "sandbox.preStopSleepSeconds", "sandbox.autoscaling.enabled",
+            "sandbox.warmPool.updateStrategy", "sandbox.extraEnv[0].name", "sandbox.podLabels"} <= firsts

@@ -74,3 +74,17 @@ def test_a_drifted_app_version_is_refused(tmp_path):
     proc = subprocess.run(["bash", tmp_path / "hack" / "package.sh"], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "appVersion" in proc.stderr and "differs from version" in proc.stderr and "bump" in proc.stderr
+
+
+@pytest.mark.parametrize("helm", list(HELMS), ids=list(HELMS))
+def test_the_charts_readme_travels_in_the_archive(tmp_path, helm):
+    """`helm show readme` prints the chart's README (its values table included), from the folder and from the
+    archive `helm package` writes: .helmignore must not leave it out."""
+    readme = (CHART_DIR / "README.md").read_text()
+    assert "| `sandbox.backend` |" in readme
+    run_helm(helm, "package", CHART_DIR, "--destination", tmp_path)
+    (archive,) = tmp_path.glob("dockyard-*.tgz")
+    with tarfile.open(archive) as tar:
+        assert tar.extractfile("dockyard/README.md").read().decode() == readme
+    for chart in (CHART_DIR, archive):
+        assert run_helm(helm, "show", "readme", chart).stdout.strip() == readme.strip()

@@ -1,6 +1,6 @@
-"""Every relative link in the README and docs/ (and the chart's README, when it has one) reaches a file of the
-repository, and every `#anchor` a heading of that file, named as GitHub names it: a renamed heading or a moved
-file fails here, not in a reader's browser. Links to other sites are not dialled."""
+"""Every relative link in the README, docs/ and the chart's README reaches a file of the repository, and every
+`#anchor` a heading of that file, named as GitHub names it: a renamed heading or a moved file fails here, not in a
+reader's browser. Links to other sites are not dialled."""
 
 from __future__ import annotations
 
@@ -44,9 +44,7 @@ def anchors(path: Path) -> set[str]:
 
 
 def documents() -> list[Path]:
-    found = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
-    chart = REPO / "charts" / "dockyard" / "README.md"
-    return found + ([chart] if chart.exists() else [])
+    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")), REPO / "charts" / "dockyard" / "README.md"]
 
 
 def broken_links(files: list[Path], root: Path = REPO) -> list[str]:

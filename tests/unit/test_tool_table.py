@@ -29,12 +29,13 @@ def _pins() -> dict[str, str]:
 
 def test_no_reader_writes_a_pin_of_its_own():
     """No version the table pins is written in a file that reads the table, nor in the docs that describe the
-    pins (README's fresh-machine and supported-versions sections and docs/versions.md, outside their generated
-    tables; docs/playground.md's table of what runs)."""
+    pins (README's fresh-machine and supported-versions sections, docs/fresh-machine.md and docs/versions.md,
+    outside their generated tables; docs/playground.md's table of what runs)."""
     texts = {name: (REPO / name).read_text() for name in READERS}
     readme = (REPO / "README.md").read_text()
     texts["README.md (On a fresh machine)"] = readme.split("## On a fresh machine", 1)[1].split("\n## ", 1)[0]
-    supported = readme.split("### Supported versions", 1)[1].split("\n## ", 1)[0]
+    texts["docs/fresh-machine.md"] = (REPO / "docs" / "fresh-machine.md").read_text()
+    supported = readme.split("## Supported versions", 1)[1].split("\n## ", 1)[0]
     texts["README.md (Supported versions)"] = re.sub(re.escape(supported_versions.BEGIN) + ".*?" +
                                                      re.escape(supported_versions.END), "", supported, flags=re.S)
     playground = (REPO / "docs" / "playground.md").read_text()

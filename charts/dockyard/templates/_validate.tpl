@@ -2,7 +2,9 @@
 Checks of the values that values.schema.json cannot express. Each dockyard.validate.* define prints
 its refusals, one a line, or nothing; dockyard.validateValues (called once, by checks.yaml) fails
 once with all of them. The checks that need the merged kuberay.spec overlay stay where it is merged
-(ray/_group.tpl). The models refuse the same values first (generator/inputs), with the same words.
+(ray/_group.tpl). The models refuse the same values first (generator/inputs), by the same rules; the
+sandbox checks in the models' very words (tests/chart/test_chart_refusals.py compares them), the others in
+words of their own. The lists these checks share with the Python come from _constants.tpl (make schema).
 */}}
 
 {{/* Every refusal, or nothing: fails the render once, one refusal a line.
@@ -42,9 +44,10 @@ kuberay.spec.workerGroupSpecs [{groupName: trainer}, {groupName: trainer}]
 {{- define "dockyard.validate.workerGroupNames" -}}
 {{- $seen := list -}}
 {{- $messages := list -}}
+{{- $groups := include "dockyard.const.workerGroups" . | fromJsonArray -}}
 {{- range (.Values.kuberay.spec.workerGroupSpecs | default list) -}}
-{{- if not (has .groupName (list "trainer" "inference")) -}}
-{{- $messages = append $messages (printf "kuberay.spec.workerGroupSpecs: unknown groupName %q (expected trainer or inference)" (toString .groupName)) -}}
+{{- if not (has .groupName $groups) -}}
+{{- $messages = append $messages (printf "kuberay.spec.workerGroupSpecs: unknown groupName %q (expected %s)" (toString .groupName) (join " or " $groups)) -}}
 {{- else if has .groupName $seen -}}
 {{- $messages = append $messages (printf "kuberay.spec.workerGroupSpecs: duplicate groupName %q" .groupName) -}}
 {{- end -}}
@@ -58,7 +61,7 @@ kuberay.spec.headGroupSpec {rayStartParams: {labels: "a=b"}}
 -> kuberay.spec head: rayStartParams.labels is refused by KubeRay; use the group's labels field */}}
 {{- define "dockyard.validate.kuberayGroups" -}}
 {{- $overlays := list (list "head" .Values.kuberay.spec.headGroupSpec) -}}
-{{- range $role := list "trainer" "inference" -}}
+{{- range $role := include "dockyard.const.workerGroups" . | fromJsonArray -}}
 {{- range ($.Values.kuberay.spec.workerGroupSpecs | default list) -}}
 {{- if eq (toString .groupName) $role -}}{{- $overlays = append $overlays (list $role .) -}}{{- end -}}
 {{- end -}}
@@ -172,24 +175,22 @@ sandbox.rollingUpdate: maxSurge and maxUnavailable are both zero, a rollout Kube
 {{- end -}}
 
 {{/* A key only the other sandbox backend reads, changed from its default (generator/inputs/rules.py
-sandbox_backend_problem: POOL_ONLY_KEYS and AGENT_SANDBOX_ONLY_KEYS, the same keys and words).
+sandbox_backend_problem, in the same words: its POOL_ONLY_KEYS and AGENT_SANDBOX_ONLY_KEYS are
+dockyard.const.backendOnlyKeys).
 backend agent-sandbox with autoscaling.enabled true -> sandbox.autoscaling.enabled: autoscaling.enabled is a
 setting of the pool backend, which means nothing with backend agent-sandbox; expected false (its default), or backend pool */}}
 {{- define "dockyard.validate.sandboxBackend" -}}
 {{- $sb := .Values.sandbox -}}
-{{- $keys := list (list "warmPool.updateStrategy" $sb.warmPool.updateStrategy "\"Recreate\"") -}}
-{{- $other := "agent-sandbox" -}}
-{{- if eq $sb.backend "agent-sandbox" -}}
-{{- $other = "pool" -}}
-{{- $keys = list (list "autoscaling.enabled" $sb.autoscaling.enabled "false") (list "rollingUpdate.maxSurge" $sb.rollingUpdate.maxSurge "\"25%\"") (list "rollingUpdate.maxUnavailable" $sb.rollingUpdate.maxUnavailable "0") (list "minReadySeconds" $sb.minReadySeconds "5") (list "pdb.maxUnavailable" $sb.pdb.maxUnavailable "1") -}}
-{{- end -}}
+{{- $other := ternary "pool" "agent-sandbox" (eq $sb.backend "agent-sandbox") -}}
 {{- $changed := list -}}
-{{- range $keys -}}
-{{- if ne (toJson (index . 1)) (index . 2) -}}{{- $changed = append $changed . -}}{{- end -}}
+{{- range index (include "dockyard.const.backendOnlyKeys" . | fromJson) $other -}}
+{{- $value := $sb -}}
+{{- range .path -}}{{- $value = index ($value | default dict) . -}}{{- end -}}
+{{- if ne (toJson $value) .default -}}{{- $changed = append $changed . -}}{{- end -}}
 {{- end -}}
 {{- with $changed -}}
 {{- $key := first . -}}
-{{- printf "sandbox.%s: %s is a setting of the %s backend, which means nothing with backend %s; expected %s (its default), or backend %s" (index $key 0) (index $key 0) $other $sb.backend (index $key 2) $other -}}
+{{- printf "sandbox.%s: %s is a setting of the %s backend, which means nothing with backend %s; expected %s (its default), or backend %s" $key.key $key.key $other $sb.backend $key.default $other -}}
 {{- end -}}
 {{- end -}}
 
@@ -249,11 +250,11 @@ infra.storage.checkpoints {size: 1Ti, accessModes: [ReadWriteOnce]}, trainer nod
 {{- define "dockyard.validate.storage" -}}
 {{- $v := .Values -}}
 {{- $messages := list -}}
-{{- range $key := list "checkpoints" "modelCache" "logs" -}}
+{{- range $key := include "dockyard.const.storageKeys" . | fromJsonArray -}}
 {{- $vol := index ($v.infra.storage | default dict) $key -}}
 {{- if and $vol (not $vol.claimName) -}}
-{{- $groups := $vol.mountOn | default (list "head" "trainer" "inference") -}}
-{{- $modes := $vol.accessModes | default (list "ReadWriteMany") -}}
+{{- $groups := $vol.mountOn | default (include "dockyard.const.rayGroups" $ | fromJsonArray) -}}
+{{- $modes := $vol.accessModes | default (include "dockyard.const.defaultAccessModes" $ | fromJsonArray) -}}
 {{- $count := 0 -}}
 {{- range $groups -}}
 {{- $count = add $count (ternary 1 (int64 (index $v.recipe.cluster .).nodes) (eq . "head")) -}}

@@ -2,13 +2,8 @@
 kuberay.network in the trainer and inference groups (docs/fabric.md): the fabric the NCCL weight sync
 crosses. Both groups get the same fields, applied by dockyard.ray.group after the kuberay.spec overlay, so
 no overlay makes the groups differ or removes them; the head carries no NCCL traffic and gets none.
-generator/inputs/models/network.py holds the same names.
+The env names it owns are dockyard.const.fabricEnv (_constants.tpl, from generator/inputs/fabric_rules.py).
 */}}
-
-{{/* The env names the fabric owns in every container of a GPU group (the overlay's are dropped). */}}
-{{- define "dockyard.ray.fabricEnvNames" -}}
-{{- toJson (list "NCCL_SOCKET_IFNAME" "GLOO_SOCKET_IFNAME" "NCCL_IB_HCA" "FI_PROVIDER") -}}
-{{- end -}}
 
 {{/* The fabric's env of one group. Gloo reads GLOO_SOCKET_IFNAME as exact interface names, comma-separated:
 it has no exclusion (^) nor prefix match, so it gets the value only without a ^ (and without NCCL's leading =).

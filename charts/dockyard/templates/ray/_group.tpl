@@ -76,8 +76,8 @@ dict "ctx" $ "role" "trainer" "containers" [{"name": "ray-worker", "image": "evi
 {{- $_ := set $main.resources.requests "nvidia.com/gpu" $gpus -}}
 {{- end -}}
 {{- $inv := include "dockyard.ray.invariantEnv" . | fromJsonArray -}}
-{{- $invNames := list "RAY_ENABLE_UV_RUN_RUNTIME_ENV" "DOCKYARD_FLEET_ROLE" "DOCKYARD_SANDBOX_URLS" "DOCKYARD_SANDBOX_WARM_POOL" "DOCKYARD_SANDBOX_TEMPLATE" "DOCKYARD_SANDBOX_NAMESPACE" "DOCKYARD_SANDBOX_PORT" -}}
-{{- if ne .role "head" -}}{{- $invNames = concat $invNames (include "dockyard.ray.fabricEnvNames" . | fromJsonArray) -}}{{- end -}}
+{{- $invNames := include "dockyard.const.gpuChartEnv" . | fromJsonArray -}}
+{{- if ne .role "head" -}}{{- $invNames = concat $invNames (include "dockyard.const.fabricEnv" . | fromJsonArray) -}}{{- end -}}
 {{- /* infra.env and infra.envFrom: the Ray container's own, after the overlay's (infra.env replaces an
 overlay variable of the same name), before the invariants (no name of theirs is kept). */ -}}
 {{- $infraEnv := list -}}

@@ -30,7 +30,7 @@ dict "ctx" $ "role" "head" -> {"nodeSelector": {}, "tolerations": [], "affinity"
 {{- define "dockyard.ray.placement" -}}
 {{- $all := .ctx.Values.kuberay.placement | default dict -}}
 {{- $out := dict -}}
-{{- if has .role (list "trainer" "inference") -}}
+{{- if has .role (include "dockyard.const.workerGroups" . | fromJsonArray) -}}
 {{- $own := index $all .role | default dict -}}
 {{- $gpu := $all.gpu | default dict -}}
 {{- range $key := list "nodeSelector" "tolerations" "affinity" -}}
@@ -42,7 +42,7 @@ dict "ctx" $ "role" "head" -> {"nodeSelector": {}, "tolerations": [], "affinity"
 {{- $out = index $all .role | default dict -}}
 {{- end -}}
 {{- $out = (include "dockyard.ray.compact" $out | fromJson).v -}}
-{{- if and (not (has .role (list "trainer" "inference"))) (not $out.affinity) -}}
+{{- if and (not (has .role (include "dockyard.const.workerGroups" . | fromJsonArray))) (not $out.affinity) -}}
 {{- $_ := set $out "affinity" (include "dockyard.preferCpuNodes" .ctx | fromYaml) -}}
 {{- end -}}
 {{- toJson $out -}}
@@ -157,15 +157,16 @@ $ -> rayVersion: 2.52.0
 {{- define "dockyard.ray.clusterSpec" -}}
 {{- $overlay := deepCopy .Values.kuberay.spec -}}
 {{- $workerOvs := dict -}}
+{{- $roles := include "dockyard.const.workerGroups" . | fromJsonArray -}}
 {{- range ($overlay.workerGroupSpecs | default list) -}}
-{{- if has .groupName (list "trainer" "inference") -}}{{- $_ := set $workerOvs .groupName . -}}{{- end -}}
+{{- if has .groupName $roles -}}{{- $_ := set $workerOvs .groupName . -}}{{- end -}}
 {{- end -}}
 {{- /* suspend is Kueue's (a set one is refused, dockyard.validate.kueue): not even a null of it is rendered */ -}}
 {{- $spec := mergeOverwrite (dict "rayVersion" .Values.kuberay.rayVersion) (omit $overlay "headGroupSpec" "workerGroupSpecs" "suspend") -}}
 {{- $head := include "dockyard.ray.headBase" . | fromYaml -}}
 {{- $_ := set $spec "headGroupSpec" (include "dockyard.ray.group" (dict "ctx" . "role" "head" "base" $head "overlay" $overlay.headGroupSpec) | fromJson) -}}
 {{- $workers := list -}}
-{{- range $role := list "trainer" "inference" -}}
+{{- range $role := $roles -}}
 {{- $base := include "dockyard.ray.workerBase" (dict "ctx" $ "role" $role) | fromYaml -}}
 {{- $workers = append $workers (include "dockyard.ray.group" (dict "ctx" $ "role" $role "base" $base "overlay" (get $workerOvs $role)) | fromJson) -}}
 {{- end -}}

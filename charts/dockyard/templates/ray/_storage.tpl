@@ -2,16 +2,17 @@
 infra.storage in the GPU pods (docs/storage.md): each volume set (checkpoints, modelCache, logs) is a
 claim mounted into the Ray container of the groups in its mountOn, at a fixed path named by env. Applied
 by dockyard.ray.group after the kuberay.spec overlay, so no overlay removes or moves them. The claims the
-chart creates are ray/pvc.yaml. generator/inputs/storage_rules.py holds the same table.
+chart creates are ray/pvc.yaml. The table is generator/inputs/storage_rules.py's (dockyard.const.storageLayout).
 */}}
 
-{{/* The layout: per volume key, the pod volume's name, the mount path, the env naming it, the suffix of
-a created claim's name. */}}
+{{/* The layout: per volume key, the mount path, the env naming it, the suffix of a created claim's name
+(dockyard.const.storageLayout), and the pod volume's name, dockyard-<suffix>.
+$ -> {"checkpoints": {"path": "/dockyard/checkpoints", "env": ["DOCKYARD_CHECKPOINT_DIR"], "suffix": "checkpoints",
+      "volume": "dockyard-checkpoints"}, "modelCache": {…}, "logs": {…}} */}}
 {{- define "dockyard.storage.layout" -}}
-{{- toJson (dict
-  "checkpoints" (dict "volume" "dockyard-checkpoints" "path" "/dockyard/checkpoints" "env" (list "DOCKYARD_CHECKPOINT_DIR") "suffix" "checkpoints")
-  "modelCache" (dict "volume" "dockyard-model-cache" "path" "/dockyard/model-cache" "env" (list "DOCKYARD_MODEL_CACHE_DIR" "HF_HOME") "suffix" "model-cache")
-  "logs" (dict "volume" "dockyard-logs" "path" "/dockyard/logs" "env" (list "DOCKYARD_LOG_DIR") "suffix" "logs")) -}}
+{{- $layout := include "dockyard.const.storageLayout" . | fromJson -}}
+{{- range $key, $l := $layout -}}{{- $_ := set $l "volume" (printf "dockyard-%s" $l.suffix) -}}{{- end -}}
+{{- toJson $layout -}}
 {{- end -}}
 
 {{/* The claim a volume mounts: its claimName, else the one the chart creates, named after the release
@@ -39,15 +40,15 @@ dict "ctx" $ "role" "trainer" with infra.storage.checkpoints {size: 1Ti}
 {{- $volumes := list -}}
 {{- $mounts := list -}}
 {{- $env := list -}}
-{{- range $key := list "checkpoints" "modelCache" "logs" -}}
+{{- range $key := include "dockyard.const.storageKeys" . | fromJsonArray -}}
 {{- $vol := index $all $key -}}
-{{- if and $vol (has $role ($vol.mountOn | default (list "head" "trainer" "inference"))) -}}
+{{- if and $vol (has $role ($vol.mountOn | default (include "dockyard.const.rayGroups" $ | fromJsonArray))) -}}
 {{- $l := index $layout $key -}}
 {{- $volumes = append $volumes (dict "name" $l.volume "persistentVolumeClaim" (dict "claimName" (include "dockyard.storage.claimName" (dict "ctx" $ctx "key" $key)))) -}}
 {{- $mounts = append $mounts (dict "name" $l.volume "mountPath" $l.path) -}}
 {{- range $l.env -}}{{- $env = append $env (dict "name" . "value" $l.path) -}}{{- end -}}
 {{- if and (eq $key "modelCache") $vol.offline -}}
-{{- $env = concat $env (list (dict "name" "HF_HUB_OFFLINE" "value" "1") (dict "name" "TRANSFORMERS_OFFLINE" "value" "1")) -}}
+{{- range include "dockyard.const.storageOfflineEnv" $ | fromJsonArray -}}{{- $env = append $env (dict "name" . "value" "1") -}}{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
