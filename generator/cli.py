@@ -64,7 +64,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     with targeting(*_target_versions(args)):
         if args.server:
-            from generator.live.client.kube import cluster_errors
+            from generator.live.client.api_errors import cluster_errors
 
             return cluster_errors(_check)(args)
         return _check(args)

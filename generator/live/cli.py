@@ -46,7 +46,7 @@ def _handler(module: str, name: str, **extra: Any) -> Callable[[argparse.Namespa
         import importlib
         import signal
 
-        from generator.live.client.kube import cluster_errors
+        from generator.live.client.api_errors import cluster_errors
         from generator.live.client.kubeconfig import overridden
 
         for var in overridden():

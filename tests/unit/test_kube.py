@@ -14,7 +14,8 @@ import pytest
 from fake_cluster import SERVER, install, write_kubeconfig
 
 from generator.errors import CheckFailed
-from generator.live.client.kube import Kube, cluster_errors, server_of
+from generator.live.client.api_errors import cluster_errors, server_of
+from generator.live.client.kube import Kube
 
 PACKAGE = Path(__file__).resolve().parents[2] / "generator"
 OTHER = "https://127.0.0.1:7443"  # never dialed

@@ -7,8 +7,8 @@ The rule, for every module under generator/ (a `.py` file; `__init__.py`, `__mai
   name that two modules share names neither (generator/cli.py, live/cli.py and playground/cli.py share `cli`, so
   their names are `generator_cli`, `live_cli` and `playground_cli`).
 - A test file `tests/<suite>/test_<stem>.py` (unit, chart or live) names the module with the longest name that
-  is its whole stem or the start of it followed by `_` and an aspect: test_snapshot.py and test_kube_errors.py
-  name state/snapshot.py and client/kube.py; test_smoke_kueue.py names verbs/smoke.py. A test file names one
+  is its whole stem or the start of it followed by `_` and an aspect: test_snapshot.py and test_guard_gate.py
+  name state/snapshot.py and changes/guard.py; test_smoke_kueue.py names verbs/smoke.py. A test file names one
   module at most; one named after no module (test_bad_inputs.py, a behaviour across the CLI) is allowed.
 - Every module is named by at least one test file. A failure names the module and the file its tests go in.
 

@@ -12,7 +12,8 @@ import time
 
 from generator.errors import CheckFailed
 from generator.live.changes.guard import RAY_PLURALS, impact, manifest_objects
-from generator.live.client.kube import INSTANCE, Kube, is_forbidden
+from generator.live.client.api_errors import is_forbidden
+from generator.live.client.kube import INSTANCE, Kube
 from generator.live.client.wait import wait_until
 from generator.live.helm.ownership import require_ours, require_secret_storage
 from generator.live.helm.records import live_manifest, release_records
@@ -172,7 +173,7 @@ def _why_held(kube: Kube, release: str, ns: str) -> str:
     try:
         lines = finalizer_holds(kube, release, ns)
     except Exception as exc:  # the reason is a bonus: never hide the error it explains
-        from generator.live.client.kube import describe_error
+        from generator.live.client.api_errors import describe_error
 
         return f"\n  (what holds it could not be read: {describe_error(exc) or type(exc).__name__})"
     return "".join(f"\n  {line}" for line in lines)

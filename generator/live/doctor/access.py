@@ -6,7 +6,8 @@ pull secrets. Each function reads what its row needs and returns the row (or row
 from __future__ import annotations
 
 from generator.errors import CheckFailed
-from generator.live.client.kube import RAY_GROUP, Kube, describe_error
+from generator.live.client.api_errors import describe_error
+from generator.live.client.kube import RAY_GROUP, Kube
 from generator.live.doctor.rows import FAIL, OK, WARN, Namespace, Row, forbidden
 
 # Every (group, resource, verbs) the live path uses.

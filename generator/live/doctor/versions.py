@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from generator.live.client.kube import RAY_GROUP, Kube, describe_error
+from generator.live.client.api_errors import describe_error
+from generator.live.client.kube import RAY_GROUP, Kube
 from generator.live.doctor.rows import FAIL, OK, WARN, Row, forbidden
 
 

@@ -49,7 +49,7 @@ def release_records(kube: Kube, release: str, namespace: str | None) -> list[dic
 def configmap_release_namespaces(kube: Kube, release: str, namespace: str | None) -> list[str] | None:
     """The namespaces where Helm's configmap driver (HELM_DRIVER=configmap) keeps a release of that name
     (one call); None when listing ConfigMaps is forbidden (cannot tell)."""
-    from generator.live.client.kube import is_forbidden
+    from generator.live.client.api_errors import is_forbidden
 
     path = f"/api/v1/namespaces/{namespace}/configmaps" if namespace else "/api/v1/configmaps"
     try:
@@ -84,7 +84,7 @@ def end_state(kube: Kube, release: str, namespace: str, since: int) -> str:
     try:
         records = release_records(kube, release, namespace)
     except Exception as exc:
-        from generator.live.client.kube import describe_error
+        from generator.live.client.api_errors import describe_error
 
         return (f"end state unknown ({describe_error(exc) or type(exc).__name__}); "
                 f"`dockyard-k8s history {release} -n {namespace}` shows it")

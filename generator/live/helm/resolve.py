@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from generator.errors import CheckFailed
-from generator.live.client.kube import INSTANCE, NAME_LABEL, Kube, is_forbidden
+from generator.live.client.api_errors import is_forbidden
+from generator.live.client.kube import INSTANCE, NAME_LABEL, Kube
 from generator.live.helm.records import configmap_release_namespaces, labels, release_records
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only

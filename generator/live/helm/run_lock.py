@@ -198,7 +198,7 @@ class RunLock:
 
     def _trouble(self, doing: str, exc: Exception, then: str = "") -> None:
         """One stderr line per new failure of the lock's own requests (a renewal may recover)."""
-        from generator.live.client.kube import describe_error
+        from generator.live.client.api_errors import describe_error
 
         text = (f"could not {doing} the run lock of release {self.release} in namespace {self.namespace}: "
                 f"{describe_error(exc, getattr(self.kube, 'server', None)) or f'{type(exc).__name__}: {exc}'}{then}")

@@ -24,10 +24,10 @@ WORKLOADS = f"workloads.{GROUP}"  # never the short name: Kubernetes has a Workl
 def unreadable(exc: Any, what: str, then: str = "Kueue's reason is not shown") -> str | None:
     """The note for a Kueue read of `what` the cluster refused (401/403; `then`: what that hides) or does not
     serve (a 404 of the API, not of an object); None for any other failure."""
-    from generator.live.client.kube import _is_object_404, describe_error
+    from generator.live.client.api_errors import describe_error, is_object_404
 
     status = getattr(exc, "status", None)
-    if status == 404 and not _is_object_404(exc):
+    if status == 404 and not is_object_404(exc):
         return (f"the cluster does not serve {WORKLOADS}/{VERSION}: Kueue (v0.15 or newer) is not installed, so "
                 f"nothing admits by the {QUEUE_LABEL} label")
     if status in (401, 403):

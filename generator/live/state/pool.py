@@ -32,7 +32,7 @@ def renders_hpa(records: list[dict[str, Any]]) -> bool:
 def read_hpa(kube: Kube, namespace: str, release: str) -> dict[str, Any] | None:
     """The release's sandbox HPA: replicas (current, desired, min, max), each metric's current/target
     utilisation, and why it cannot scale (ScalingActive False), or None when there is none."""
-    from generator.live.client.kube import is_forbidden
+    from generator.live.client.api_errors import is_forbidden
 
     try:
         items: Objects = kube.list(f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import weakref
 
-from generator.live.client.kube import api_status
+from generator.live.client.api_errors import api_status
 from generator.live.kueue.api import API, JOB_UID_LABEL, PRIORITY_LABEL, QUEUE_LABEL, WORKLOADS, unreadable
 from generator.live.state.record import Record, as_dict
 
@@ -180,7 +180,7 @@ def line(q: Queue) -> str:
 
 def _note(exc: Any, what: str) -> str:
     """The note for any failed Kueue read: refused or unserved (kueue_api.unreadable), else what failed."""
-    from generator.live.client.kube import describe_error
+    from generator.live.client.api_errors import describe_error
 
     return unreadable(exc, what) or (f"{what} could not be read ({describe_error(exc) or type(exc).__name__}): "
                                      "Kueue's reason is not shown")
@@ -253,14 +253,14 @@ def _placement(kube: Any, wl: dict[str, Any]) -> str | None:
 
 def _cluster_queue(kube: Any, namespace: str, local_queue: str) -> tuple[str | None, str | None]:
     """(the LocalQueue's ClusterQueue, a note when it cannot be told)."""
-    from generator.live.client.kube import _is_object_404
+    from generator.live.client.api_errors import is_object_404
 
     try:
         lq = kube.request("GET", f"{API}/namespaces/{namespace}/localqueues/{local_queue}")
     except Exception as exc:
         if api_status(exc) is None:
             raise
-        if api_status(exc) == 404 and _is_object_404(exc):
+        if api_status(exc) == 404 and is_object_404(exc):
             return None, f"LocalQueue {local_queue} does not exist in namespace {namespace}"
         if unreadable(exc, "") is not None:
             return None, None  # the Workload's own reason (or the Workloads' note) says enough

@@ -40,7 +40,7 @@ def _bound(claim: dict[str, Any]) -> bool:
 def read(kube: Kube, namespace: str, release: str) -> dict[str, Any] | None:
     """The release's warm pool: name, size, ready; its claims: total, bound, warm, cold. None when it has none;
     {"forbidden": True} when RBAC forbids the reads."""
-    from generator.live.client.kube import is_forbidden
+    from generator.live.client.api_errors import is_forbidden
 
     try:
         pools = kube.list(f"{EXT}/namespaces/{namespace}/sandboxwarmpools", label_selector=f"{INSTANCE}={release}")

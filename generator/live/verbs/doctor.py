@@ -19,7 +19,8 @@ import yaml
 
 from generator.errors import EXIT_FAILED, EXIT_OK
 from generator.live.changes.plan import plan
-from generator.live.client.kube import Kube, describe_error, is_forbidden
+from generator.live.client.api_errors import describe_error, is_forbidden
+from generator.live.client.kube import Kube
 from generator.live.doctor import (
     access,
     admission,

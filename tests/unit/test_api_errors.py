@@ -1,4 +1,4 @@
-"""Error translation (kube.describe_error, is_forbidden, cluster_errors, the CRD checks) on failures recorded
+"""Error translation (api_errors.describe_error, is_forbidden, cluster_errors, the CRD checks) on failures recorded
 from the playground: a 403 of a namespace-scoped user, object and resource 404s, a 422, connection refused."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from urllib3.exceptions import MaxRetryError
 
 from generator.cli import main
 from generator.errors import CheckFailed
-from generator.live.client.kube import Kube, cluster_errors, crd_missing, describe_error, is_forbidden
+from generator.live.client.api_errors import cluster_errors, describe_error, is_forbidden
+from generator.live.client.kube import Kube, crd_missing
 from generator.live.client.transport import Unreachable
 
 ALICE = 'User "system:serviceaccount:rec:alice"'
