@@ -5,9 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from generator.bundled import needs_clone
 from generator.render import kubeconform
 from generator.render.check import run_check
-from generator.tools import CHART_DIR, REPO, binary, versions
+from generator.tools import CHART_DIR, binary, versions
+
+REPO = needs_clone("generator.maint.validate_examples", "make validate")  # writes into (or reads) the clone
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
