@@ -16,6 +16,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+
+def __getattr__(name: str) -> Path:
+    """`REPO`: the root of the clone this package runs from (generator/maint, the tests and the tool builds write
+    into it or read it); NeedsClone from an installed package, which has none and never reads outside its files."""
+    if name == "REPO":
+        return needs_clone("reading the repository's own files (generator.tools.REPO)", "make help")
+    raise AttributeError(f"module 'generator.tools' has no attribute {name!r}")
+
+
 TOOLS_TABLE = tool_table.TABLE  # the pins, and every tool's cache entry (shipped inside the package)
 CHART_DIR = chart_dir()  # the clone's charts/dockyard, or an installed package's own copy (generator/bundled.py)
 

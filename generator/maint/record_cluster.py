@@ -21,11 +21,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from generator.bundled import needs_clone
 from generator.maint.recording import install
 from generator.maint.recording import scenario as _scenario
-
-REPO = needs_clone("generator.maint.record_cluster", "make record")  # writes into (or reads) the clone
+from generator.tools import REPO
 
 OUT = REPO / "tests" / "unit" / "recorded"
 DATA = REPO / "tests" / "live" / "data"

@@ -15,13 +15,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from generator.bundled import needs_clone
 from generator.inputs.models import ChartValues, InfraSpec, Recipe
 from generator.inputs.models.types import model_in
 from generator.maint.supported_versions import readme_with_versions
-from generator.tools import CHART_DIR
-
-REPO = needs_clone("generator.maint.schema_export", "make schema")  # writes into (or reads) the clone
+from generator.tools import CHART_DIR, REPO
 
 DRAFT07 = "http://json-schema.org/draft-07/schema#"
 README = REPO / "README.md"

@@ -5,12 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from generator.bundled import needs_clone
 from generator.render import kubeconform
 from generator.render.check import run_check
-from generator.tools import CHART_DIR, binary, versions
-
-REPO = needs_clone("generator.maint.validate_examples", "make validate")  # writes into (or reads) the clone
+from generator.tools import CHART_DIR, REPO, binary, versions
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
