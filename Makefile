@@ -87,8 +87,9 @@ lint: venv ## ruff (generator, tests, bench, hack), mypy and the import contract
 	bash hack/tools.sh helm
 	$$($(PY) -c 'from generator.tools import binary; print(binary("helm"))') lint --strict charts/dockyard
 
-package: venv ## the chart archive dist/dockyard-<version>.tgz (version: charts/dockyard/Chart.yaml; docs/chart-release.md)
+package: venv ## the chart archive dist/dockyard-<version>.tgz, and the CLI's sdist and wheel (version: charts/dockyard/Chart.yaml; docs/chart-release.md, docs/install.md)
 	bash hack/package.sh
+	$(PY) -m build --no-isolation --outdir dist .
 
 playground: venv ## bring up the local playground cluster
 	$(PY) -m generator playground up

@@ -77,7 +77,8 @@ class Installed:
     def env(self, **more: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in DROP}
         env["PATH"] = os.pathsep.join([str(self.venv / "bin"), "/usr/local/bin", "/usr/bin", "/bin"])
-        env.update(DOCKYARD_AUDIT_ROOT=str(REPO), DOCKYARD_AUDIT_LOG=str(self.log), **more)
+        env.update(DOCKYARD_AUDIT_ROOT=str(REPO), DOCKYARD_AUDIT_LOG=str(self.log),
+                   DOCKYARD_PLAYGROUND_DIR=str(self.root / "playground"), **more)  # never the user's playground
         return env
 
     def run(self, *argv: object, cwd: Path | None = None, env: dict[str, str] | None = None,

@@ -84,7 +84,9 @@ def test_a_bad_input_is_the_same_one_line_error(wheel):
 
 
 def test_playground_up_needs_a_clone_and_says_so_in_one_sentence(wheel):
-    run = wheel.run("playground", "up")
+    # --gpu-nodes -1: should the clone not be asked for first, `up` stops at that usage error (exit 2) and starts
+    # nothing (a package without the check, all tools cached, would otherwise bring a playground up)
+    run = wheel.run("playground", "up", "--gpu-nodes", "-1", "--state-dir", wheel.root / "playground")
     assert run.returncode == 1 and run.stdout == ""
     assert run.stderr == ("error: `playground up` needs the repository's scripts, which an installed package does "
                           "not carry: run it from a clone of the dockyard-k8s repository: `make playground`\n")
