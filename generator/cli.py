@@ -110,6 +110,30 @@ def _check(args: argparse.Namespace) -> int:
     return report(found, security=args.security)
 
 
+# --version's pinned tools: label -> the table of tools' pin
+VERSION_PINS = {"Helm": "HELM_VERSION", "kubeconform": "KUBECONFORM_VERSION", "KubeRay": "KUBERAY_VERSION",
+                "Kubernetes": "KUBERNETES_VERSION", "Kueue": "KUEUE_VERSION", "agent-sandbox": "AGENT_SANDBOX_VERSION",
+                "Ray": "RAY_VERSION"}
+
+
+def version_text() -> str:
+    """The installed package's version (its metadata), the chart's (with where it is read from) and the pins of the
+    tools it drives, with the KubeRay and Kubernetes versions `check` supports."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from generator.bundled import chart_dir, chart_version
+    from generator.tools import kube_range, kuberay_range, versions
+
+    try:
+        package = version("dockyard-k8s")
+    except PackageNotFoundError:
+        package = "(not installed)"
+    pins = versions()
+    tools = ", ".join(f"{label} {pins[pin]}" for label, pin in VERSION_PINS.items())
+    return (f"dockyard-k8s {package}\nchart dockyard {chart_version()} ({chart_dir()})\npinned tools: {tools}\n"
+            f"supported: KubeRay {kuberay_range()}, Kubernetes {kube_range()}")
+
+
 OWN_VERBS = ("values", "render", "check")  # need none of the subcommand groups in other packages
 
 
@@ -122,7 +146,13 @@ def build_parser(extensions: bool = True, verb: str | None = None) -> argparse.A
         prog="dockyard-k8s",
         description="Recipe + infra spec -> one GPU KubeRay cluster (trainer + inference) and a sandbox executor pool.",
     )
-    parser.add_argument("--version", action="version", version="dockyard-k8s 0.1.0")
+    class Version(argparse.Action):  # the text is read when asked: the chart, the table of tools, the metadata
+        def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+            print(version_text())
+            parser.exit()
+
+    parser.add_argument("--version", action=Version, nargs=0,
+                        help="the package's version, the chart's and the pinned tools', then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     if verb is not None and extensions and any(verb in verbs for verbs in EXTENSIONS.values()):
         for _verbs, register in _extensions(verb):

@@ -9,15 +9,24 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from generator import tool_table
+from generator.bundled import chart_dir, clone, needs_clone
 from generator.errors import ToolMissing  # raised here; defined with the CLI's other errors (a light import)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-REPO = Path(__file__).resolve().parent.parent
+
+def __getattr__(name: str) -> Path:
+    """`REPO`: the root of the clone this package runs from (generator/maint, the tests and the tool builds write
+    into it or read it); NeedsClone from an installed package, which has none and never reads outside its files."""
+    if name == "REPO":
+        return needs_clone("reading the repository's own files (generator.tools.REPO)", "make help")
+    raise AttributeError(f"module 'generator.tools' has no attribute {name!r}")
+
+
 TOOLS_TABLE = tool_table.TABLE  # the pins, and every tool's cache entry (shipped inside the package)
-CHART_DIR = REPO / "charts" / "dockyard"
+CHART_DIR = chart_dir()  # the clone's charts/dockyard, or an installed package's own copy (generator/bundled.py)
 
 
 PLAYGROUND_DIR_ENV = "DOCKYARD_PLAYGROUND_DIR"
@@ -141,13 +150,29 @@ def kube_version() -> str:
     return _kube.get() or versions()["KUBERNETES_VERSION"]
 
 
+def build_hint(target: str = "") -> str:
+    """The command that builds the tool `target` (hack/tools.sh's name; empty: every default tool) into the cache.
+    From an installed package (no hack/tools.sh) it names the clone that builds into the same cache."""
+    command = f"bash hack/tools.sh {target}" if target else "make tools"
+    if clone() is not None:
+        return f"run `{command}`"
+    return (f"build it from a clone of the dockyard-k8s repository with `{command}` (into {cache_dir()}, "
+            "where this install finds it)")
+
+
+def tools_script(what: str = "`playground up`", make: str = "make playground") -> Path:
+    """hack/tools.sh, the clone's builder of the pinned tools (the playground's builds run it); NeedsClone (exit 1,
+    one sentence naming `make`) when `what` runs from an installed package."""
+    return needs_clone(what, make) / "hack" / "tools.sh"
+
+
 def fetch_crds_hint() -> str:
     """How to fetch the chosen KubeRay version's CRDs (hack/tools.sh's tool name for it)."""
     chosen = kuberay_version()
     if chosen == versions()["KUBERAY_VERSION"]:
-        return "run `make tools`"
+        return build_hint()
     minor = next(m for m, pin in KUBERAY_PINS.items() if versions().get(pin) == chosen)
-    return f"run `bash hack/tools.sh kuberay-crds-{minor}`"
+    return build_hint(f"kuberay-crds-{minor}")
 
 
 # The KubeRay minor the playground runs (operator and CRDs: `hack/tools.sh kuberay-1.4`); `make test-matrix`.
@@ -213,8 +238,13 @@ def targeting(kuberay: str | None = None, kube: str | None = None) -> Iterator[N
         _kube.reset(tokens[1])
 
 
+# The upstream tools a user can install by hand (the others are built from this repository's tools/ or patched).
+UPSTREAM = ("helm", "kubeconform")
+
+
 def binary(name: str, tool: str | None = None) -> str:
-    """Path of a pinned binary; falls back to PATH only when the cache lacks it."""
+    """Path of a pinned binary: the cache's, else the one on PATH, else ToolMissing naming the command that
+    builds it (and, for helm and kubeconform, the pinned version to put on PATH)."""
     path = tool_dir(tool or name) / name
     if path.is_file():
         return str(path)
@@ -223,4 +253,7 @@ def binary(name: str, tool: str | None = None) -> str:
     found = shutil.which(name)
     if found:
         return found
-    raise ToolMissing(f"{name} is not built; run `make tools` (expected {path})")
+    on_path = ""
+    if name in UPSTREAM and (tool or name) in tool_table.load().tools:
+        on_path = f", or put {name} {tool_table.load().tools[tool or name].version} on PATH"
+    raise ToolMissing(f"{name} is neither in the tool cache ({path}) nor on PATH; {build_hint()}{on_path}")

@@ -22,8 +22,9 @@ import math
 import re
 from functools import cache
 
+from generator.bundled import schema_path
 from generator.inputs import api_rules, fabric_rules, rules
-from generator.tools import CHART_DIR, REPO
+from generator.tools import CHART_DIR
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
@@ -31,8 +32,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 SCHEMAS = {
-    "recipe": REPO / "schema" / "recipe.schema.json",
-    "infra": REPO / "schema" / "infra.schema.json",
+    "recipe": schema_path("recipe"),
+    "infra": schema_path("infra"),
     "values": CHART_DIR / "values.schema.json",
 }
 # The keywords the models' schemas use; any other is a hard error (a model change needs this module).

@@ -33,7 +33,10 @@ def _usage_error(msg: str) -> Exception:
 
 
 def _up(args: argparse.Namespace) -> int:
+    from generator.bundled import needs_clone
     from generator.playground.nodes import Shape
+
+    needs_clone("`playground up`", "make playground")  # its builds and images are the clone's (hack/, tools/)
 
     for flag, value, minimum in (
         ("--gpu-nodes", args.gpu_nodes, 0),

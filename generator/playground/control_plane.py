@@ -94,12 +94,12 @@ def _binaries(kube_version: str = "") -> Binaries:
 
 def ensure_binaries(say: Callable[[str], None]) -> Binaries:
     """Build whatever playground tool is missing (hack/tools.sh), then return the binary paths."""
-    from generator.tools import REPO, playground_kubernetes, playground_targets, tool_dir
+    from generator.tools import playground_kubernetes, playground_targets, tool_dir, tools_script
 
     bins = _binaries()
     missing = [t for t in TOOLS if not (tool_dir(t) / ".complete").is_file()]
     if missing or not all(Path(p).is_file() for p in bins.paths().values()):
-        script = REPO / "hack" / "tools.sh"
+        script = tools_script()
         targets = playground_targets(tuple(missing or TOOLS))  # e.g. kubernetes-1.33 ($DOCKYARD_PLAYGROUND_KUBERNETES)
         say(f"building missing tools ({', '.join(targets)}) with {script}; a cold build takes ~15-25 min on 2 cores")
         rc = subprocess.call(["bash", str(script), *targets])  # progress goes to our stderr
@@ -114,24 +114,24 @@ def ensure_binaries(say: Callable[[str], None]) -> Binaries:
 
 def ensure_kueue(say: Callable[[str], None]) -> Path:
     """The Kueue tool cache entry (binary, CRDs, webhook manifest), built by hack/tools.sh when missing."""
-    from generator.tools import REPO, tool_dir
+    from generator.tools import tool_dir, tools_script
 
     kdir = tool_dir("kueue")
     if not (kdir / ".complete").is_file():
         say("building Kueue with hack/tools.sh kueue (a cold build takes ~5-10 min on 2 cores)")
-        if subprocess.call(["bash", str(REPO / "hack" / "tools.sh"), "kueue"]) != 0:
+        if subprocess.call(["bash", str(tools_script()), "kueue"]) != 0:
             raise UpError("building Kueue failed (hack/tools.sh kueue)", "kueue")
     return kdir
 
 
 def ensure_agent_sandbox(say: Callable[[str], None]) -> Path:
     """The agent-sandbox tool cache entry (controller, CRDs), built by hack/tools.sh when missing."""
-    from generator.tools import REPO, tool_dir
+    from generator.tools import tool_dir, tools_script
 
     adir = tool_dir("agent-sandbox")
     if not (adir / ".complete").is_file():
         say("building agent-sandbox with hack/tools.sh agent-sandbox (a cold build takes ~4 min on 2 cores)")
-        if subprocess.call(["bash", str(REPO / "hack" / "tools.sh"), "agent-sandbox"]) != 0:
+        if subprocess.call(["bash", str(tools_script()), "agent-sandbox"]) != 0:
             raise UpError("building agent-sandbox failed (hack/tools.sh agent-sandbox)", "agent-sandbox")
     return adir
 

@@ -152,12 +152,13 @@ def test_a_malformed_table_is_refused_with_the_key_path(tmp_path, change, says):
 
 
 def test_the_table_ships_inside_the_package():
-    """generator.tools reads its pins from the table at run time: it is package data, not a repository file."""
+    """generator.tools reads its pins from the table at run time: it is package data, not a repository file (the
+    wheel ships every file of the package; tests/unit/test_wheel.py runs the installed wheel)."""
     import tomllib
 
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert TOOLS_TABLE.parent == REPO / "generator"
-    assert TOOLS_TABLE.name in pyproject["tool"]["setuptools"]["package-data"]["generator"]
+    assert pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"] == ["generator"]  # all its files
 
 
 # What a Python 3.10 sees: its version, and no tomllib. Runs the script named first with the arguments after it.

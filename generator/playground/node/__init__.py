@@ -58,13 +58,13 @@ def _tool_dirs() -> dict[str, Path]:
 
 
 def ensure_binaries(say: Say) -> C.Binaries:
-    from generator.tools import REPO
+    from generator.tools import tools_script
 
     dirs = _tool_dirs()
     missing = [t for t, d in dirs.items() if not (d / ".complete").is_file()]
     if missing:
         say(f"  building the real node's tools ({', '.join(missing)}); a cold build takes ~10 min on 2 cores")
-        rc = subprocess.call(["bash", str(REPO / "hack" / "tools.sh"), *missing])
+        rc = subprocess.call(["bash", str(tools_script()), *missing])
         if rc != 0:
             raise NodeError(f"building the real node's tools failed (hack/tools.sh exit {rc})")
     return C.Binaries(
@@ -77,14 +77,14 @@ def ensure_binaries(say: Say) -> C.Binaries:
 
 def preflight() -> None:
     """Raise NodeError naming what this machine lacks (one line) before anything is started."""
-    from generator.tools import PLAYGROUND_KUBERNETES_ENV, playground_kubernetes, versions
+    from generator.tools import PLAYGROUND_KUBERNETES_ENV, playground_kubernetes, tools_script, versions
 
     kubelet, control = versions()["KUBERNETES_VERSION"], playground_kubernetes()
     if control != kubelet:  # a kubelet newer than its apiserver is outside Kubernetes' version skew
         raise NodeError(f"the real node's kubelet is {kubelet}, newer than the control plane's {control} "
                         f"(${PLAYGROUND_KUBERNETES_ENV}); unset it for --real-node")
     missing = host.missing_features()
-    deps = subprocess.run(["bash", str(Path(__file__).resolve().parents[3] / "hack" / "node-deps.sh"), "--check"],
+    deps = subprocess.run(["bash", str(tools_script().with_name("node-deps.sh")), "--check"],
                           capture_output=True, text=True)
     if deps.returncode != 0:
         missing.append(deps.stdout.strip() or "Debian packages (run `bash hack/node-deps.sh`)")
@@ -318,7 +318,7 @@ def _import_ray_image(spec: S.NodeSpec, bins: C.Binaries, state: PlaygroundState
     """With --real-node-gpus (a node for Ray): import the playground's Ray image (ray_image.py),
     building it first when missing (`hack/tools.sh ray-image`, ~3 min cold)."""
     from generator.playground.node import ray_image
-    from generator.tools import REPO, cache_dir, versions
+    from generator.tools import cache_dir, tools_script, versions
 
     node = _node(state)
     if not node.gpus:
@@ -326,7 +326,7 @@ def _import_ray_image(spec: S.NodeSpec, bins: C.Binaries, state: PlaygroundState
     entry = cache_dir() / f"ray-image-{versions()['RAY_VERSION']}"
     if not ray_image.layout(entry):
         say("  building the playground's Ray image (hack/tools.sh ray-image; ~3 min cold)")
-        if subprocess.call(["bash", str(REPO / "hack" / "tools.sh"), "ray-image"]) != 0 or not ray_image.layout(entry):
+        if subprocess.call(["bash", str(tools_script()), "ray-image"]) != 0 or not ray_image.layout(entry):
             raise NodeError("building the playground's Ray image failed (bash hack/tools.sh ray-image)")
     built = ray_image.layout(entry)
     if built is None:

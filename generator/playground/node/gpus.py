@@ -38,12 +38,12 @@ def tool_dir() -> Path:
 
 def ensure_binary(say: Callable[[str], None]) -> Path:
     from generator.playground.errors import NodeError
-    from generator.tools import REPO
+    from generator.tools import tools_script
 
     d = tool_dir()
     if not (d / ".complete").is_file():
         say("  building the real node's device plugin (tools/device-plugin)")
-        rc = subprocess.call(["bash", str(REPO / "hack" / "tools.sh"), NAME])
+        rc = subprocess.call(["bash", str(tools_script()), NAME])
         if rc != 0:
             raise NodeError(f"building the device plugin failed (hack/tools.sh {NAME} exit {rc})")
     return d / NAME
