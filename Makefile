@@ -25,9 +25,9 @@ venv: $(STAMP) ## create the virtualenv and install the package
 # they need. `make test` says which in its first line.
 REAL_NODE ?= auto
 
-# The tools, their pins and their two build streams: the table generator/tools.toml (hack/suite.py builds the
+# The tools, their pins and their two build streams: the table generator/tool_table.toml (hack/suite.py builds the
 # streams side by side: a cold build overlaps one stream's downloads and links with the other's compiles).
-tools: ## build every pinned tool of the table generator/tools.toml (cached by version; two streams; REAL_NODE=0: not the real node's)
+tools: ## build every pinned tool of the table generator/tool_table.toml (cached by version; two streams; REAL_NODE=0: not the real node's)
 	python3 hack/suite.py tools --real-node=$(REAL_NODE)
 
 schema: venv ## regenerate values.schema.json, values.yaml, schema/*.json, the chart README's values table, README's versions table and docs/versions.md's tools table
@@ -47,7 +47,7 @@ unit: venv ## the fast tests only (no playground)
 # CRDs, $$DOCKYARD_PLAYGROUND_KUBERAY), then per older Kubernetes minor (its control plane,
 # $$DOCKYARD_PLAYGROUND_KUBERNETES; the pinned KubeRay), each running the live subset: install, `run --wait`, a
 # failed upgrade and rollback, uninstall, doctor's version rows. The pinned KubeRay on the pinned Kubernetes is
-# `make test`'s. The minors are the table's rows needed by "matrix" (generator/tools.toml: kuberay-<minor> with
+# `make test`'s. The minors are the table's rows needed by "matrix" (generator/tool_table.toml: kuberay-<minor> with
 # kuberay-crds-<minor>, kubernetes-<minor>). Not in `make test`: docs/versions.md.
 MATRIX_KUBERAY ?= $(shell python3 generator/tool_table.py matrix kuberay)
 MATRIX_KUBE ?= $(shell python3 generator/tool_table.py matrix kubernetes)
@@ -85,11 +85,11 @@ lint: venv ## ruff (generator, tests, bench, hack), mypy and the import contract
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --no-cache
 	bash hack/tools.sh helm
-	$$($(PY) -c 'from generator.tools import binary; print(binary("helm"))') lint --strict charts/dockyard
+	$$($(PY) -c 'from generator.pinned_tools import binary; print(binary("helm"))') lint --strict charts/dockyard
 
 package: venv ## the chart archive dist/dockyard-<version>.tgz, and the CLI's sdist and wheel (version: charts/dockyard/Chart.yaml; docs/chart-release.md, docs/install.md)
-	bash hack/package.sh
 	$(PY) -m build --no-isolation --outdir dist .
+	bash hack/package.sh  # last: its last line is the chart archive's path
 
 playground: venv ## bring up the local playground cluster
 	$(PY) -m generator playground up

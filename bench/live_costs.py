@@ -12,7 +12,7 @@ from pathlib import Path
 
 from timing import CLI, ENV, INFRA, RECIPE, fmt, fmt_s, ratio, timed
 
-from generator.tools import CHART_DIR, binary
+from generator.pinned_tools import CHART_DIR, binary
 
 
 class BenchPlayground:

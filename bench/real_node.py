@@ -28,8 +28,8 @@ class Node:
     """kubectl on the bench's real node."""
 
     def __init__(self, state: dict[str, Any]):
+        from generator.pinned_tools import tool_dir
         from generator.playground.node import spec as S
-        from generator.tools import tool_dir
 
         self.kubeconfig = state["kubeconfig"]
         self.kubectl_bin = str(tool_dir("kubernetes") / "kubectl")

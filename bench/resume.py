@@ -47,7 +47,7 @@ def section(rounds: int, report: list[str], tmp: Path) -> None:
     import resume_job
     from real_node_session import real_node_playground
 
-    from generator.tools import REPO as TOOLS_REPO
+    from generator.pinned_tools import REPO as TOOLS_REPO
 
     subprocess.run(["bash", str(TOOLS_REPO / "hack" / "tools.sh"), "ray-image", "device-plugin"], check=True)
     doc = yaml.safe_load(INFRA.read_text())

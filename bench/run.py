@@ -27,7 +27,7 @@ import topology  # noqa: E402  (bench/topology.py: Kueue's admission of a topolo
 from live_costs import kueue_overhead, live  # noqa: E402  (bench/live_costs.py: run --wait, Kueue, status)
 from timing import CLI, ENV, INFRA, PY, RECIPE, fmt, interleaved, loadavg, machine, med_ms, row, timed  # noqa: E402
 
-from generator.tools import CHART_DIR, binary, versions  # noqa: E402
+from generator.pinned_tools import CHART_DIR, binary, versions  # noqa: E402
 
 
 def plain_pipeline(values: Path, release: str, namespace: str) -> tuple[str, str]:

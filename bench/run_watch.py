@@ -55,7 +55,7 @@ def _watcher_cost(pid: int) -> tuple[float, float]:
 
 
 def _status_side_by_side(kubeconfig: str, ns: str, rounds: int) -> dict[str, list[float]]:
-    from generator.tools import binary
+    from generator.pinned_tools import binary
 
     kubectl = binary("kubectl", "kubernetes")
     cmds = {
@@ -110,7 +110,7 @@ def section(rounds: int, report: list[str], tmp: Path, status_rounds: int = 7) -
     import stall_job
     from real_node_session import real_node_playground
 
-    from generator.tools import REPO as TOOLS_REPO
+    from generator.pinned_tools import REPO as TOOLS_REPO
 
     subprocess.run(["bash", str(TOOLS_REPO / "hack" / "tools.sh"), "ray-image", "device-plugin"], check=True)
     doc = yaml.safe_load(INFRA.read_text())

@@ -16,7 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from generator.tools import versions  # noqa: E402
+from generator.pinned_tools import versions  # noqa: E402
 
 PY = sys.executable
 # The installed console script, as a user runs it (`python -m generator` adds runpy's ~5 ms).

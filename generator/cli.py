@@ -60,7 +60,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     """The offline check (generator.render.check), and with --server the live dry run
     (generator.live.probes.server_check), whose cluster failures are one line like the live verbs'."""
-    from generator.tools import targeting
+    from generator.pinned_tools import targeting
 
     with targeting(*_target_versions(args)):
         if args.server:
@@ -73,7 +73,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def _target_versions(args: argparse.Namespace) -> tuple[str | None, str | None]:
     """`--kuberay-version` and `--kube-version` resolved to their pins; a version outside the range is exit 2."""
     from generator.errors import InputError, Problem
-    from generator.tools import VersionUnsupported, kube_minor_pin, kube_range, kuberay_pin, kuberay_range
+    from generator.pinned_tools import VersionUnsupported, kube_minor_pin, kube_range, kuberay_pin, kuberay_range
 
     out: list[str | None] = []
     for flag, given, resolve, supported in (
@@ -122,7 +122,7 @@ def version_text() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     from generator.bundled import chart_dir, chart_version
-    from generator.tools import kube_range, kuberay_range, versions
+    from generator.pinned_tools import kube_range, kuberay_range, versions
 
     try:
         package = version("dockyard-k8s")
@@ -176,7 +176,7 @@ def build_parser(extensions: bool = True, verb: str | None = None) -> argparse.A
     p.add_argument("--kubeconfig",
                    help="with --server: the kubeconfig (default $KUBECONFIG, ~/.kube/config, the playground's)")
     p.add_argument("--context", help="with --server: the kubeconfig context")
-    from generator.tools import KUBE_MINORS, KUBERAY_PINS, kuberay_version  # the versions: the table of tools
+    from generator.pinned_tools import KUBE_MINORS, KUBERAY_PINS, kuberay_version  # the versions: the table of tools
 
     p.add_argument("--kuberay-version", metavar="X",
                    help=f"validate against that KubeRay minor's CRDs ({', '.join(KUBERAY_PINS)}; default: the pinned "

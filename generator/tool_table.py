@@ -1,4 +1,4 @@
-"""The table of pinned tools (generator/tools.toml), read and checked in one place.
+"""The table of pinned tools (generator/tool_table.toml), read and checked in one place.
 
 Stdlib only and free of the package's other modules: hack/suite.py loads this file by its path before the
 virtualenv exists, and hack/tools.sh runs it as a script (`python3 generator/tool_table.py shell`) to learn the
@@ -39,14 +39,14 @@ if (_problem := python_problem(sys.version_info[:3], sys.executable)) is not Non
 import json  # noqa: E402  (after the check above: Python 3.11's tomllib is read lazily, in _document)
 from pathlib import Path  # noqa: E402
 
-TABLE = Path(__file__).with_name("tools.toml")
+TABLE = Path(__file__).with_name("tool_table.toml")
 # The table parsed, with the text it was parsed from (written by `make schema`, checked fresh by its test): the
 # CLI reads this instead of the TOML, since tomllib imports typing (~17 ms at every start); a twin whose text
-# differs from tools.toml's is ignored and the TOML is parsed.
+# differs from tool_table.toml's is ignored and the TOML is parsed.
 TWIN = TABLE.with_suffix(".json")
 TABLE_ENV = "DOCKYARD_TOOLS_TABLE"
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "versions.md"
-DOCS_BEGIN = "<!-- tools-table:begin (generated from generator/tools.toml by `make schema`; do not edit) -->"
+DOCS_BEGIN = "<!-- tools-table:begin (generated from generator/tool_table.toml by `make schema`; do not edit) -->"
 DOCS_END = "<!-- tools-table:end -->"
 
 # Who can wait for a tool: the parts of `make test` (hack/suite.py's Part names), then everyone else.

@@ -26,7 +26,7 @@ if [ "${1:-}" = bump ]; then
   exit 0
 fi
 [ $# -eq 0 ] || { echo "error: usage: hack/package.sh [bump major|minor|patch]" >&2; exit 2; }
-helm=${DOCKYARD_HELM:-$("$root/.venv/bin/python" -c 'from generator.tools import binary; print(binary("helm"))')}
+helm=${DOCKYARD_HELM:-$("$root/.venv/bin/python" -c 'from generator.pinned_tools import binary; print(binary("helm"))')}
 mkdir -p "$root/dist"
 "$helm" package "$root/charts/dockyard" --destination "$root/dist" >/dev/null
 echo "$root/dist/dockyard-$version.tgz"

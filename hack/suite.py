@@ -2,7 +2,7 @@
 """`make test` and `make tools`: the tool builds and the test suite as one schedule, with a timeline.
 
 The suite has four parts that need different tools (the `needed_by` column of the table of tools,
-generator/tools.toml) and share nothing at run time:
+generator/tool_table.toml) and share nothing at run time:
 
 - real node: tests/live/test_real_node.py, on a playground with the machine's one real node;
 - real Ray: tests/live/test_real_ray.py, the same slot after it (plus Kueue and the Ray image);
@@ -67,7 +67,7 @@ _run = _load("hack/suite_run.py")
 LOGS, Builds, Children, Stopping, Timeline = _run.LOGS, _run.Builds, _run.Children, _run.Stopping, _run.Timeline
 
 
-# The tools, their streams and who needs which: the table generator/tools.toml. The streams build in its order:
+# The tools, their streams and who needs which: the table generator/tool_table.toml. The streams build in its order:
 # first what the real node's part needs (the longest tests), then what the session playground's part adds, then
 # the Ray image and what only the offline part needs; every Kubernetes tool after the control plane in its stream
 # (they reuse its compiled packages from Go's build cache instead of compiling them a second time beside it).
@@ -212,7 +212,7 @@ def step(timeline: Timeline, children: Children, name: str, *argvs: list[str]) -
 
 def _helm() -> str:
     """The pinned helm's path, as the CLI finds it."""
-    return subprocess.run([str(VENV_PY), "-c", "from generator.tools import binary; print(binary('helm'))"],
+    return subprocess.run([str(VENV_PY), "-c", "from generator.pinned_tools import binary; print(binary('helm'))"],
                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
 
 

@@ -2,7 +2,7 @@
 # Build the pinned tools from Go modules into a version-keyed cache outside the repo.
 # usage: hack/tools.sh [TARGET ... | node]   (default: every tool a build stream of `make tools` holds;
 #        node = the real node's components)          hack/tools.sh --key TARGET ...: the recipe keys only
-# The targets, their pins, build functions and cache entries: the table generator/tools.toml (one row per
+# The targets, their pins, build functions and cache entries: the table generator/tool_table.toml (one row per
 # target; $DOCKYARD_TOOLS_TABLE reads another, for tests). Each tool lands in $CACHE/<entry>-<version>/ and is
 # reused when present; the functions below are the recipes.
 set -euo pipefail
@@ -314,7 +314,7 @@ recipe_sources() {
 }
 for t in "${expanded[@]}"; do
   if [ -z "${tool_build[$t]+set}" ]; then
-    say "unknown tool: $t (the targets: the rows of generator/tools.toml, and node)"; exit 2
+    say "unknown tool: $t (the targets: the rows of generator/tool_table.toml, and node)"; exit 2
   fi
   [ -z "${tool_debs[$t]}" ] || node_deps
   pin=${tool_pin[$t]}

@@ -12,7 +12,7 @@ import yaml
 from hypothesis import settings
 
 from generator.inputs.models import ChartValues
-from generator.tools import REPO
+from generator.pinned_tools import REPO
 
 # Property tests take derandomize from the profile (none pins it). `make test`: "derandomized", the same
 # examples every run (reproducible CI). `make test-random`: "random", a new seed each run, printed by the

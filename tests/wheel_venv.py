@@ -16,7 +16,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from generator.tools import REPO
+from generator.pinned_tools import REPO
 
 # Loaded by the venv's interpreter at start (a .pth line): logs to $DOCKYARD_AUDIT_LOG every path under
 # $DOCKYARD_AUDIT_ROOT that the process puts on sys.path, opens, lists, enters or passes to a program it runs.

@@ -24,7 +24,7 @@ from functools import cache
 
 from generator.bundled import schema_path
 from generator.inputs import api_rules, fabric_rules, rules
-from generator.tools import CHART_DIR
+from generator.pinned_tools import CHART_DIR
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from generator.inputs.models.env import GPU_CHART_ENV
 from generator.inputs.models.infra import GROUPS
 from generator.inputs.rules import AGENT_SANDBOX_ONLY_KEYS, POOL_ONLY_KEYS
 from generator.inputs.storage_rules import ALL_GROUPS, DEFAULT_ACCESS_MODES, LAYOUT, OFFLINE_ENV
-from generator.tools import CHART_DIR
+from generator.pinned_tools import CHART_DIR
 
 TEMPLATE = CHART_DIR / "templates" / "_constants.tpl"
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from generator.inputs.models import ChartValues
 from generator.inputs.models.types import Quantity, model_in
-from generator.tools import CHART_DIR
+from generator.pinned_tools import CHART_DIR
 
 README = CHART_DIR / "README.md"
 BEGIN = "<!-- values-table:begin (generated from generator/inputs/models by `make schema`; do not edit) -->"

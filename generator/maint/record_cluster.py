@@ -23,7 +23,7 @@ from typing import Any
 
 from generator.maint.recording import install
 from generator.maint.recording import scenario as _scenario
-from generator.tools import REPO
+from generator.pinned_tools import REPO
 
 OUT = REPO / "tests" / "unit" / "recorded"
 DATA = REPO / "tests" / "live" / "data"

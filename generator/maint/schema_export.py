@@ -20,7 +20,7 @@ from generator.inputs.models import ChartValues, InfraSpec, Recipe
 from generator.inputs.models.types import model_in
 from generator.maint import chart_constants, chart_readme
 from generator.maint.supported_versions import readme_with_versions
-from generator.tools import CHART_DIR, REPO
+from generator.pinned_tools import CHART_DIR, REPO
 
 DRAFT07 = "http://json-schema.org/draft-07/schema#"
 README = REPO / "README.md"

@@ -1,4 +1,4 @@
-"""README.md's "Supported versions" table, generated from the table of tools (generator/tools.toml) by
+"""README.md's "Supported versions" table, generated from the table of tools (generator/tool_table.toml) by
 `make schema`: the supported ranges are the minors the table pins, the tested versions its pins.
 
 Reads the committed table (never $DOCKYARD_TOOLS_TABLE's): the README describes what is committed.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from generator import tool_table
 from generator.render.helm import SUPPORTED as HELM_SUPPORTED
 
-BEGIN = "<!-- supported-versions:begin (generated from generator/tools.toml by `make schema`; do not edit) -->"
+BEGIN = "<!-- supported-versions:begin (generated from generator/tool_table.toml by `make schema`; do not edit) -->"
 END = "<!-- supported-versions:end -->"
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from generator.pinned_tools import CHART_DIR, REPO, binary, versions
 from generator.render import kubeconform
 from generator.render.check import run_check
-from generator.tools import CHART_DIR, REPO, binary, versions
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

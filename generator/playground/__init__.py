@@ -11,9 +11,9 @@ Nothing heavy is imported here: `generator.playground.cli` is loaded at CLI star
 
 from __future__ import annotations
 
-# The state folder's path lives in generator.tools: the live verbs find the playground's kubeconfig there
+# The state folder's path lives in generator.pinned_tools: the live verbs find the playground's kubeconfig there
 # without importing this package.
-from generator.tools import PLAYGROUND_DIR_ENV as STATE_ENV
-from generator.tools import playground_state_dir as default_state_dir
+from generator.pinned_tools import PLAYGROUND_DIR_ENV as STATE_ENV
+from generator.pinned_tools import playground_state_dir as default_state_dir
 
 __all__ = ["STATE_ENV", "default_state_dir"]

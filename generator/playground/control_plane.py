@@ -77,7 +77,7 @@ def health_url(state: PlaygroundState, name: str) -> str:
 
 
 def _binaries(kube_version: str = "") -> Binaries:
-    from generator.tools import tool_dir
+    from generator.pinned_tools import tool_dir
 
     k8s = tool_dir("kubernetes")
     return Binaries(
@@ -94,7 +94,7 @@ def _binaries(kube_version: str = "") -> Binaries:
 
 def ensure_binaries(say: Callable[[str], None]) -> Binaries:
     """Build whatever playground tool is missing (hack/tools.sh), then return the binary paths."""
-    from generator.tools import playground_kubernetes, playground_targets, tool_dir, tools_script
+    from generator.pinned_tools import playground_kubernetes, playground_targets, tool_dir, tools_script
 
     bins = _binaries()
     missing = [t for t in TOOLS if not (tool_dir(t) / ".complete").is_file()]
@@ -114,7 +114,7 @@ def ensure_binaries(say: Callable[[str], None]) -> Binaries:
 
 def ensure_kueue(say: Callable[[str], None]) -> Path:
     """The Kueue tool cache entry (binary, CRDs, webhook manifest), built by hack/tools.sh when missing."""
-    from generator.tools import tool_dir, tools_script
+    from generator.pinned_tools import tool_dir, tools_script
 
     kdir = tool_dir("kueue")
     if not (kdir / ".complete").is_file():
@@ -126,7 +126,7 @@ def ensure_kueue(say: Callable[[str], None]) -> Path:
 
 def ensure_agent_sandbox(say: Callable[[str], None]) -> Path:
     """The agent-sandbox tool cache entry (controller, CRDs), built by hack/tools.sh when missing."""
-    from generator.tools import tool_dir, tools_script
+    from generator.pinned_tools import tool_dir, tools_script
 
     adir = tool_dir("agent-sandbox")
     if not (adir / ".complete").is_file():

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from generator import EXIT_FAILED
+from generator.pinned_tools import playground_kubernetes
 from generator.playground import control_plane, launch, restarts, volumes
 from generator.playground import processes as procs
 from generator.playground.control_plane import COMPONENTS, SERVICE_CIDR, SERVICE_IP
@@ -39,7 +40,6 @@ from generator.playground.files import remove_tree
 from generator.playground.health import api_for, component_health, node_summary, supervised
 from generator.playground.nodes import POD_CIDR, Shape
 from generator.playground.state import STATE_FILE, PlaygroundState, Ports, Process, locked, mark, removable
-from generator.tools import playground_kubernetes
 
 Say = Callable[[str], None]
 
@@ -174,10 +174,10 @@ def _new_state(state_dir: Path, shape: Shape, kube_version: str) -> PlaygroundSt
 
 def _write_files(state: PlaygroundState, state_dir: Path) -> None:
     """PKI, tokens, kubeconfigs, kwok's configuration and the simulated pods' log."""
+    from generator.pinned_tools import tool_dir
     from generator.playground import files, pki
     from generator.playground.node import spec as node_spec
     from generator.playground.state import Pki
-    from generator.tools import tool_dir
 
     # the real node's Service range too: its pods reach the apiserver on that range's `kubernetes` ClusterIP
     state.pki = Pki(**pki.generate(state_dir / "pki", SERVICE_IP, node_spec.SERVICE_IP))
@@ -234,9 +234,9 @@ def _fresh_up(state_dir: Path, shape: Shape, bins: control_plane.Binaries, timeo
 def _start_control_plane(state: PlaygroundState, state_dir: Path, argv: dict[str, list[str]], t0: float,
                          deadline: float, say: Say) -> None:
     """etcd, the apiserver, then the rest with the CRDs and Nodes in between; waits until all are well."""
+    from generator.pinned_tools import tool_dir
     from generator.playground import crds
     from generator.playground.nodes import manifests
-    from generator.tools import tool_dir
 
     def start(name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         launch.start(state, state_dir, state.components, name, name, argv, env,

@@ -23,8 +23,8 @@ import threading
 from collections import namedtuple
 from pathlib import Path
 
+from generator.pinned_tools import CHART_DIR, ToolMissing, binary, cache_dir, kuberay_version, tool_dir
 from generator.render import procs
-from generator.tools import CHART_DIR, ToolMissing, binary, cache_dir, kuberay_version, tool_dir
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 
 from generator.errors import EXIT_FAILED, EXIT_OK, CheckFailed
+from generator.pinned_tools import kube_version, kuberay_version, versions
 from generator.render import apivalidate, helm, kubeconform
-from generator.tools import kube_version, kuberay_version, versions
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ def _hint(f: apivalidate.Finding) -> str:
 
 def _helm_label() -> str:
     """The pinned version when the pinned helm rendered (no extra process), else the chosen binary's version."""
-    from generator.tools import binary
+    from generator.pinned_tools import binary
 
     chosen = helm.helm_binary()
     return versions()["HELM_VERSION"] if chosen == binary("helm") else helm.helm_version(chosen).version

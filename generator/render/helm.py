@@ -14,8 +14,8 @@ from functools import cache
 
 from generator.errors import CheckFailed, InputError, Problem
 from generator.inputs.rules import TOYAML_CHARS
+from generator.pinned_tools import CHART_DIR, binary, kube_version
 from generator.render import procs
-from generator.tools import CHART_DIR, binary, kube_version
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:

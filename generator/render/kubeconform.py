@@ -16,8 +16,16 @@ from collections import namedtuple
 from pathlib import Path
 
 from generator.errors import CheckFailed
+from generator.pinned_tools import (
+    ToolMissing,
+    binary,
+    cache_dir,
+    fetch_crds_hint,
+    kube_version,
+    kuberay_version,
+    tool_dir,
+)
 from generator.render import procs
-from generator.tools import ToolMissing, binary, cache_dir, fetch_crds_hint, kube_version, kuberay_version, tool_dir
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:

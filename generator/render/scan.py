@@ -8,7 +8,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.tools import binary
+from generator.pinned_tools import binary
 
 
 @dataclass

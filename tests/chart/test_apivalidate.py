@@ -226,7 +226,7 @@ def test_apiserver_warnings_are_shown_and_do_not_fail(tmp_path, capsys):
 def test_plain_helm_values_examples_pass_api_validation(path):
     import subprocess
 
-    from generator.tools import CHART_DIR, binary
+    from generator.pinned_tools import CHART_DIR, binary
 
     out = subprocess.run([binary("helm"), "template", "dockyard", str(CHART_DIR), "-f", str(path)],
                          capture_output=True, text=True, check=True).stdout
@@ -321,7 +321,7 @@ def test_an_hpa_behavior_the_apiserver_refuses_is_found(rules, field, message):
 def test_an_object_left_out_is_named_and_fails_the_row(tmp_path, capsys, monkeypatch):
     """A kube-validate that leaves an object out (here the real one, given no CRDs: it cannot validate the
     RayJob) makes the row ✗ and names the object and why; its object line is not ✓ either."""
-    from generator.tools import cache_dir, tool_dir, versions
+    from generator.pinned_tools import cache_dir, tool_dir, versions
 
     real, fake = cache_dir(), tmp_path / "cache"
     fake.mkdir()

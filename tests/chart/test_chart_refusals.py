@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from generator.cli import main
+from generator.pinned_tools import CHART_DIR, binary, versions
 from generator.render.helm import values_json
-from generator.tools import CHART_DIR, binary, versions
 from tests.conftest import RECIPE, chart_values, deep_merge, write
 from tests.support.infra import GOOD_INFRA
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from generator.cli import main
-from generator.tools import REPO, cache_dir, tool_dir
+from generator.pinned_tools import REPO, cache_dir, tool_dir
 from tests.conftest import RECIPE
 
 INFRA = REPO / "values-examples" / "grpo_swe.infra.yaml"

@@ -71,7 +71,7 @@ def test_a_plain_path_is_not_quoted(render):
 
 
 def test_the_watcher_ships_in_the_recipe_configmap_and_goes_with_enabled_false(render):
-    from generator.tools import CHART_DIR
+    from generator.pinned_tools import CHART_DIR
 
     on = render()
     assert on.one("ConfigMap")["data"]["run_watch.py"] == (CHART_DIR / "files" / "run_watch.py").read_text()

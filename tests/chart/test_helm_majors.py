@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from generator.cli import main
-from generator.tools import CHART_DIR, versions
+from generator.pinned_tools import CHART_DIR, versions
 from tests.conftest import INFRA_EXAMPLES, RECIPE, chart_values, deep_merge
 from tests.support.helm import BAD, HELMS, PLAIN_VALUES, docs, run_helm
 

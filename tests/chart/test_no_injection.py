@@ -31,7 +31,7 @@ from generator.inputs.api_rules import quantity, quota_counts
 from generator.inputs.credentials import reads_as_credential
 from generator.inputs.models import ChartValues
 from generator.inputs.models.types import CIDR_RE
-from generator.tools import CHART_DIR, binary, versions
+from generator.pinned_tools import CHART_DIR, binary, versions
 from tests.conftest import chart_values, deep_merge
 
 SCHEMA = json.loads((CHART_DIR / "values.schema.json").read_text())

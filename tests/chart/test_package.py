@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.tools import CHART_DIR, REPO
+from generator.pinned_tools import CHART_DIR, REPO
 from tests.support.helm import HELMS, PLAIN_VALUES, docs, run_helm
 
 SCRIPT = REPO / "hack" / "package.sh"

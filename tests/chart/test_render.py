@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from generator.errors import CheckFailed
 from generator.inputs.models import ChartValues
-from generator.tools import CHART_DIR, binary, versions
+from generator.pinned_tools import CHART_DIR, binary, versions
 from tests.conftest import Rendered, chart_values, deep_merge, render_values
 
 INVARIANT_NAMES = ("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "DOCKYARD_FLEET_ROLE", "DOCKYARD_SANDBOX_URLS")
@@ -240,7 +240,7 @@ def test_characters_beyond_the_bmp_reach_helm(tmp_path):
                       "  inference: {nodes: 1, gpusPerNode: 8}\n# ship it 🚀\nnotes: \"\\u0085 and 🚀\"\n",
                       encoding="utf-8")
     out = tmp_path / "out.yaml"
-    from generator.tools import REPO
+    from generator.pinned_tools import REPO
 
     assert main(["render", str(recipe), str(REPO / "values-examples" / "grpo_swe.infra.yaml"), "-o", str(out)]) == 0
     cm = next(d for d in _yaml.safe_load_all(out.read_text(encoding="utf-8")) if d and d["kind"] == "ConfigMap")

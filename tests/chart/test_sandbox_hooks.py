@@ -18,8 +18,8 @@ from generator.errors import CheckFailed
 from generator.inputs import schema_check
 from generator.inputs.models import ChartValues, InfraSpec
 from generator.inputs.models.infra import SANDBOX_CHART_ENV, SANDBOX_CHART_LABELS
+from generator.pinned_tools import CHART_DIR, binary, versions
 from generator.render.helm import values_json
-from generator.tools import CHART_DIR, binary, versions
 from tests.conftest import EXAMPLES, RECIPE, chart_values, deep_merge, render_values, write
 
 BASE_INFRA = yaml.safe_load((EXAMPLES / "grpo_swe.infra.yaml").read_text())

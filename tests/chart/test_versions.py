@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from generator.cli import main
+from generator.pinned_tools import KUBE_MINORS, KUBERAY_PINS, REPO, targeting, tool_dir, versions
 from generator.render import kubeconform
-from generator.tools import KUBE_MINORS, KUBERAY_PINS, REPO, targeting, tool_dir, versions
 from tests.conftest import RECIPE, chart_values, render_values, write
 
 INFRA = REPO / "values-examples" / "grpo_swe.infra.yaml"
@@ -174,7 +174,7 @@ def test_crds_not_fetched_name_the_tool_to_fetch(monkeypatch, tmp_path, capsys):
 
 
 def test_the_playground_kuberay_is_picked_by_its_variable(monkeypatch):
-    from generator.tools import PLAYGROUND_KUBERAY_ENV, ToolMissing
+    from generator.pinned_tools import PLAYGROUND_KUBERAY_ENV, ToolMissing
 
     assert tool_dir("kuberay").name == f"kuberay-{versions()['KUBERAY_VERSION']}"
     monkeypatch.setenv(PLAYGROUND_KUBERAY_ENV, "1.5")

@@ -39,7 +39,7 @@ SESSION_SHAPE = {"gpu_nodes": 2, "gpus_per_node": 8, "cpu_nodes": 1, "node_cpu":
 def session_kueue() -> bool:
     """The session playground runs Kueue and agent-sandbox's controller, except in `make test-matrix`'s legs: both
     are claimed for the pinned KubeRay and Kubernetes only, and those legs run neither's tests."""
-    from generator.tools import PLAYGROUND_KUBERAY_ENV, PLAYGROUND_KUBERNETES_ENV
+    from generator.pinned_tools import PLAYGROUND_KUBERAY_ENV, PLAYGROUND_KUBERNETES_ENV
 
     return not (os.environ.get(PLAYGROUND_KUBERAY_ENV) or os.environ.get(PLAYGROUND_KUBERNETES_ENV))
 
@@ -150,8 +150,8 @@ def playground():
 def helm(request, monkeypatch):
     """Run the test once per Helm major: the CLI's helm is picked by $DOCKYARD_HELM (the pinned Helm 3,
     or the pinned Helm 4). Yields the major."""
+    from generator.pinned_tools import tool_dir
     from generator.render.helm import HELM_ENV, supported_helm
-    from generator.tools import tool_dir
 
     monkeypatch.setenv(HELM_ENV, str(tool_dir({"helm3": "helm", "helm4": "helm4"}[request.param]) / "helm"))
     assert supported_helm().major == int(request.param[-1])

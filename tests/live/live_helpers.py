@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from generator.tools import REPO
+from generator.pinned_tools import REPO
 
 DATA = Path(__file__).resolve().parent / "data"
 RECIPE = DATA / "small.yaml"

@@ -40,7 +40,7 @@ def runtime_spec(runtime: str | None) -> dict:
 
 class Node:
     def __init__(self, state_dir: Path, state: dict):
-        from generator.tools import tool_dir
+        from generator.pinned_tools import tool_dir
 
         self.state_dir, self.state = state_dir, state
         self.kubeconfig = state["kubeconfig"]

@@ -25,7 +25,7 @@ SYSCTLS = ["kernel/panic", "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "
 
 
 def host_snapshot() -> dict:
-    from generator.tools import cache_dir
+    from generator.pinned_tools import cache_dir
 
     def out(*argv):
         return subprocess.run(argv, capture_output=True, text=True).stdout

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from generator.cli import main
-from generator.tools import binary
+from generator.pinned_tools import binary
 
 IMAGE = {"repository": "ghcr.io/dockyard-rl/ubuntu-swe", "tag": "2026.11-vllm"}
 

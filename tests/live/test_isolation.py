@@ -16,7 +16,7 @@ from real_node_session import PREFIXES as REAL_NODE_PREFIXES
 from session_env import SESSION_PREFIX, USER_ENV, reap_dead_sessions, sessions_root, user_state_dir
 from test_live_run import pytestmark as INNER_MARK
 
-from generator.tools import REPO
+from generator.pinned_tools import REPO
 
 # An inner test session: a live test that needs all 16 GPUs of a fresh session playground.
 INNER = "tests/live/test_live_run.py::test_run_wait_status_logs_history_uninstall[helm3]"

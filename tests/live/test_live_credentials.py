@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 from live_helpers import RECIPE, cli, infra_variant
 
-from generator.tools import binary
+from generator.pinned_tools import binary
 
 pytestmark = pytest.mark.timeout(300)
 

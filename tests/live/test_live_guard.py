@@ -14,7 +14,7 @@ import yaml
 from kubernetes import client
 from live_helpers import INFRA, RECIPE, cli, infra_variant, kube
 
-from generator.tools import CHART_DIR, binary
+from generator.pinned_tools import CHART_DIR, binary
 
 TRAINING = 120  # seconds for KubeRay to run a hand-made release's RayJob (_training)
 

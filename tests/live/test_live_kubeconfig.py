@@ -14,7 +14,7 @@ import pytest
 import yaml
 from live_helpers import INFRA, RECIPE, cli, kube
 
-from generator.tools import binary
+from generator.pinned_tools import binary
 
 pytestmark = pytest.mark.timeout(3 * bounds.verb(90) + 60)
 UNREACHABLE = "https://127.0.0.1:9"  # loopback, nothing listens: a context that must never be used
@@ -139,7 +139,7 @@ def test_helm_environment_never_points_helm_elsewhere(playground, namespace, rel
 def test_a_release_kept_by_the_configmap_driver_is_named_never_missed(playground, namespace, release, capsys,
                                                                       tmp_path):
     from generator.live.changes.plan import plan
-    from generator.tools import CHART_DIR
+    from generator.pinned_tools import CHART_DIR
 
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(plan(str(RECIPE), str(INFRA), [], None, namespace).values))

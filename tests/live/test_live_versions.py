@@ -10,7 +10,7 @@ import os
 import pytest
 from live_helpers import INFRA, RECIPE, cli, doctor_rows, infra_variant
 
-from generator.tools import (
+from generator.pinned_tools import (
     PLAYGROUND_KUBERAY_ENV,
     PLAYGROUND_KUBERNETES_ENV,
     kube_range,

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from live_helpers import INFRA, RECIPE, cli, kube
 
-from generator.tools import CHART_DIR, REPO, tool_dir
+from generator.pinned_tools import CHART_DIR, REPO, tool_dir
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -180,7 +180,7 @@ def test_kubectl_logs_of_a_simulated_pod(playground, k8s, namespace, wait):
     text = core.read_namespaced_pod_log("talker", namespace, container="main")
     assert "simulated kwok node" in text, text
     # and through the pinned kubectl, as a user would
-    from generator.tools import binary
+    from generator.pinned_tools import binary
 
     out = subprocess.run(
         [binary("kubectl", "kubernetes"), "--kubeconfig", playground.kubeconfig, "logs", "-n", namespace, "talker"],

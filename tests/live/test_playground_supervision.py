@@ -18,10 +18,10 @@ from kubernetes import client
 from live_helpers import INFRA, RECIPE, cli
 from session_env import wait_for
 
+from generator.pinned_tools import REPO
 from generator.playground import processes as procs
 from generator.playground import restarts
 from generator.playground.state import PlaygroundState
-from generator.tools import REPO
 
 OPERATOR = "kuberay-operator"
 LEASE = ("kube-system", "ray-operator-leader")  # control_plane.py: --leader-election-namespace; KubeRay's lease name

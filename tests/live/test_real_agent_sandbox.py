@@ -35,7 +35,7 @@ AGENT = {"backend": "agent-sandbox"}
 
 @pytest.fixture(scope="module")
 def node():
-    from generator.tools import REPO
+    from generator.pinned_tools import REPO
 
     # the Ray image (a pod of it claims), cached by version
     subprocess.run(["bash", str(REPO / "hack" / "tools.sh"), "ray-image", "device-plugin", "agent-sandbox"],

@@ -28,7 +28,7 @@ from resume_job import FAIL_AFTER, STEPS
 from session_env import wait_for
 
 from generator import EXIT_FAILED
-from generator.tools import tool_dir
+from generator.pinned_tools import tool_dir
 
 pytestmark = pytest.mark.real_node  # the machine's one real node: hack/suite.py runs this module in a real node part
 
@@ -40,7 +40,7 @@ SHAPE = ["cluster.trainer.nodes=1", "cluster.trainer.gpusPerNode=1", "cluster.in
 
 @pytest.fixture(scope="module")
 def ray_node():
-    from generator.tools import REPO as TOOLS_REPO
+    from generator.pinned_tools import REPO as TOOLS_REPO
 
     # the Ray image and the device plugin, cached by version (a cold image build is ~3 min)
     subprocess.run(["bash", str(TOOLS_REPO / "hack" / "tools.sh"), "ray-image", "device-plugin"], check=True)

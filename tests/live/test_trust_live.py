@@ -28,7 +28,7 @@ def release(playground, namespace, capsys):
 
 
 def _helm() -> str:
-    from generator.tools import binary
+    from generator.pinned_tools import binary
 
     return binary("helm")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from generator.tools import REPO, tool_dir
+from generator.pinned_tools import REPO, tool_dir
 
 HELMS = {"helm3": tool_dir("helm") / "helm", "helm4": tool_dir("helm4") / "helm"}
 

@@ -11,7 +11,7 @@ from fake_cluster import SERVER, install
 from generator.live.client.kube import Kube
 from generator.live.doctor import access, admission, kuberay
 from generator.live.doctor.rows import FAIL, OK, WARN, read_namespace
-from generator.tools import versions
+from generator.pinned_tools import versions
 from tests.support.doctor import NS, RELEASE, templates
 
 NEEDED = sum(len(verbs) for _, _, verbs in access.RBAC)

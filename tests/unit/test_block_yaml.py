@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from generator.live.client import block_yaml
 from generator.live.client.kubeconfig import Source, merged
-from generator.tools import REPO
+from generator.pinned_tools import REPO
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SETTINGS = settings(max_examples=400, deadline=None, database=None,  # derandomized: the profile (tests/conftest.py)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from generator import bundled
-from generator.tools import REPO
+from generator.pinned_tools import REPO
 
 PROBE = ("import sys; from generator import bundled as b; "
          "print(b.clone()); print(b.chart_dir()); print(b.schema_path('recipe')); print(b.chart_version()); "

@@ -11,7 +11,7 @@ from generator.inputs.fabric_rules import FABRIC_ENV
 from generator.inputs.models.env import GPU_CHART_ENV
 from generator.inputs.rules import POOL_ONLY_KEYS
 from generator.maint import chart_constants
-from generator.tools import CHART_DIR
+from generator.pinned_tools import CHART_DIR
 
 DEFINE = re.compile(r'\{\{- define "dockyard\.const\.(\w+)" -\}\}(.*?)\{\{- end -\}\}')
 

@@ -68,11 +68,11 @@ def test_gvisor_is_a_node_tool_keyed_by_its_pin(tmp_path):
 
     node = subprocess.run(["bash", str(REPO / "hack" / "tools.sh"), "--key", "node"], capture_output=True,
                           text=True, check=True).stdout
-    from generator.tools import TOOLS_TABLE
+    from generator.pinned_tools import TOOLS_TABLE
 
     pin = tomllib.loads(TOOLS_TABLE.read_text())["pins"]["GVISOR_VERSION"]
     assert f"gvisor {pin} " in node and _key("gvisor").split()[:2] == ["gvisor", pin]
-    bumped = tmp_path / "tools.toml"
+    bumped = tmp_path / "tool_table.toml"
     bumped.write_text(TOOLS_TABLE.read_text().replace(f'"{pin}"', f'"{pin}-x"'))
     # a bumped pin is another cache entry (gvisor-<pin>), so a rebuild
     assert _key("gvisor", {**os.environ, "DOCKYARD_TOOLS_TABLE": str(bumped)}).split()[:2] == ["gvisor", pin + "-x"]

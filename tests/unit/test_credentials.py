@@ -14,7 +14,7 @@ import yaml
 from generator.cli import main
 from generator.inputs import credentials, schema_check
 from generator.inputs.credentials import reads_as_credential
-from generator.tools import CHART_DIR, REPO, binary
+from generator.pinned_tools import CHART_DIR, REPO, binary
 from tests.conftest import RECIPE, chart_values, render_values, write
 
 INFRA = REPO / "values-examples" / "grpo_swe.infra.yaml"

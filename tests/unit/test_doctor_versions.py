@@ -8,17 +8,17 @@ from __future__ import annotations
 import pytest
 from fake_cluster import install
 
-from generator import tools
+from generator import pinned_tools
 from generator.live.client.kube import Kube
 from generator.live.doctor import versions
 from generator.live.doctor.rows import FAIL, OK, WARN
-from generator.tools import KUBE_MINORS, kube_range
+from generator.pinned_tools import KUBE_MINORS, kube_range
 
 
 def test_the_recorded_servers_version_is_in_range(monkeypatch, tmp_path):
     install(monkeypatch, tmp_path, "doctor_admin")
     row = versions.kubernetes_version_row(Kube())
-    pinned = tools.versions()["KUBERNETES_VERSION"]  # recorded from the pinned control plane (`make record`)
+    pinned = pinned_tools.versions()["KUBERNETES_VERSION"]  # recorded from the pinned control plane (`make record`)
     assert (row.mark, row.check, row.detail) == (OK, "Kubernetes version", f"{pinned} (supported {kube_range()})")
 
 

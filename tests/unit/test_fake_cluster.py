@@ -9,7 +9,7 @@ import sys
 from fake_cluster import install
 
 from generator.live.client.kube import Kube
-from generator.tools import REPO
+from generator.pinned_tools import REPO
 
 
 def _swallowed(monkeypatch, tmp_path):

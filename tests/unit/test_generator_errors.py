@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from generator.tools import REPO
+from generator.pinned_tools import REPO
 
 
 def _imports(path):

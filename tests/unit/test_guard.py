@@ -116,7 +116,7 @@ def test_ownership_needs_the_chart_name_and_our_marker():
 
 
 def test_the_committed_chart_carries_the_marker():
-    from generator.tools import CHART_DIR
+    from generator.pinned_tools import CHART_DIR
 
     meta = yaml.safe_load((CHART_DIR / "Chart.yaml").read_text())
     assert foreign_chart(release_secret(meta)) is None

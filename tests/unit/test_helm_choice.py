@@ -11,8 +11,8 @@ import yaml
 
 from generator.cli import main
 from generator.errors import CheckFailed, InputError
+from generator.pinned_tools import REPO, tool_dir
 from generator.render.helm import HELM_ENV, helm_binary, helm_version, using
-from generator.tools import REPO, tool_dir
 
 HELM3 = tool_dir("helm") / "helm"
 HELM4 = tool_dir("helm4") / "helm"
@@ -50,7 +50,7 @@ def test_default_is_the_pinned_helm3_then_env_then_flag(monkeypatch, tmp_path):
 
 
 def test_pinned_majors_report_their_versions():
-    from generator.tools import versions
+    from generator.pinned_tools import versions
 
     h3, h4 = helm_version(str(HELM3)), helm_version(str(HELM4))
     assert (h3.major, h3.version, h3.supported) == (3, versions()["HELM_VERSION"], True)
@@ -111,7 +111,7 @@ def test_doctor_reports_the_helm_version_and_refuses_an_unsupported_one(capsys, 
 
 def test_check_names_the_helm_that_rendered(monkeypatch, capsys):
     from generator.cli import main
-    from generator.tools import REPO, binary, versions
+    from generator.pinned_tools import REPO, binary, versions
 
     monkeypatch.setenv("DOCKYARD_HELM", binary("helm", tool="helm4"))
     ex = REPO / "values-examples"

@@ -9,7 +9,7 @@ import sys
 
 from hypothesis import settings
 
-from generator.tools import REPO
+from generator.pinned_tools import REPO
 
 PROPERTY_MODULES = ["test_schema_check", "tests.chart.test_properties", "tests.chart.test_no_injection"]
 

@@ -58,5 +58,5 @@ def test_each_groups_verbs_are_the_ones_it_registers_and_a_verb_builds_its_group
     # an unknown word builds every group, so the usage error lists them all
     assert "playground" in build_parser(verb="statsu")._subparsers._group_actions[0].choices
     code = ("import sys; from generator.cli import build_parser; build_parser(verb='status'); "
-            "print(sorted(m for m in ('generator.playground', 'generator.tools') if m in sys.modules))")
+            "print(sorted(m for m in ('generator.playground', 'generator.pinned_tools') if m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "[]"

@@ -10,8 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from generator.pinned_tools import REPO
 from generator.playground.node import host, machine
-from generator.tools import REPO
 
 
 def test_without_root_the_machine_lacks_root(monkeypatch):

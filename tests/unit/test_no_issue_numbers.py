@@ -4,7 +4,7 @@ generator/, tests/, hack/, docs/, bench/, charts/ and README.md is scanned (the 
 number, `#` allowed); a hit fails naming the file, the line and the text.
 
 The one kind of exception: a file whose text is hashed into a tool build's recipe key (the `source` column of the
-table of tools, generator/tools.toml, as hack/tools.sh reads it), where editing a comment would rebuild the tool.
+table of tools, generator/tool_table.toml, as hack/tools.sh reads it), where editing a comment would rebuild the tool.
 Such a file may only be listed in KEYED_EXCEPTIONS, by path, with what its reference means; today none is needed
 (no hashed file holds a reference), and a listed file that is not hashed, or holds no reference any more, fails.
 """

@@ -8,9 +8,7 @@ from __future__ import annotations
 import pytest
 
 from generator.cli import main
-from generator.playground import control_plane
-from generator.playground.errors import NodeError
-from generator.tools import (
+from generator.pinned_tools import (
     PLAYGROUND_KUBERNETES_ENV,
     ToolMissing,
     kube_range,
@@ -19,6 +17,8 @@ from generator.tools import (
     tool_dir,
     versions,
 )
+from generator.playground import control_plane
+from generator.playground.errors import NodeError
 
 
 def test_unset_is_the_pinned_control_plane(monkeypatch):

@@ -87,8 +87,8 @@ def test_the_ray_image_installs_exactly_a_locked_set(tmp_path):
     """The Ray image pins its whole Python set (version and sha256 of every wheel), not only ray."""
     import re
 
+    from generator.pinned_tools import versions
     from generator.playground.node import ray_image
-    from generator.tools import versions
 
     version = versions()["RAY_VERSION"]
     lines = [x for x in ray_image.lock_file(version).read_text().splitlines() if x and not x.startswith("#")]

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from generator.inputs.models import ChartValues, InfraSpec
 from generator.maint import schema_export
-from generator.tools import CHART_DIR, REPO
+from generator.pinned_tools import CHART_DIR, REPO
 
 
 @pytest.mark.parametrize("path", list(schema_export.outputs()), ids=lambda p: str(p.relative_to(REPO)))

@@ -152,7 +152,7 @@ os.environ["KUBECONFIG"] = str(write_kubeconfig(Path({str(tmp_path)!r})))
 from generator.cli import main
 code = main(["status", "{RELEASE}", "-n", "{NS}", *sys.argv[1:]])
 print("exit", code, "client imported", "kubernetes" in sys.modules, "requests", len(fake.requests),
-      "tool table imported", "generator.tools" in sys.modules)
+      "tool table imported", "generator.pinned_tools" in sys.modules)
 """
 
     def run(*flags: str) -> str:

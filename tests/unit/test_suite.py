@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from generator import tool_table
-from generator.tools import REPO
+from generator.pinned_tools import REPO
 
 
 def _suite():

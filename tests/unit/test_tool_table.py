@@ -1,5 +1,5 @@
-"""The table of tools (generator/tools.toml) is the one place a tool, its pin, its build and who needs it are
-written: hack/tools.sh, hack/suite.py, generator/tools.py, `check --help` and docs/versions.md read it."""
+"""The table of tools (generator/tool_table.toml) is the one place a tool, its pin, its build and who needs it are
+written: hack/tools.sh, hack/suite.py, generator/pinned_tools.py, `check --help` and docs/versions.md read it."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ import pytest
 
 from generator import tool_table
 from generator.maint import supported_versions
-from generator.tools import REPO, TOOLS_TABLE
+from generator.pinned_tools import REPO, TOOLS_TABLE
 from tests.support.tool_table import table_with_new_row
 
 SCRIPT = REPO / "hack" / "tools.sh"
 # Where a pin used to be written beside the table (or where one would be read instead of the table).
-READERS = ["hack/tools.sh", "hack/suite.py", "hack/suite_run.py", "Makefile", "generator/tools.py", "generator/cli.py",
+READERS = ["hack/tools.sh", "hack/suite.py", "hack/suite_run.py", "Makefile", "generator/pinned_tools.py",
+           "generator/cli.py",
            "generator/tool_table.py", "generator/playground/control_plane.py", "generator/playground/node/__init__.py",
            "generator/inputs/models/kuberay.py"]
 # A row no reader knows: a KubeRay minor older than every pin, built like the others.
@@ -54,17 +55,17 @@ def test_no_reader_writes_a_pin_of_its_own():
 
 def test_a_row_added_to_the_table_reaches_every_reader(tmp_path):
     """One row (and its pin) added to a copy of the table: hack/tools.sh builds it by default, hack/suite.py's
-    stream and offline part include it, generator.tools offers its KubeRay minor, and `check --help` says so."""
+    stream and offline part include it, generator.pinned_tools offers its KubeRay minor, and `check --help` says so."""
     table = table_with_new_row(tmp_path)
     env = dict(os.environ, DOCKYARD_TOOLS_TABLE=table)
     keys = subprocess.run(["bash", str(SCRIPT), "--key"], capture_output=True, text=True, check=True, env=env).stdout
     assert "kuberay-crds v1.3.2 " in keys
-    probe = ("import importlib.util, sys; from generator import tools\n"
+    probe = ("import importlib.util, sys; from generator import pinned_tools\n"
              "spec = importlib.util.spec_from_file_location('suite', 'hack/suite.py')\n"
              "s = sys.modules['suite'] = importlib.util.module_from_spec(spec); spec.loader.exec_module(s)\n"
              "offline = next(p for p in s.PARTS if p.name == 'offline')\n"
-             "print(list(tools.KUBERAY_PINS), tools.kuberay_range(), 'kuberay-crds-1.3' in s.STREAMS[1],"
-             " 'kuberay-crds-1.3' in offline.needs, tools.kuberay_pin('1.3'))")
+             "print(list(pinned_tools.KUBERAY_PINS), pinned_tools.kuberay_range(), 'kuberay-crds-1.3' in s.STREAMS[1],"
+             " 'kuberay-crds-1.3' in offline.needs, pinned_tools.kuberay_pin('1.3'))")
     out = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[0] == "['1.3', '1.4', '1.5', '1.6'] v1.3-v1.6 True True v1.3.2"
@@ -84,7 +85,7 @@ def test_make_test_matrix_runs_the_minors_the_table_builds_for_it(tmp_path):
                          text=True, check=True, env=dict(os.environ, DOCKYARD_TOOLS_TABLE=table)).stdout
     loops = dict(re.findall(r"for (\w) in ([^;]*);", out))
     assert loops == {"v": "1.3 1.4 1.5", "k": "1.33 1.35"}, out
-    rows = tool_table.load(tmp_path / "tools.toml").tools
+    rows = tool_table.load(tmp_path / "tool_table.toml").tools
     builds = re.findall(r"bash hack/tools\.sh ([^;]+);", out)
     assert len(builds) == len(loops), out
     for var, words in zip(loops, builds, strict=True):
@@ -111,7 +112,8 @@ def test_tools_sh_builds_the_streamed_rows_by_default_and_the_node_group_as_node
     assert targets() == [(t.entry, t.version) for t in streamed]
     assert targets("node") == [(t, table.tools[t].version) for t in table.group("node")]
     bad = subprocess.run(["bash", str(SCRIPT), "--key", "no-such-tool"], capture_output=True, text=True)
-    assert bad.returncode == 2 and "unknown tool: no-such-tool" in bad.stderr and "generator/tools.toml" in bad.stderr
+    assert bad.returncode == 2 and "unknown tool: no-such-tool" in bad.stderr
+    assert "generator/tool_table.toml" in bad.stderr
 
 
 def test_the_playgrounds_tools_are_the_tables():
@@ -141,7 +143,7 @@ def test_the_docs_table_is_generated_from_the_table():
     (lambda t: t.replace('COREDNS_VERSION = "', 'COREDNS_VERSIO = "'), "pins.COREDNS_VERSIO"),
 ])
 def test_a_malformed_table_is_refused_with_the_key_path(tmp_path, change, says):
-    path = tmp_path / "tools.toml"
+    path = tmp_path / "tool_table.toml"
     path.write_text(change(TOOLS_TABLE.read_text()))
     with pytest.raises(tool_table.TableError) as err:
         tool_table.load(path)
@@ -152,7 +154,7 @@ def test_a_malformed_table_is_refused_with_the_key_path(tmp_path, change, says):
 
 
 def test_the_table_ships_inside_the_package():
-    """generator.tools reads its pins from the table at run time: it is package data, not a repository file (the
+    """generator.pinned_tools reads its pins from the table at run time: it is package data, not a repository file (the
     wheel ships every file of the package; tests/unit/test_wheel.py runs the installed wheel)."""
     import tomllib
 
@@ -197,14 +199,14 @@ def test_the_json_twin_is_read_only_when_made_from_the_same_text(tmp_path):
     so a table edited without `make schema` is still read as written."""
     import json
 
-    table = tmp_path / "tools.toml"
+    table = tmp_path / "tool_table.toml"
     table.write_text(tool_table.TABLE.read_text())
     twin = json.loads(tool_table.twin(table))
     twin["document"]["pins"]["HELM_VERSION"] = "v0.0.1"  # what the twin says, unlike the TOML
-    (tmp_path / "tools.json").write_text(json.dumps(twin))
+    (tmp_path / "tool_table.json").write_text(json.dumps(twin))
     assert tool_table.load(table).pins["HELM_VERSION"] == "v0.0.1"  # same text: the twin is read
-    edited = tmp_path / "edited" / "tools.toml"  # a path of its own: load() reads each path once
+    edited = tmp_path / "edited" / "tool_table.toml"  # a path of its own: load() reads each path once
     edited.parent.mkdir()
     edited.write_text(table.read_text() + "\n# edited without make schema\n")
-    (edited.parent / "tools.json").write_text(json.dumps(twin))
+    (edited.parent / "tool_table.json").write_text(json.dumps(twin))
     assert tool_table.load(edited).pins["HELM_VERSION"] == tool_table.load().pins["HELM_VERSION"] != "v0.0.1"

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from wheel_venv import Installed, install
 
-from generator.tools import REPO, tool_table
+from generator.pinned_tools import REPO, tool_table
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -43,7 +43,7 @@ def test_the_sdist_builds_the_wheel_which_carries_the_chart_and_schemas_and_not_
     assert {f"generator/_bundle/chart/{c}" for c in chart} <= names
     assert {"generator/_bundle/schema/recipe.schema.json", "generator/_bundle/schema/infra.schema.json",
             "generator/_bundle/chart/values.schema.json", "generator/_bundle/chart/files/run_watch.py",
-            "generator/tools.toml", "generator/tools.json", "generator/py.typed"} <= names
+            "generator/tool_table.toml", "generator/tool_table.json", "generator/py.typed"} <= names
     assert not [n for n in names if n.startswith("generator/maint/") or "__pycache__" in n]
     assert wheel.wheel.name == f"dockyard_k8s-{_chart_version()}-py3-none-any.whl"
 

@@ -71,7 +71,7 @@ def source(explicit: str | None) -> Source:
     home = os.path.join(os.path.expanduser("~"), ".kube", "config")
     if os.path.isfile(home):
         return Source([home], False)
-    from generator.tools import playground_state_dir
+    from generator.pinned_tools import playground_state_dir
 
     pg = playground_state_dir() / "kubeconfig"
     if pg.is_file():

@@ -20,7 +20,7 @@ def kuberay_crds_row(kube: Kube) -> Row:
 def kuberay_operator_row(kube: Kube) -> Row:
     from kubernetes.client.exceptions import ApiException
 
-    from generator.tools import kuberay_range
+    from generator.pinned_tools import kuberay_range
 
     try:
         deployments = kube.apps.list_deployment_for_all_namespaces().items

@@ -15,7 +15,7 @@ def _chart_kube_floor() -> int | None:
     """The minor of the chart's `kubeVersion: >=1.N` (helm install refuses an older server), when it says so."""
     import re
 
-    from generator.tools import CHART_DIR
+    from generator.pinned_tools import CHART_DIR
 
     m = re.search(r'^kubeVersion:\s*["\']?>=\s*v?1\.(\d+)', (CHART_DIR / "Chart.yaml").read_text(), re.M)
     return int(m.group(1)) if m else None
@@ -26,7 +26,7 @@ def kubernetes_version_verdict(git_version: str) -> Row:
     chart's kubeVersion (helm install refuses it)."""
     import re
 
-    from generator.tools import KUBE_MINORS, kube_range
+    from generator.pinned_tools import KUBE_MINORS, kube_range
 
     check = "Kubernetes version"
     m = re.match(r"^v?(\d+)\.(\d+)", git_version)

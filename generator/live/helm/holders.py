@@ -78,7 +78,7 @@ def _clock_id() -> str | None:
 
 
 def _store() -> Path:
-    from generator.tools import state_dir
+    from generator.pinned_tools import state_dir
 
     return state_dir() / "lease-observations.json"
 

@@ -49,7 +49,7 @@ def read(kube: Kube, namespace: str, job: dict) -> str:
 def watcher_file() -> Path:
     """The run watcher: the chart ships it, it becomes the job's driver (docs/run-watch.md). Found through the
     table of tools' chart folder, imported here and not at the module's top: `status` never needs it."""
-    from generator.tools import CHART_DIR
+    from generator.pinned_tools import CHART_DIR
 
     return CHART_DIR / "files" / "run_watch.py"
 

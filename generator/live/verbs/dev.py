@@ -21,7 +21,7 @@ from generator.live.client.kube import Kube
 from generator.live.helm.records import labels, release_records
 from generator.live.state.follow import follow, until_ready
 from generator.live.state.progress import Progress
-from generator.tools import binary
+from generator.pinned_tools import binary
 
 FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) ->")
 

@@ -34,7 +34,7 @@ from generator.playground.state import PlaygroundState, Process, RealNodeState
 
 Say = Callable[[str], None]
 
-TOOLS = {  # cache entry -> its pin in the table of tools, generator/tools.toml (hack/tools.sh node builds them all)
+TOOLS = {  # cache entry -> its pin in the table of tools, generator/tool_table.toml (`hack/tools.sh node` builds all)
     "kubernetes-node": "KUBERNETES_VERSION",
     "runc": "RUNC_VERSION",
     "containerd": "CONTAINERD_VERSION",
@@ -51,14 +51,14 @@ __all__ = ["NodeError", "adjust_control_plane", "health", "preflight", "prepare"
 
 
 def _tool_dirs() -> dict[str, Path]:
-    from generator.tools import cache_dir, versions
+    from generator.pinned_tools import cache_dir, versions
 
     v = versions()
     return {t: cache_dir() / f"{t}-{v[k]}" for t, k in TOOLS.items()}
 
 
 def ensure_binaries(say: Say) -> C.Binaries:
-    from generator.tools import tools_script
+    from generator.pinned_tools import tools_script
 
     dirs = _tool_dirs()
     missing = [t for t, d in dirs.items() if not (d / ".complete").is_file()]
@@ -77,7 +77,7 @@ def ensure_binaries(say: Say) -> C.Binaries:
 
 def preflight() -> None:
     """Raise NodeError naming what this machine lacks (one line) before anything is started."""
-    from generator.tools import PLAYGROUND_KUBERNETES_ENV, playground_kubernetes, tools_script, versions
+    from generator.pinned_tools import PLAYGROUND_KUBERNETES_ENV, playground_kubernetes, tools_script, versions
 
     kubelet, control = versions()["KUBERNETES_VERSION"], playground_kubernetes()
     if control != kubelet:  # a kubelet newer than its apiserver is outside Kubernetes' version skew
@@ -206,10 +206,10 @@ def _alive(state: PlaygroundState, name: str) -> tuple[bool, str]:
 
 
 def start(state: PlaygroundState, state_dir: Path, say: Say, deadline: float) -> None:
+    from generator.pinned_tools import versions
     from generator.playground.health import api_for
     from generator.playground.kubeapi import ApiError
     from generator.playground.node import images
-    from generator.tools import versions
 
     t0 = time.monotonic()
     node = _node(state)
@@ -317,8 +317,8 @@ def _start_local_path(state: PlaygroundState, state_dir: Path, spec: S.NodeSpec,
 def _import_ray_image(spec: S.NodeSpec, bins: C.Binaries, state: PlaygroundState, say: Say) -> str:
     """With --real-node-gpus (a node for Ray): import the playground's Ray image (ray_image.py),
     building it first when missing (`hack/tools.sh ray-image`, ~3 min cold)."""
+    from generator.pinned_tools import cache_dir, tools_script, versions
     from generator.playground.node import ray_image
-    from generator.tools import cache_dir, tools_script, versions
 
     node = _node(state)
     if not node.gpus:

@@ -31,14 +31,14 @@ def requested() -> int:
 
 
 def tool_dir() -> Path:
-    from generator.tools import cache_dir, versions
+    from generator.pinned_tools import cache_dir, versions
 
     return cache_dir() / f"device-plugin-{versions()['KUBERNETES_VERSION']}"
 
 
 def ensure_binary(say: Callable[[str], None]) -> Path:
+    from generator.pinned_tools import tools_script
     from generator.playground.errors import NodeError
-    from generator.tools import tools_script
 
     d = tool_dir()
     if not (d / ".complete").is_file():

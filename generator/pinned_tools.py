@@ -21,8 +21,8 @@ def __getattr__(name: str) -> Path:
     """`REPO`: the root of the clone this package runs from (generator/maint, the tests and the tool builds write
     into it or read it); NeedsClone from an installed package, which has none and never reads outside its files."""
     if name == "REPO":
-        return needs_clone("reading the repository's own files (generator.tools.REPO)", "make help")
-    raise AttributeError(f"module 'generator.tools' has no attribute {name!r}")
+        return needs_clone("reading the repository's own files (generator.pinned_tools.REPO)", "make help")
+    raise AttributeError(f"module 'generator.pinned_tools' has no attribute {name!r}")
 
 
 TOOLS_TABLE = tool_table.TABLE  # the pins, and every tool's cache entry (shipped inside the package)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from generator.tools import REPO, TOOLS_TABLE
+from generator.pinned_tools import REPO, TOOLS_TABLE
 
 SCRIPT = REPO / "hack" / "tools.sh"
 
