@@ -85,7 +85,7 @@ class Provisioner:
         """One pass: a PV for each claim that needs one, and away with each Released PV of ours."""
         claims = self.api.get("/api/v1/persistentvolumeclaims")["items"]
         pvs = self.api.get("/api/v1/persistentvolumes")["items"]
-        provisioned = {((pv.get("spec") or {}).get("claimRef") or {}).get("uid") for pv in pvs if ours(pv)}
+        provisioned = {str(((pv.get("spec") or {}).get("claimRef") or {}).get("uid")) for pv in pvs if ours(pv)}
         for claim in claims:
             pv = pv_for(claim, self.root, provisioned)
             if pv is None:

@@ -26,8 +26,8 @@ KWOK_NODE = ("kwok.x-k8s.io/node", "fake")
 def simulated_head(kube: Kube, snap: Snapshot, seen: dict[str, bool] | None = None) -> str | None:
     """The head's node when kwok simulates it and the RayJob's message is KubeRay failing to reach the head: a
     simulated pod is placed and ready but runs no Ray, so the job never starts there. One node read, made only
-    on that message (a healthy job costs nothing more; `seen` keeps the answer for --watch); a node RBAC hides
-    leaves KubeRay's words."""
+    on that message (a healthy job costs nothing more; `seen` keeps the answer for --watch), and the progress
+    read it replaces is not made (the same count); a node RBAC hides leaves KubeRay's words."""
     job, head = snap.rayjob, snap.fleets.get("head")
     if not job or DASHBOARD_UNREACHED not in (job.get("message") or "") or head is None or not head.nodes:
         return None
@@ -132,9 +132,9 @@ def status(args: Any) -> int:
     if not args.watch:
         snap = take(kube, release, ns, records)
         snap.namespace_deleting = kube.namespace_deletion(ns)
-        if args.progress:
-            read_progress(kube, snap)
         simulated = simulated_head(kube, snap) if args.output == "table" else None
+        if args.progress and not simulated:  # a simulated head has no progress to read: the rayjob line says so
+            read_progress(kube, snap)
         end = _job_end(kube, ns, snap) if args.output == "table" and not simulated else ""
         emit(snap.to_dict(), args.output, lambda: status_table(snap, simulated) + end)
         return EXIT_OK
@@ -145,9 +145,10 @@ def status(args: Any) -> int:
     while True:
         snap = take(kube, release, ns)
         snap.namespace_deleting = kube.namespace_deletion(ns)
-        if args.progress:
+        simulated = simulated_head(kube, snap, seen) if args.output == "table" else None
+        if args.progress and not simulated:
             read_progress(kube, snap)
-        text = status_table(snap, simulated_head(kube, snap, seen)) if args.output == "table" else ""
+        text = status_table(snap, simulated) if args.output == "table" else ""
         if tty:
             sys.stdout.write("\x1b[H\x1b[2J" + text + "\n")
             sys.stdout.flush()
