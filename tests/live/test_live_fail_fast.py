@@ -143,6 +143,7 @@ def test_uninstall_run_again_finishes_a_release_whose_helm_record_went_at_the_ti
     try:
         rc, out, err = cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", kc, "--timeout", 8)
         assert rc == 1 and f"RayJob small is held by the finalizer {hold}" in err, out + err
+        assert f"`dockyard-k8s uninstall small -n {namespace}` run again once that is resolved" in err, err
         assert release_records(kube(playground), "small", namespace) == []  # Helm dropped the record anyway
         assert listed(kube(playground), "small", namespace)  # ... while the RayJob is still being finalized
         resumer.start()

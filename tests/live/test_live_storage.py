@@ -126,8 +126,8 @@ def test_doctor_names_the_claim_the_class_and_what_is_missing(playground, namesp
     out = doctor(checkpoints={"size": "10Gi"}, logs={"size": "1Gi", "storageClassName": "fast"},
                  modelCache={"claimName": "hf"})
     assert ("✓ storage" in out and "checkpoints: small-checkpoints will be created (10Gi) by StorageClass "
-            "playground-static (the default; provisioner kubernetes.io/no-provisioner, volumeBindingMode Immediate: "
-            "binds at once)") in out, out
+            "playground-static (the default; provisioner playground.dockyard.dev/hostpath, volumeBindingMode "
+            "Immediate: binds at once)") in out, out
     assert "✗ storage" in out and "logs: StorageClass fast does not exist" in out, out
     assert "modelCache: the claim hf does not exist" in out, out
 

@@ -190,7 +190,10 @@ def remove(kube: Kube, name: str, ns: str, manifest: str | None, deadline: float
     try:
         Helm(kube, deadline=deadline).uninstall(name, ns, timeout=max(1.0, deadline - time.monotonic()))
     except CheckFailed as exc:
-        raise CheckFailed(f"{exc}{_why_held(kube, name, ns)}") from None
+        again = ("" if release_records(kube, name, ns) else  # helm drops its record even when its wait fails
+                 f"\n  Helm has dropped the release record: `dockyard-k8s uninstall {name} -n {ns}` run again once "
+                 "that is resolved waits for what is left")
+        raise CheckFailed(f"{exc}{_why_held(kube, name, ns)}{again}") from None
     claims = ClaimSweep(kube, ns, name, pools)
     claims()  # after the pool is gone: no claim takes a new sandbox
     unchecked: list[str] = []
