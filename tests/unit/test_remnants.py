@@ -64,14 +64,14 @@ class Recorded:
 
 def test_nothing_of_the_release_is_none_the_caller_says_not_found():
     kube = Recorded({})
-    assert remnants.finish(kube, "never", "ns", 0.0) is None
+    assert remnants.finish(kube, "never", "ns", 0.0, lambda ns: list) is None
     assert all(sel == remnants.selector("never") for _, sel in kube.asked)
     assert {p for p, _ in kube.asked} >= {"/api/v1/namespaces/ns/pods", "/api/v1/namespaces/ns/configmaps"}
 
 
 def test_forbidden_to_list_every_namespace_it_looks_in_its_own():
     kube = Recorded({}, forbidden_all=True)
-    assert remnants.finish(kube, "never", None, 0.0) is None
+    assert remnants.finish(kube, "never", None, 0.0, lambda ns: list) is None
     assert "/namespaces/" not in kube.asked[0][0] and kube.asked[-1][0] == "/apis/ray.io/v1/namespaces/default/rayjobs"
 
 
@@ -101,16 +101,12 @@ def test_objects_left_at_the_deadline_are_each_named_with_what_holds_them(monkey
     monkeypatch.setattr(remnants, "RunLock", Lock)
     monkeypatch.setattr(remnants, "LeaderWatch", Quiet)
     monkeypatch.setattr(remnants, "wait_until", lambda pred, _t: pred())
-    from generator.live.changes import teardown
-
-    monkeypatch.setattr(teardown, "ClaimSweep", lambda *_a: list)
-    monkeypatch.setattr(teardown, "workloads_left", lambda *_a: ([], None))
     with pytest.raises(CheckFailed) as err:
-        remnants.finish(kube, "small", None, 0.0)
+        remnants.finish(kube, "small", None, 0.0, lambda ns: list)
     text = str(err.value)
     assert text.startswith("release small has no Helm record in ns (uninstalled), but objects of it remain after the "
                            "timeout:\n  ")
     assert "RayJob ns/small is being deleted" in text and "ray.io/rayjob-finalizer" in text
     assert "Pod ns/small-head-x is owned by RayCluster small-abc" in text
     kube.by_plural = {"ray": []}  # the negative control: all gone, finished
-    assert remnants.finish(kube, "small", "ns", 0.0) is None
+    assert remnants.finish(kube, "small", "ns", 0.0, lambda ns: list) is None

@@ -25,7 +25,7 @@ class NoCluster:
 def cleared(monkeypatch):
     calls: list = []
     monkeypatch.setattr(teardown, "Kube", NoCluster)
-    monkeypatch.setattr(teardown.remnants, "finish", lambda kube, release, ns, deadline: None)  # no object of it
+    monkeypatch.setattr(teardown.remnants, "finish", lambda kube, release, ns, deadline, sweep: None)  # no object of it
     monkeypatch.setattr(teardown, "clear_left_behind",
                         lambda kube, release, ns, verb: calls.append((release, ns)) or [f"removed its run lock {ns}"])
     return calls
@@ -54,7 +54,7 @@ def test_a_release_with_no_record_lock_or_object_is_not_found(monkeypatch, clear
 
 def test_a_release_with_no_record_but_objects_left_is_finished(monkeypatch, cleared, capsys):
     monkeypatch.setattr(teardown, "clear_left_behind", lambda *_a: [])
-    monkeypatch.setattr(teardown.remnants, "finish", lambda kube, release, ns, deadline: ["ns"])
+    monkeypatch.setattr(teardown.remnants, "finish", lambda kube, release, ns, deadline, sweep: ["ns"])
     monkeypatch.setattr(teardown, "kept_claims", lambda *_a: [])
 
     def gone(*_a):

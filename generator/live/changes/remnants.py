@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from generator.errors import CheckFailed
@@ -77,12 +78,12 @@ def queued_uids(found: list[tuple[str, dict[str, Any]]]) -> dict[str, tuple[str,
             if kind in ("RayJob", "RayCluster") and queueing.queue_name(o)}
 
 
-def finish(kube: Kube, release: str, namespace: str | None, deadline: float) -> list[str] | None:
+def finish(kube: Kube, release: str, namespace: str | None, deadline: float,
+           sweep: Callable[[str], Callable[[], list[str]]]) -> list[str] | None:
     """None when no object of the release exists (in `namespace`, else in any namespace the caller may list);
     else waits until none is left (bounded by `deadline`) and returns the namespaces it finished in. CheckFailed
-    names each object left and what holds it."""
-    from generator.live.changes.teardown import ClaimSweep  # teardown calls this module: imported when used
-
+    names each object left and what holds it. `sweep(ns)`: teardown's ClaimSweep of the release's SandboxClaims
+    there (deletes them; returns those still there)."""
     try:
         found = listed(kube, release, namespace)
     except Exception as exc:
@@ -98,13 +99,15 @@ def finish(kube: Kube, release: str, namespace: str | None, deadline: float) -> 
         print(f"release {release} has no Helm record in {ns} (uninstalled), but {len(here)} object(s) of it remain: "
               "waiting until they are gone", file=sys.stderr, flush=True)
         with RunLock(kube, ns, release, "uninstall", deadline=deadline):  # no run of the same name meanwhile
-            _wait(kube, release, ns, queued_uids(here), deadline, ClaimSweep(kube, ns, release, set()))
+            _wait(kube, release, ns, queued_uids(here), deadline, sweep(ns))
     return spaces
 
 
 def _wait(kube: Kube, release: str, ns: str, uids: dict[str, tuple[str, str]], deadline: float,
-          claims: Any) -> None:
-    from generator.live.changes.teardown import workloads_left
+          claims: Callable[[], list[str]]) -> None:
+    def workloads() -> list[str]:  # an unreadable Workload list (Kueue not served) holds nothing here
+        return [f"{queueing.WORKLOADS}/{w['metadata']['name']}"
+                for w in queueing.workloads_of(kube, ns, list(uids))[0] or []] if uids else []
 
     leaders = LeaderWatch(kube)
     left: list[tuple[str, dict[str, Any]]] = []
@@ -113,13 +116,13 @@ def _wait(kube: Kube, release: str, ns: str, uids: dict[str, tuple[str, str]], d
         for line in leaders.poll():
             print(f"{release}: {line}", file=sys.stderr, flush=True)
         left[:] = listed(kube, release, ns)
-        return not left and not claims() and not (uids and workloads_left(kube, ns, uids)[0])
+        return not left and not claims() and not workloads()
 
     if wait_until(clear, max(1.0, deadline - time.monotonic())):
         return
     lines = [why(k, o) for k, o in left] + [f"SandboxClaim {ns}/{c} is not gone yet" for c in claims()]
     lines += [f"{w} (its owner is gone: Kueue's finalizer or the garbage collector holds it)"
-              for w in (workloads_left(kube, ns, uids)[0] if uids else [])]
+              for w in workloads()]
     raise CheckFailed(f"release {release} has no Helm record in {ns} (uninstalled), but objects of it remain after "
                       "the timeout:" + "".join(f"\n  {line}" for line in lines) + leaders.held()
                       + f"\nrun `dockyard-k8s uninstall {release} -n {ns}` again once that is resolved")

@@ -230,7 +230,8 @@ def uninstall(kubeconfig: str | None, context: str | None, release: str | None, 
         for line in cleared:
             print(f"release {release} is already uninstalled; {line}")
         # an uninstall stopped at its timeout: the record is gone, objects of it are still going
-        finished = remnants.finish(kube, release, gone.namespace, deadline) if release else None
+        finished = (remnants.finish(kube, release, gone.namespace, deadline,
+                                    lambda ns: ClaimSweep(kube, ns, release, set())) if release else None)
         if not cleared and finished is None:
             raise  # nothing of it, not even a lock: a name never installed (or long gone), as helm says it
         for ns in finished or []:
