@@ -7,6 +7,7 @@ function of the state, the binaries and the state folder.
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ COMPONENTS = [
     "kube-scheduler",
     "kwok",
     "kuberay-operator",
+    "volume-provisioner",  # provisioner.py: the simulated nodes' PVs on demand
     "kueue",  # only with `up --kueue` (wanted())
     "agent-sandbox",  # only with `up --agent-sandbox`
 ]
@@ -30,7 +32,8 @@ OPTIONAL = {"kueue": "kueue", "agent-sandbox": "agent_sandbox"}
 # Started through a supervisor that restarts them when they exit (supervise.py), as a kubelet restarts a
 # pod's containers: the clients of the apiserver, which end by design when they lose it (the operator's
 # leader election). etcd and the apiserver are the cluster's state, not supervised: docs/playground.md.
-SUPERVISED = ("kube-controller-manager", "kube-scheduler", "kwok", "kuberay-operator", "kueue", "agent-sandbox")
+SUPERVISED = ("kube-controller-manager", "kube-scheduler", "kwok", "kuberay-operator", "volume-provisioner", "kueue",
+              "agent-sandbox")
 SERVICE_CIDR = "127.32.0.0/16"  # the apiserver accepts a loopback range; nothing routes it
 SERVICE_IP = "127.32.0.1"  # the `kubernetes` Service's ClusterIP (first address of the range)
 FALLBACK_POD_CIDR = "127.63.0.0/16"  # kwok's --cidr, only for nodes created without a podCIDR
@@ -45,6 +48,7 @@ HEALTH = {
     "kube-scheduler": ("https", "scheduler", "/healthz"),
     "kwok": ("https", "kwok", "/healthz"),
     "kuberay-operator": ("http", "kuberay_probe", "/readyz"),
+    "volume-provisioner": ("http", "provisioner_probe", "/healthz"),
     "kueue": ("http", "kueue_probe", "/readyz"),
     "agent-sandbox": ("http", "agent_sandbox_probe", "/readyz"),
 }
@@ -250,6 +254,8 @@ def argv(state: PlaygroundState, bins: Binaries, state_dir: Path) -> dict[str, l
             f"--health-probe-bind-address=127.0.0.1:{p.kuberay_probe}",
             "--log-stdout-encoder=console",
         ],
+        "volume-provisioner": [sys.executable, "-m", "generator.playground.provisioner", "--state-dir", str(state_dir),
+                               "--port", str(p.provisioner_probe)],
     }
 
 

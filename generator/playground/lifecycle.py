@@ -256,6 +256,7 @@ def _start_control_plane(state: PlaygroundState, state_dir: Path, argv: dict[str
         api.create("/api/v1/nodes", node)
     for path, obj in volumes.manifests(default=state.real_node is None):  # claims bind on the simulated nodes
         api.create(path, obj)
+    start("volume-provisioner", argv["volume-provisioner"])
     launch.wait("KubeRay CRDs to be Established", lambda: crds.established(api, names), deadline)
     say(f"  {len(names)} KubeRay CRDs installed server-side ({time.monotonic() - t0:.1f} s)")
     op = "kuberay-operator"

@@ -54,6 +54,7 @@ class Ports:
     kueue_probe: int = 0  # `up --kueue` (older state files have neither)
     kueue_webhook: int = 0
     agent_sandbox_probe: int = 0  # `up --agent-sandbox`
+    provisioner_probe: int = 0  # the volume provisioner (older state files have none)
 
     @classmethod
     def names(cls) -> list[str]:
@@ -61,7 +62,8 @@ class Ports:
 
     def to_dict(self) -> dict[str, int]:
         """As saved: the optional ports only when set (an older file reads and writes back as it was)."""
-        return {k: v for k, v in asdict(self).items() if v or not k.startswith(("kueue_", "agent_sandbox_"))}
+        optional = ("kueue_", "agent_sandbox_", "provisioner_")
+        return {k: v for k, v in asdict(self).items() if v or not k.startswith(optional)}
 
 
 @dataclass

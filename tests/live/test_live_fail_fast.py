@@ -118,6 +118,51 @@ def test_uninstall_stopped_at_the_timeout_names_the_finalizer_that_holds_it(play
             {"metadata": {"finalizers": [f for f in job["metadata"]["finalizers"] if f != hold]}})
 
 
+def test_uninstall_run_again_finishes_a_release_whose_helm_record_went_at_the_timeout(playground, namespace, release,
+                                                                                     capsys, wait):
+    from generator.live.changes.remnants import listed
+    from generator.live.helm.records import release_records
+
+    kc = playground.kubeconfig
+    assert cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--kubeconfig", kc, "--timeout", 60)[0] == 0
+    ray = client.CustomObjectsApi(playground.api_client())
+    wait(lambda: ray.get_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", "small")["metadata"]
+         .get("finalizers"), 60, "KubeRay's finalizer on the RayJob")
+    hold = "example.com/hold"  # stands for a controller that is down: nobody removes it until the test does
+    job = ray.get_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", "small")
+    ray.patch_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", "small",
+                                       {"metadata": {"finalizers": [*job["metadata"]["finalizers"], hold]}})
+
+    def unhold() -> None:
+        job = ray.get_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", "small")
+        ray.patch_namespaced_custom_object(
+            "ray.io", "v1", namespace, "rayjobs", "small",
+            {"metadata": {"finalizers": [f for f in job["metadata"]["finalizers"] if f != hold]}})
+
+    resumer = threading.Timer(4.0, unhold)  # the controller comes back while the second uninstall waits
+    try:
+        rc, out, err = cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", kc, "--timeout", 8)
+        assert rc == 1 and f"RayJob small is held by the finalizer {hold}" in err, out + err
+        assert f"`dockyard-k8s uninstall small -n {namespace}` run again once that is resolved" in err, err
+        assert release_records(kube(playground), "small", namespace) == []  # Helm dropped the record anyway
+        assert listed(kube(playground), "small", namespace)  # ... while the RayJob is still being finalized
+        resumer.start()
+        rc, out, err = cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", kc, "--timeout", 60)
+    finally:
+        if resumer.is_alive() or resumer.finished.is_set():
+            resumer.join()
+        else:  # failed before the second uninstall: let the RayJob go for the fixture's clean-up
+            unhold()
+    assert rc == 0, out + err
+    assert f"release small has no Helm record in {namespace} (uninstalled), but" in err, err
+    assert out.startswith(f"release small uninstalled from {namespace}: nothing left"), out
+    assert listed(kube(playground), "small", namespace) == []
+    # the negative controls: nothing of it left, and a name never installed, are not found (exit 1)
+    for name in ("small", "never-installed"):
+        rc, out, err = cli(capsys, "uninstall", name, "-n", namespace, "--kubeconfig", kc, "--timeout", 10)
+        assert rc == 1 and f"release {name} not found in namespace {namespace}" in err, out + err
+
+
 def test_a_namespace_whose_service_account_never_appears_is_not_reported_created(playground):
     import uuid
 

@@ -87,6 +87,29 @@ def test_run_wait_status_logs_history_uninstall(playground, namespace, release, 
     assert leftovers(kube(playground), "small", namespace) == []
 
 
+def test_status_says_in_one_line_that_a_job_on_simulated_nodes_never_starts(playground, namespace, release, capsys,
+                                                                             wait):
+    """`make demo`'s last step: on kwok's nodes the head runs no Ray, and KubeRay says it cannot reach it."""
+    from generator.live.verbs.status import DASHBOARD_UNREACHED
+
+    kc = playground.kubeconfig
+    assert cli(capsys, "run", RECIPE, INFRA, "-n", namespace, "--wait", "--kubeconfig", kc, "--timeout", 120)[0] == 0
+    ray = client.CustomObjectsApi(playground.api_client())
+
+    def message() -> str:
+        job = ray.get_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", "small")
+        return (job.get("status") or {}).get("message") or ""
+
+    wait(lambda: DASHBOARD_UNREACHED in message(), 60, "KubeRay's message that it cannot reach the head")
+    rc, out, err = cli(capsys, "status", "small", "-n", namespace, "--kubeconfig", kc)
+    assert rc == 0, out + err
+    [line] = [x for x in out.splitlines() if x.startswith("rayjob ")]
+    assert "— simulated: the head is on kwok node " in line and "`dockyard-k8s playground up --real-node`" in line, out
+    assert DASHBOARD_UNREACHED not in out and "ready: yes" in out, out
+    # the negative control: the JSON keeps KubeRay's own words (what a script reads is the cluster's)
+    assert DASHBOARD_UNREACHED in _status(capsys, playground, namespace)["rayjob"]["message"]
+
+
 def test_status_reads_a_bounded_number_of_api_calls(playground, namespace, release, capsys, tmp_path):
     from generator.live.state.snapshot import take
 

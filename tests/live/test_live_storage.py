@@ -1,11 +1,16 @@
-"""infra.storage on the playground: a claim the chart creates binds (the simulated nodes' static PVs,
-generator/playground/volumes.py) and the gang becomes ready with it mounted; Helm keeps it through
+"""infra.storage on the playground: a claim the chart creates binds (a PV the playground's provisioner makes for it,
+generator/playground/provisioner.py) and the gang becomes ready with it mounted; Helm keeps it through
 `uninstall`, an upgrade that drops it, `rollback`, a mode switch and a plain `helm uninstall`; the next run of
-the release adopts the same claim (same UID); doctor names the claim, the class, and what is missing."""
+the release adopts the same claim (same UID); doctor names the claim, the class, and what is missing. The
+provisioner serves more claims than a fixed pool would hold, gives each volume back when its claim goes (a PV kept
+with Retain aside), and provisions a claim made while it was down once it is back."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 from kubernetes import client
@@ -67,7 +72,7 @@ def test_a_created_claim_is_mounted_kept_through_every_removal_and_adopted_again
     rc, out, err = cli(capsys, "uninstall", "small", "-n", namespace, "--kubeconfig", kc, "--timeout", 60)
     assert rc == 0, err
     assert "nothing left but the kept claims" in out
-    assert f"kept PersistentVolumeClaim {CLAIM} (1Pi, Bound; helm.sh/resource-policy: keep)" in out  # the PV's size
+    assert f"kept PersistentVolumeClaim {CLAIM} (10Gi, Bound; helm.sh/resource-policy: keep)" in out  # the PV's size
     assert f"kubectl delete pvc {CLAIM} -n {namespace}" in out
     assert _claim(playground, namespace).metadata.uid == uid
 
@@ -121,8 +126,8 @@ def test_doctor_names_the_claim_the_class_and_what_is_missing(playground, namesp
     out = doctor(checkpoints={"size": "10Gi"}, logs={"size": "1Gi", "storageClassName": "fast"},
                  modelCache={"claimName": "hf"})
     assert ("✓ storage" in out and "checkpoints: small-checkpoints will be created (10Gi) by StorageClass "
-            "playground-static (the default; provisioner kubernetes.io/no-provisioner, volumeBindingMode Immediate: "
-            "binds at once)") in out, out
+            "playground-static (the default; provisioner playground.dockyard.dev/hostpath, volumeBindingMode "
+            "Immediate: binds at once)") in out, out
     assert "✗ storage" in out and "logs: StorageClass fast does not exist" in out, out
     assert "modelCache: the claim hf does not exist" in out, out
 
@@ -134,3 +139,53 @@ def test_doctor_names_the_claim_the_class_and_what_is_missing(playground, namesp
     out = doctor(modelCache={"claimName": "hf"})
     assert "! storage" in out and "modelCache: hf is Pending" in out, out
     assert "has access modes [ReadWriteOnce] but 3 pods (head, trainer, inference) mount it" in out, out
+
+
+def test_the_provisioner_gives_each_claim_a_volume_and_takes_it_back_when_the_claim_goes(playground, namespace, wait):
+    core = client.CoreV1Api(playground.api_client())
+    root = Path(playground.state_dir) / "volumes"
+
+    def make(name: str) -> None:  # no class: the playground's default, playground-static
+        core.create_namespaced_persistent_volume_claim(namespace, {
+            "metadata": {"name": name}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                                 "resources": {"requests": {"storage": "1Gi"}}}})
+
+    def bound(names: list[str]) -> dict[str, str]:
+        claims = {c.metadata.name: c for c in core.list_namespaced_persistent_volume_claim(namespace).items}
+        return {n: claims[n].spec.volume_name for n in names if n in claims and claims[n].status.phase == "Bound"}
+
+    def pv_names() -> set[str]:
+        return {pv.metadata.name for pv in core.list_persistent_volume().items}
+
+    # 3 waves of 8: 24 claims, more than the 16 static PVs the playground once had, each with a volume of its own
+    for wave in range(3):
+        names = [f"w{wave}-{i}" for i in range(8)]
+        for name in names:
+            make(name)
+        wait(lambda names=names: len(bound(names)) == len(names), 30, f"wave {wave}'s claims to bind")
+        pvs = set(bound(names).values())
+        assert len(pvs) == 8 and all((root / pv).is_dir() for pv in pvs), pvs
+        assert {core.read_persistent_volume(pv).spec.capacity["storage"] for pv in pvs} == {"1Gi"}
+        for name in names:
+            core.delete_namespaced_persistent_volume_claim(name, namespace)
+        wait(lambda pvs=pvs: not pvs & pv_names(), 30, f"wave {wave}'s PVs to be deleted")
+        assert not any((root / pv).exists() for pv in pvs)
+
+    # the negative control: a PV patched to Retain stays Released, directory and all
+    make("kept")
+    wait(lambda: bound(["kept"]), 30, "claim kept to bind")
+    kept = bound(["kept"])["kept"]
+    core.patch_persistent_volume(kept, {"spec": {"persistentVolumeReclaimPolicy": "Retain"}})
+    core.delete_namespaced_persistent_volume_claim("kept", namespace)
+    wait(lambda: core.read_persistent_volume(kept).status.phase == "Released", 30, f"{kept} to be Released")
+    try:
+        # a claim made while the provisioner is down binds once its supervisor has started it again; that pass
+        # looks at every PV, the Released one too
+        os.kill(playground.pids()["volume-provisioner"], signal.SIGKILL)
+        make("late")
+        assert core.read_namespaced_persistent_volume_claim("late", namespace).status.phase == "Pending"
+        wait(lambda: bound(["late"]), 60, "claim late to bind after the provisioner's restart")
+        assert core.read_persistent_volume(kept).status.phase == "Released" and (root / kept).is_dir()
+    finally:
+        core.delete_persistent_volume(kept)
+        (root / kept).rmdir()

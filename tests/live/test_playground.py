@@ -379,7 +379,8 @@ def test_second_up_reports_the_running_cluster_and_status_is_healthy(playground)
 
     st = _cli("status", "--state-dir", str(playground.state_dir), timeout=STATUS)
     assert st.returncode == 0, st.stdout + st.stderr
-    names = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kuberay-operator"]
+    names = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kuberay-operator",
+             "volume-provisioner"]
     for name in names + (["kueue"] if kueue else []):
         line = next((ln for ln in st.stdout.splitlines() if ln.split()[:1] == [name]), "")
         assert line.split()[:2] == [name, "ok"], st.stdout
@@ -423,7 +424,7 @@ def test_down_leaves_no_process_behind(playground, tmp_path):
         assert time.monotonic() - t0 < bounds.PLAYGROUND_UP + bounds.SLACK  # it was healthy within its --timeout
         assert f"export KUBECONFIG={state_dir / 'kubeconfig'}" in out.stdout
         state = PlaygroundState.load(state_dir)
-        assert state and len(state.components) == 6  # no Kueue, no agent-sandbox here
+        assert state and len(state.components) == 7  # no Kueue, no agent-sandbox here
         # the recorded processes, a supervised component's being its supervisor, and the processes doing the
         # work: a supervisor's child, or the recorded process itself
         now = current_processes(state)

@@ -130,3 +130,73 @@ def test_the_progress_line_costs_status_one_request_and_none_without_it(monkeypa
     monkeypatch.setattr(verb, "take", lambda *a: bringup(None))
     kube.asked.clear()
     assert verb.status(args) == 0 and kube.asked == []
+
+
+NO_HEAD = 'failed to get job info: no endpoints available for service "grpo-swe-abcde-head-svc"'
+
+
+class Nodes:
+    """A cluster answering node reads from constructed Node objects; each read is counted."""
+
+    def __init__(self, nodes: dict) -> None:
+        self.nodes, self.asked = nodes, []
+
+    def request(self, method, path):
+        self.asked.append(path)
+        return self.nodes[path.rsplit("/", 1)[1]]
+
+
+def _on(node: str, message: str | None = NO_HEAD) -> Snapshot:
+    from generator.live.state.snapshot import Fleet
+
+    snap = Snapshot("grpo-swe", "ns")
+    _read_ray(snap, [_job({"jobDeploymentStatus": "Running", "jobStatus": "FAILED", "rayClusterName": "grpo-swe-abcde",
+                           "message": message}, 0)], [])
+    snap.fleets["head"] = Fleet("head", desired=1, ready=1, pods=1, nodes=[node])
+    return snap
+
+
+KWOK = {"metadata": {"name": "gpu-node-0", "annotations": {"kwok.x-k8s.io/node": "fake"}}}
+REAL = {"metadata": {"name": "real-node", "annotations": {"node.alpha.kubernetes.io/ttl": "0"}}}
+
+
+def test_a_head_on_a_simulated_node_is_said_in_one_line_instead_of_kuberays_failure_words():
+    from generator.live.verbs.status import simulated_head
+
+    kube = Nodes({"gpu-node-0": KWOK})
+    snap = _on("gpu-node-0")
+    node = simulated_head(kube, snap)
+    assert node == "gpu-node-0" and kube.asked == ["/api/v1/nodes/gpu-node-0"]
+    rows = [ln for ln in status_table(snap, node).splitlines() if ln.startswith("rayjob")]
+    assert rows == [("rayjob     grpo-swe  Running  cluster grpo-swe-abcde  — simulated: the head is on kwok node "
+                     "gpu-node-0, whose pods are placed and ready but run no Ray, so the job is never submitted here "
+                     "(placement and readiness are real); to run it: `dockyard-k8s playground up --real-node`")]
+    assert "no endpoints" not in status_table(snap, node) and "FAILED" not in status_table(snap, node)
+    seen: dict = {}
+    for _ in range(2):  # --watch: each node is read once
+        simulated_head(kube, snap, seen)
+    assert len(kube.asked) == 2
+
+
+def test_a_head_on_a_real_node_with_the_same_message_keeps_kuberays_words():
+    from generator.live.verbs.status import simulated_head
+
+    snap = _on("real-node")
+    assert simulated_head(Nodes({"real-node": REAL}), snap) is None
+    assert f"rayjob     grpo-swe  Running  job FAILED  cluster grpo-swe-abcde  — {NO_HEAD}" in status_table(snap)
+
+
+def test_a_healthy_job_reads_no_node_and_a_node_rbac_hides_leaves_kuberays_words():
+    from kubernetes.client.exceptions import ApiException
+
+    from generator.live.verbs.status import simulated_head
+
+    kube = Nodes({"gpu-node-0": KWOK})
+    assert simulated_head(kube, _on("gpu-node-0", message=None)) is None
+    assert kube.asked == []  # the budget of a healthy job: no request more
+
+    class Forbidden(Nodes):
+        def request(self, method, path):
+            raise ApiException(status=403)
+
+    assert simulated_head(Forbidden({}), _on("gpu-node-0")) is None

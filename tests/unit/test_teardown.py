@@ -1,5 +1,6 @@
-"""changes/teardown.uninstall: a release that is not found may have left its run lock behind (cleared, exit 0),
-but a lookup that failed for any other reason (several namespaces, another Helm driver) clears nothing."""
+"""changes/teardown.uninstall: a release that is not found may have left its run lock behind (cleared, exit 0) or
+objects still going (finished: changes/remnants), but a lookup that failed for any other reason (several namespaces,
+another Helm driver) clears nothing; a name with nothing of it is not found (exit 1)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class NoCluster:
 def cleared(monkeypatch):
     calls: list = []
     monkeypatch.setattr(teardown, "Kube", NoCluster)
+    monkeypatch.setattr(teardown.remnants, "finish", lambda kube, release, ns, deadline, sweep: None)  # no object of it
     monkeypatch.setattr(teardown, "clear_left_behind",
                         lambda kube, release, ns, verb: calls.append((release, ns)) or [f"removed its run lock {ns}"])
     return calls
@@ -37,6 +39,30 @@ def test_a_release_not_found_clears_its_left_behind_lock(monkeypatch, cleared, c
     teardown.uninstall(None, None, "small", "ns", 30)
     assert cleared == [("small", "ns")]
     assert capsys.readouterr().out == "release small is already uninstalled; removed its run lock ns\n"
+
+
+def test_a_release_with_no_record_lock_or_object_is_not_found(monkeypatch, cleared):
+    monkeypatch.setattr(teardown, "clear_left_behind", lambda *_a: [])
+
+    def gone(*_a):
+        raise ReleaseNotFound("release never not found in namespace ns", "ns")
+
+    monkeypatch.setattr(teardown, "resolve", gone)
+    with pytest.raises(ReleaseNotFound, match="release never not found"):
+        teardown.uninstall(None, None, "never", "ns", 30)
+
+
+def test_a_release_with_no_record_but_objects_left_is_finished(monkeypatch, cleared, capsys):
+    monkeypatch.setattr(teardown, "clear_left_behind", lambda *_a: [])
+    monkeypatch.setattr(teardown.remnants, "finish", lambda kube, release, ns, deadline, sweep: ["ns"])
+    monkeypatch.setattr(teardown, "kept_claims", lambda *_a: [])
+
+    def gone(*_a):
+        raise ReleaseNotFound("release small not found in namespace ns", "ns")
+
+    monkeypatch.setattr(teardown, "resolve", gone)
+    teardown.uninstall(None, None, "small", "ns", 30)
+    assert capsys.readouterr().out.startswith("release small uninstalled from ns: nothing left (")
 
 
 @pytest.mark.parametrize("why", ["release small exists in namespaces a, b: pass -n NAMESPACE",

@@ -11,6 +11,7 @@ import sys
 import time
 
 from generator.errors import CheckFailed
+from generator.live.changes import remnants
 from generator.live.changes.guard import RAY_PLURALS, impact, manifest_objects
 from generator.live.client.api_errors import is_forbidden
 from generator.live.client.kube import INSTANCE, Kube
@@ -190,7 +191,10 @@ def remove(kube: Kube, name: str, ns: str, manifest: str | None, deadline: float
     try:
         Helm(kube, deadline=deadline).uninstall(name, ns, timeout=max(1.0, deadline - time.monotonic()))
     except CheckFailed as exc:
-        raise CheckFailed(f"{exc}{_why_held(kube, name, ns)}") from None
+        again = ("" if release_records(kube, name, ns) else  # helm drops its record even when its wait fails
+                 f"\n  Helm has dropped the release record: `dockyard-k8s uninstall {name} -n {ns}` run again once "
+                 "that is resolved waits for what is left")
+        raise CheckFailed(f"{exc}{_why_held(kube, name, ns)}{again}") from None
     claims = ClaimSweep(kube, ns, name, pools)
     claims()  # after the pool is gone: no claim takes a new sandbox
     unchecked: list[str] = []
@@ -224,10 +228,15 @@ def uninstall(kubeconfig: str | None, context: str | None, release: str | None, 
     except ReleaseNotFound as gone:
         # already gone: a removal killed after its helm finished may have left its run lock behind
         cleared = clear_left_behind(kube, release, gone.namespace, "uninstall") if release else []
-        if not cleared:
-            raise
         for line in cleared:
             print(f"release {release} is already uninstalled; {line}")
+        # an uninstall stopped at its timeout: the record is gone, objects of it are still going
+        finished = (remnants.finish(kube, release, gone.namespace, deadline,
+                                    lambda ns: ClaimSweep(kube, ns, release, set())) if release else None)
+        if not cleared and finished is None:
+            raise  # nothing of it, not even a lock: a name never installed (or long gone), as helm says it
+        for ns in finished or []:
+            _done(kube, release or "", ns, t0, "")
         return
     print(f"uninstall {name} from namespace {ns}, {kube.target()}", file=sys.stderr, flush=True)
     with RunLock(kube, ns, name, "uninstall", deadline=deadline):
@@ -238,6 +247,10 @@ def uninstall(kubeconfig: str | None, context: str | None, release: str | None, 
         for line in impact(kube, ns, live_manifest(records), "").lost:
             print(f"uninstall ends running training: {line}", flush=True)
         unchecked = remove(kube, name, ns, live_manifest(records), deadline)
+    _done(kube, name, ns, t0, unchecked)
+
+
+def _done(kube: Kube, name: str, ns: str, t0: float, unchecked: str) -> None:
     kept = kept_claims(kube, name, ns)
     print(f"release {name} uninstalled from {ns}: nothing left{' but the kept claims' if kept else ''} "
           f"({time.monotonic() - t0:.1f}s)" + (f"; {unchecked}" if unchecked else ""))

@@ -17,12 +17,44 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def status_table(snap: Snapshot) -> str:
+# The apiserver's words for a Service with no ready endpoint, which KubeRay quotes when it cannot reach the head's
+# dashboard; and the annotation kwok's nodes carry (the playground's simulated nodes: generator/playground/nodes.py)
+DASHBOARD_UNREACHED = "no endpoints available for service"
+KWOK_NODE = ("kwok.x-k8s.io/node", "fake")
+
+
+def simulated_head(kube: Kube, snap: Snapshot, seen: dict[str, bool] | None = None) -> str | None:
+    """The head's node when kwok simulates it and the RayJob's message is KubeRay failing to reach the head: a
+    simulated pod is placed and ready but runs no Ray, so the job never starts there. One node read, made only
+    on that message (a healthy job costs nothing more; `seen` keeps the answer for --watch), and the progress
+    read it replaces is not made (the same count); a node RBAC hides leaves KubeRay's words."""
+    job, head = snap.rayjob, snap.fleets.get("head")
+    if not job or DASHBOARD_UNREACHED not in (job.get("message") or "") or head is None or not head.nodes:
+        return None
+    name = head.nodes[0]
+    seen = {} if seen is None else seen
+    if name not in seen:
+        try:
+            node = kube.request("GET", f"/api/v1/nodes/{name}")
+        except Exception:
+            return None
+        seen[name] = ((node.get("metadata") or {}).get("annotations") or {}).get(KWOK_NODE[0]) == KWOK_NODE[1]
+    return name if seen[name] else None
+
+
+def status_table(snap: Snapshot, simulated: str | None = None) -> str:
     lines = [f"release    {snap.release}  namespace {snap.namespace}  revision {snap.revision or '-'}  "
              f"{snap.release_status or 'not installed'}" + (f"  (updated {snap.updated})" if snap.updated else "")]
     if snap.namespace_deleting:
         lines.append(f"namespace  {snap.namespace} is {snap.namespace_deleting}")
-    if snap.rayjob:
+    if snap.rayjob and simulated:  # KubeRay's failure words would read as a failed job: say what it is
+        j = snap.rayjob
+        lines.append(f"rayjob     {j['name']}  {j.get('deploymentStatus') or 'New'}"
+                     + (f"  cluster {j['cluster']}" if j.get("cluster") else "")
+                     + f"  — simulated: the head is on kwok node {simulated}, whose pods are placed and ready but "
+                     "run no Ray, so the job is never submitted here (placement and readiness are real); to run it: "
+                     "`dockyard-k8s playground up --real-node`")
+    elif snap.rayjob:
         j = snap.rayjob
         extra = f"  — {j['message']}" if j.get("message") else ""
         lines.append(f"rayjob     {j['name']}  {j.get('deploymentStatus') or 'New'}"
@@ -103,20 +135,23 @@ def status(args: Any) -> int:
     if not args.watch:
         snap = take(kube, release, ns, records)
         snap.namespace_deleting = kube.namespace_deletion(ns)
-        if args.progress:
+        simulated = simulated_head(kube, snap) if args.output == "table" else None
+        if args.progress and not simulated:  # a simulated head has no progress to read: the rayjob line says so
             read_progress(kube, snap)
-        end = _job_end(kube, ns, snap) if args.output == "table" else ""
-        emit(snap.to_dict(), args.output, lambda: status_table(snap) + end)
+        end = _job_end(kube, ns, snap) if args.output == "table" and not simulated else ""
+        emit(snap.to_dict(), args.output, lambda: status_table(snap, simulated) + end)
         return EXIT_OK
     deadline = time.monotonic() + args.timeout if args.timeout else None
     tty = sys.stdout.isatty() and args.output == "table"
     last = None
+    seen: dict[str, bool] = {}  # node name -> simulated: each node is read once
     while True:
         snap = take(kube, release, ns)
         snap.namespace_deleting = kube.namespace_deletion(ns)
-        if args.progress:
+        simulated = simulated_head(kube, snap, seen) if args.output == "table" else None
+        if args.progress and not simulated:
             read_progress(kube, snap)
-        text = status_table(snap) if args.output == "table" else ""
+        text = status_table(snap, simulated) if args.output == "table" else ""
         if tty:
             sys.stdout.write("\x1b[H\x1b[2J" + text + "\n")
             sys.stdout.flush()
