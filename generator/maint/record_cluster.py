@@ -54,7 +54,7 @@ def cli(*argv: Any) -> tuple[int, str]:
 
 def wait_pending(kube: Any) -> None:
     """Until one Ray worker pod is Pending with the scheduler's reason."""
-    from generator.live.state.snapshot import pod_reason
+    from generator.live.state.pods import pod_reason
 
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

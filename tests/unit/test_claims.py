@@ -17,9 +17,10 @@ from generator.live.client.kube import Kube
 from generator.live.state import follow as follow_mod
 from generator.live.state.claims import SELECTOR, FailedClaim, from_events, waiting_claims
 from generator.live.state.controllers import LeaderWatch
+from generator.live.state.pods import fleet_of
 from generator.live.state.progress import Progress
 from generator.live.state.pulls import PullWatch
-from generator.live.state.snapshot import fleet_of, take
+from generator.live.state.snapshot import take
 from generator.maint.recording import match_of
 
 RELEASE, NS = "small", "rec"

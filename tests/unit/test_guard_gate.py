@@ -15,7 +15,7 @@ import yaml
 from generator.errors import CheckFailed
 from generator.live.doctor.capacity import Room, gpu_rows
 from generator.live.helm.records import live_manifest, upgrade_base
-from generator.live.state.snapshot import container_gpus
+from generator.live.state.pods import container_gpus
 
 RUNNING_JOB = {"metadata": {}, "status": {"jobDeploymentStatus": "Running", "rayClusterName": "small-x1"}}
 

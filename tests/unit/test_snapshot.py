@@ -12,7 +12,8 @@ from fake_cluster import install
 from generator.cli import main
 from generator.live.client.kube import Kube
 from generator.live.helm.records import release_records
-from generator.live.state.snapshot import pod_reason, take
+from generator.live.state.pods import pod_reason
+from generator.live.state.snapshot import take
 
 RELEASE, NS = "small", "rec"
 UNSCHEDULABLE = "Unschedulable: 0/2 nodes are available: 1 Insufficient nvidia.com/gpu"

@@ -8,7 +8,8 @@ import time
 from typing import TextIO
 
 from generator.live.state import queueing
-from generator.live.state.snapshot import FLEETS, Snapshot
+from generator.live.state.pods import FLEETS
+from generator.live.state.snapshot import Snapshot
 
 
 def fleet_lines(snap: Snapshot) -> list[str]:

@@ -21,11 +21,12 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime
 
-from generator.live.client.kube import GPU, INSTANCE, Kube, Objects
+from generator.live.client.kube import INSTANCE, Kube, Objects
 from generator.live.helm.records import labels, release_records
 from generator.live.state import driver_log, pool, queueing, warm_pool
 from generator.live.state.claims import FailedClaim, failed_claims
 from generator.live.state.job_progress import JobProgress
+from generator.live.state.pods import FLEETS, fleet_of, pod_gpus, pod_ready, pod_reason
 from generator.live.state.pulls import FailedPull, failed_pulls
 from generator.live.state.record import Record, as_dict, factory
 
@@ -33,7 +34,6 @@ TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type check
 if TYPE_CHECKING:
     from typing import Any
 
-FLEETS = ("head", "trainer", "inference", "sandbox", "submitter")
 
 QUEUED = "queued by Kueue"  # the reason of a fleet Kueue holds back
 
@@ -145,55 +145,6 @@ class Snapshot(Record):
         out["queue"] = self.queue.to_dict() if self.queue else None
         out["progress"] = self.progress.to_dict() if self.progress else None
         return out
-
-
-def container_gpus(container: dict[str, Any]) -> int:
-    """GPUs a container holds: its request, which Kubernetes defaults to the limit (for an extended
-    resource the two must be equal when both are set)."""
-    res = container.get("resources") or {}
-    val = (res.get("requests") or {}).get(GPU)
-    if val is None:
-        val = (res.get("limits") or {}).get(GPU)
-    return int(val or 0)
-
-
-def _pod_gpus(spec: dict[str, Any] | None) -> int:
-    return sum(container_gpus(c) for c in (spec or {}).get("containers") or [])
-
-
-def _pod_ready(pod: dict[str, Any]) -> bool:
-    st = pod.get("status")
-    if pod["metadata"].get("deletionTimestamp") or (st and st.get("phase") != "Running"):
-        return False
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (st or {}).get("conditions") or [])
-
-
-def pod_reason(pod: dict[str, Any]) -> str:
-    """Why a pod is not ready: the scheduler's message, a waiting container, or its phase."""
-    st = pod.get("status") or {}
-    if pod["metadata"].get("deletionTimestamp"):
-        return "Terminating"
-    for c in st.get("conditions") or []:
-        if c.get("type") == "PodScheduled" and c.get("status") == "False":
-            msg = (c.get("message") or "").split(" preemption:")[0]
-            msg = msg.replace(" no new claims to deallocate,", "").rstrip(" ,")
-            return f"{c.get('reason') or 'Unschedulable'}: {msg}".strip()
-    for cs in st.get("containerStatuses") or []:
-        w = (cs.get("state") or {}).get("waiting")
-        if w and w.get("reason"):
-            return f"{w['reason']}: {w.get('message') or ''}".rstrip(": ")
-    return f"{st.get('phase') or 'Unknown'}"
-
-
-def fleet_of(pod: dict[str, Any]) -> str | None:
-    lab = labels(pod)
-    if lab.get("dockyard.dev/fleet") in FLEETS:
-        return lab["dockyard.dev/fleet"]
-    if lab.get("ray.io/node-type") == "head":
-        return "head"
-    if lab.get("ray.io/group") in ("trainer", "inference"):
-        return lab["ray.io/group"]
-    return None
 
 
 def _when(ts: str | None) -> str:
@@ -325,20 +276,20 @@ def _desired(snap: Snapshot, ray_spec: dict[str, Any] | None, deployments: Objec
     per_pod_gpu: dict[str, int] = {}
     if ray_spec:
         snap.fleets["head"] = Fleet("head", desired=1)
-        per_pod_gpu["head"] = _pod_gpus(((ray_spec.get("headGroupSpec") or {}).get("template") or {}).get("spec"))
+        per_pod_gpu["head"] = pod_gpus(((ray_spec.get("headGroupSpec") or {}).get("template") or {}).get("spec"))
         for g in ray_spec.get("workerGroupSpecs") or []:
             name = g.get("groupName")
             if name not in ("trainer", "inference"):
                 continue
             replicas = 0 if g.get("suspend") else int(g.get("replicas", g.get("minReplicas", 0)) or 0)
             snap.fleets[name] = Fleet(name, desired=replicas)
-            per_pod_gpu[name] = _pod_gpus((g.get("template") or {}).get("spec"))
+            per_pod_gpu[name] = pod_gpus((g.get("template") or {}).get("spec"))
     sandbox_dep = next((d for d in deployments if labels(d).get("app.kubernetes.io/component") == "sandbox"), None)
     if sandbox_dep is not None:
         dep_spec = sandbox_dep.get("spec") or {}
         snap.fleets["sandbox"] = Fleet("sandbox", desired=int(dep_spec.get("replicas") or 0))
         snap.pool = pool.replicas(sandbox_dep)
-        per_pod_gpu["sandbox"] = _pod_gpus((dep_spec.get("template") or {}).get("spec"))
+        per_pod_gpu["sandbox"] = pod_gpus((dep_spec.get("template") or {}).get("spec"))
         if snap.mode is None:
             snap.mode = "attach" if installed else None
     if snap.rayjob is not None:
@@ -363,8 +314,8 @@ def _observe(snap: Snapshot, pods: Objects) -> tuple[dict[str, Counter[str]], di
         spec = pod.get("spec") or {}
         if spec.get("nodeName"):
             nodes[name].add(spec["nodeName"])
-            f.gpus_allocated += _pod_gpus(spec)
-        if _pod_ready(pod):
+            f.gpus_allocated += pod_gpus(spec)
+        if pod_ready(pod):
             f.ready += 1
         else:
             reasons[name][pod_reason(pod)] += 1

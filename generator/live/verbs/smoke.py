@@ -37,8 +37,8 @@ from generator.live.helm.runner import Helm
 from generator.live.state import driver_log
 from generator.live.state.claims import FailedClaim, failed_claims
 from generator.live.state.driver_log import TERMINAL
+from generator.live.state.pods import fleet_of, pod_reason
 from generator.live.state.pulls import FailedPull, PullWatch, failed_pulls
-from generator.live.state.snapshot import fleet_of, pod_reason
 
 PROBE = Path(smoke_probe.__file__)  # shipped in the recipe ConfigMap as probe.py
 SUFFIX = "-smoke"  # the default release: <recipe name>-smoke, never the user's own release

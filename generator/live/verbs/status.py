@@ -10,7 +10,8 @@ from generator.live.client.kube import Kube
 from generator.live.helm.resolve import resolve
 from generator.live.output.show import columns, emit, for_output
 from generator.live.state import driver_log, job_progress, pool, queueing, warm_pool
-from generator.live.state.snapshot import FLEETS, Snapshot, attempts_line, take
+from generator.live.state.pods import FLEETS
+from generator.live.state.snapshot import Snapshot, attempts_line, take
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
