@@ -149,7 +149,7 @@ def agent_sandbox_argv(binary: str, state: PlaygroundState) -> list[str]:
 
 
 def argv(state: PlaygroundState, bins: Binaries, state_dir: Path) -> dict[str, list[str]]:
-    """Every component's command line (node/__init__.py adjusts a few flags for a real node)."""
+    """Every component's command line (node/hooks.py adjusts a few flags for a real node)."""
     p, k = state.ports, state.pki_files
     kc = state_dir / "kubeconfigs"
     serving = [f"--tls-cert-file={k.serving_crt}", f"--tls-private-key-file={k.serving_key}"]

@@ -207,8 +207,8 @@ def _fresh_up(state_dir: Path, shape: Shape, bins: control_plane.Binaries, timeo
         _write_files(state, state_dir)
         state.save(state_dir)
         argv = control_plane.argv(state, bins, state_dir)
-        if real_node:  # generator/playground/node: checks, identities, the control plane's flags
-            from generator.playground import node as real
+        if real_node:  # generator/playground/node/hooks.py: checks, identities, the control plane's flags
+            from generator.playground.node import hooks as real
 
             real.prepare(state, state_dir, argv, say)
             state.save(state_dir)
@@ -419,15 +419,15 @@ def down(state_dir: Path, out: TextIO = sys.stdout) -> int:
 def _node_health(state: PlaygroundState) -> list[tuple[str, bool, str]]:
     if not state.real_node:
         return []
-    from generator.playground import node
+    from generator.playground.node import hooks
 
-    return node.health(state)
+    return hooks.health(state)
 
 
 def _node_teardown(state_dir: Path, state: PlaygroundState | None, say: Say) -> list[str]:
     """Remove the real node (generator/playground/node) when this playground has or had one."""
     if not (state and state.real_node) and not (state_dir / "node").exists():
         return []
-    from generator.playground import node
+    from generator.playground.node import hooks
 
-    return node.teardown(state_dir, state, say)
+    return hooks.teardown(state_dir, state, say)

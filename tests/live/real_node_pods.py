@@ -51,7 +51,7 @@ class Node:
         self.image = state["real_node"]["images"]["executor"]
 
     def _images_dir(self) -> Path:
-        from generator.playground.node import _tool_dirs
+        from generator.playground.node.hooks import _tool_dirs
 
         return _tool_dirs()["node-images"]
 

@@ -68,9 +68,9 @@ def test_a_minor_without_a_control_plane_pin_is_one_line(monkeypatch, tmp_path, 
 
 
 def test_the_real_node_refuses_an_older_control_plane(monkeypatch):
-    from generator.playground import node
+    from generator.playground.node import hooks
 
     monkeypatch.setenv(PLAYGROUND_KUBERNETES_ENV, "1.33")
     with pytest.raises(NodeError, match=f"kubelet is {versions()['KUBERNETES_VERSION']}, newer than the control "
                                         f"plane's {versions()['KUBERNETES_1_33_VERSION']}"):
-        node.preflight()
+        hooks.preflight()

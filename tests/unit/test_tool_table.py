@@ -19,7 +19,7 @@ SCRIPT = REPO / "hack" / "tools.sh"
 # Where a pin used to be written beside the table (or where one would be read instead of the table).
 READERS = ["hack/tools.sh", "hack/suite.py", "hack/suite_run.py", "Makefile", "generator/pinned_tools.py",
            "generator/cli.py",
-           "generator/tool_table.py", "generator/playground/control_plane.py", "generator/playground/node/__init__.py",
+           "generator/tool_table.py", "generator/playground/control_plane.py", "generator/playground/node/hooks.py",
            "generator/inputs/models/kuberay.py"]
 # A row no reader knows: a KubeRay minor older than every pin, built like the others.
 
@@ -118,13 +118,13 @@ def test_tools_sh_builds_the_streamed_rows_by_default_and_the_node_group_as_node
 
 def test_the_playgrounds_tools_are_the_tables():
     """The control plane `playground up` needs and the real node's components are the table's rows."""
-    from generator.playground import node
     from generator.playground.control_plane import TOOLS as CONTROL_PLANE
+    from generator.playground.node import hooks
 
     table = tool_table.load()
     assert list(CONTROL_PLANE) == table.needed_by("playground")
-    assert {t: table.tools[t].pin for t in node.TOOLS} == node.TOOLS
-    assert set(node.TOOLS) | {"device-plugin"} == set(table.group("node"))  # the device plugin: gpus.py's own
+    assert {t: table.tools[t].pin for t in hooks.TOOLS} == hooks.TOOLS
+    assert set(hooks.TOOLS) | {"device-plugin"} == set(table.group("node"))  # the device plugin: gpus.py's own
 
 
 def test_the_docs_table_is_generated_from_the_table():
