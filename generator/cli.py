@@ -192,7 +192,7 @@ def build_parser(extensions: bool = True, verb: str | None = None) -> argparse.A
 
 
 # Subcommand groups that live in their own packages, each with the top-level verbs its add_parser registers
-# (tests/unit/test_live_cli.py holds the two together): a verb imports its own group only.
+# (tests/unit/live/test_cli.py holds the two together): a verb imports its own group only.
 EXTENSIONS = {
     "generator.live.cli": ("run", "smoke", "cluster", "status", "logs", "history", "rollback", "uninstall", "job",
                            "dev", "doctor"),

@@ -104,10 +104,10 @@ def render():
 
 @pytest.fixture(autouse=True)
 def _recorded_cluster_answered_every_request():
-    """A request the recorded fake cluster (tests/unit/fake_cluster.py) had no answer for fails the test at
+    """A request the recorded fake cluster (tests/support/fake_cluster.py) had no answer for fails the test at
     teardown, even when the code under test swallowed the fake's AssertionError in an `except Exception`."""
     yield
-    fakes = sys.modules.get("fake_cluster")  # imported only by the tests that install a fake
+    fakes = sys.modules.get("tests.support.fake_cluster")  # imported only by the tests that install a fake
     if fakes is not None:
         fakes.check_installed()
 

@@ -9,7 +9,7 @@ ray/rayjob.yaml, sandbox/_pod.tpl, tests/): the Ray container's cpu and memory a
 workers' GPUs and fabric device, the overlay's containers merged into it or beside it, the Ray log keeper's native
 sidecar and the model-cache fill init container; a pod's own request is the larger of its containers plus its
 sidecars and each init container plus the sidecars started before it, as the API counts it. A RuntimeClass's pod
-overhead is the cluster's (doctor counts it). tests/unit/test_quota_rules.py sums the rendered pods against this.
+overhead is the cluster's (doctor counts it). tests/unit/inputs/test_quota_rules.py sums the rendered pods against this.
 """
 
 from __future__ import annotations
@@ -264,6 +264,15 @@ def _claims(values: dict[str, Any], where: Callable[[Path], str], cls: str | Non
             paths.append(("infra", "storage", key, "storageClassName"))
         parts.append(f"{key} {'1 claim' if count else _show('storage', size)} ({', '.join(map(where, paths))})")
     return "count" if count else "storage", total, parts
+
+
+def judges(key: str) -> bool:
+    """Whether the rule compares this quota key with what the release asks for; any other key is the API's alone."""
+    if key in ("pods", "count/pods", "persistentvolumeclaims", "count/persistentvolumeclaims", "requests.storage"):
+        return True
+    if CLASS_SUFFIX in key:
+        return key.partition(CLASS_SUFFIX)[2] in ("requests.storage", "persistentvolumeclaims")
+    return key.startswith(("limits.", "requests.")) or key in COMPUTE
 
 
 def asked_total(values: dict[str, Any], key: str) -> int | None:

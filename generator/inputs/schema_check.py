@@ -7,7 +7,7 @@ plain JSON Schema does not have: strict types (a boolean is not an integer, 1.0 
 mapping keys are strings), no .inf/.nan outside the recipe's opaque keys, a field's alias or its
 name, the defaults filled in before the cross-field rules look (pydantic validates defaults), and a
 pattern matched as pydantic matches it. What no keyword can say is in `generator.inputs.rules`, which the
-models call too. `tests/unit/test_schema_check.py` proves that this and the models accept and refuse
+models call too. `tests/unit/inputs/test_schema_check.py` proves that this and the models accept and refuse
 exactly the same inputs.
 
 `check` returns the validated data as `model_dump(mode="json", by_alias=True, exclude_none=True)`
@@ -42,7 +42,7 @@ KEYWORDS = {"$schema", "$id", "definitions", "$ref", "type", "properties", "addi
             "items", "minItems", "maxItems", "minProperties", "propertyNames", "anyOf", "allOf", "not", "if", "then",
             "uniqueItems", "contains"}
 # Field names whose key in the schema is an alias (populate_by_name: either is accepted, not both).
-# tests/unit/test_schema_check.py keeps this equal to the models' aliases.
+# tests/unit/inputs/test_schema_check.py keeps this equal to the models' aliases.
 ALIASES = {"ephemeral-storage": "ephemeralStorage"}
 
 

@@ -1,7 +1,7 @@
 """The constants the chart's templates share with the Python, written from the Python by `make schema` as
 charts/dockyard/templates/_constants.tpl: one `define` per constant, printing it as JSON, which a template reads
 with `include "dockyard.const.<name>" . | fromJson` (or `fromJsonArray`). The templates hold no copy of these
-lists; tests/unit/test_chart_constants.py fails on one written by hand.
+lists; tests/unit/maint/test_chart_constants.py fails on one written by hand.
 
 The constants stay where the Python uses them (the rules and the models); this module only gathers them.
 """

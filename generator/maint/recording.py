@@ -1,4 +1,4 @@
-"""The recording format of `make record` (generator/maint/record_cluster.py) and tests/unit/fake_cluster.py.
+"""The recording format of `make record` (generator/maint/record_cluster.py) and tests/support/fake_cluster.py.
 
 A recording pool stands in for the kubernetes client's urllib3 PoolManager and keeps each request (method, path,
 query, and for same-path writes the body's `match` part) with its answer (status, reason, trimmed JSON body or
@@ -142,7 +142,7 @@ class RecordingPool:
 
 class _Refused:
     """A transport failure in the words a urllib3 connection failure is recorded in (`<where>: <message>`), so the
-    fake replays it on either seam (tests/unit/fake_cluster.py)."""
+    fake replays it on either seam (tests/support/fake_cluster.py)."""
 
     def __init__(self, exc: Any) -> None:
         errno = f"[Errno {exc.errno}] " if exc.errno is not None else ""

@@ -190,10 +190,10 @@ def test_gpu_pdb_in_bringup_only(render):
 def test_quota_and_limit_range_are_opt_in(render):
     off = render()
     assert off.all("ResourceQuota") == [] and off.all("LimitRange") == []
-    on = render(infra={"resourceQuota": {"enabled": True, "hard": {"requests.cpu": 16, "pods": "20"}},
+    on = render(infra={"resourceQuota": {"enabled": True, "hard": {"requests.cpu": 32, "pods": "20"}},
                        "limitRange": {"enabled": True, "default": {"cpu": "1", "memory": "2Gi"},
                                       "defaultRequest": {"cpu": "500m", "memory": "1Gi"}, "max": {"memory": "64Gi"}}})
-    assert on.one("ResourceQuota")["spec"]["hard"] == {"pods": "20", "requests.cpu": "16"}
+    assert on.one("ResourceQuota")["spec"]["hard"] == {"pods": "20", "requests.cpu": "32"}
     limits = on.one("LimitRange")["spec"]["limits"][0]
     assert limits == {"type": "Container", "default": {"cpu": "1", "memory": "2Gi"},
                       "defaultRequest": {"cpu": "500m", "memory": "1Gi"}, "max": {"memory": "64Gi"}}

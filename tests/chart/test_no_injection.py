@@ -31,6 +31,7 @@ from generator.inputs.api_rules import quantity, quota_counts
 from generator.inputs.credentials import reads_as_credential
 from generator.inputs.models import ChartValues
 from generator.inputs.models.types import CIDR_RE
+from generator.inputs.quota_rules import judges
 from generator.pinned_tools import CHART_DIR, binary, versions
 from tests.conftest import chart_values, deep_merge
 
@@ -318,8 +319,9 @@ def _hostile(slots: list[Slot]) -> st.SearchStrategy[dict[str, str]]:
             parts[slot.path] = _strategy(slot)
         elif owner not in parts:
             keys = (hostile_text if slot.schema is FREE else _strategy(slot)).filter(lambda k: k not in MEANINGFUL_KEYS)
-            if owner == "infra.resourceQuota.hard":  # what counts whole units would refuse a fractional quantity
-                keys = keys.filter(lambda k: not quota_counts(k))
+            if owner == "infra.resourceQuota.hard":  # what counts whole units would refuse a fractional quantity,
+                # and a key the quota rule judges would refuse a drawn amount below what the release asks for
+                keys = keys.filter(lambda k: not quota_counts(k) and not judges(k))
             parts[owner] = st.lists(keys, min_size=ENTRIES, max_size=ENTRIES, unique=True)
 
     def flatten(drawn: dict[str, Any]) -> dict[str, str]:

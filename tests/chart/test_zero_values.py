@@ -50,7 +50,8 @@ def test_other_zeros_and_large_integers(render):
                                                     "whenUnsatisfiable": "DoNotSchedule"}]},
         launch={"ttlSecondsAfterFinished": 0, "activeDeadlineSeconds": 2_592_000, "backoffLimit": 0},
         infra={"limitRange": {"enabled": True, "min": {"cpu": 0}, "max": {"memory": 64_000_000_000}},
-               "resourceQuota": {"enabled": True, "hard": {"pods": 0, "requests.memory": 2_000_000_000_000}}},
+               "resourceQuota": {"enabled": True, "hard": {"services.loadbalancers": 0,  # none made: a zero that holds
+                                                           "requests.memory": 2_000_000_000_000}}},
     )
     dep = out.one("Deployment")["spec"]
     assert dep["replicas"] == 0
@@ -65,7 +66,8 @@ def test_other_zeros_and_large_integers(render):
     assert (job["ttlSecondsAfterFinished"], job["activeDeadlineSeconds"], job["backoffLimit"]) == (0, 2_592_000, 0)
     limit = out.one("LimitRange")["spec"]["limits"][0]
     assert (limit["min"], limit["max"]) == ({"cpu": "0"}, {"memory": "64000000000"})
-    assert out.one("ResourceQuota")["spec"]["hard"] == {"pods": "0", "requests.memory": "2000000000000"}
+    hard = out.one("ResourceQuota")["spec"]["hard"]
+    assert hard == {"services.loadbalancers": "0", "requests.memory": "2000000000000"}
 
 
 def test_gpu_pdb_min_available_zero():

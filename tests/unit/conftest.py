@@ -4,9 +4,9 @@ fake_cluster.py), as the cluster admin and as ServiceAccount alice of namespace 
 from __future__ import annotations
 
 import pytest
-from fake_cluster import install
 
 from generator.live.client.kube import Kube
+from tests.support.fake_cluster import install
 
 NS = "rec"  # the namespace alice's recording was made in
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from fake_cluster import install
-
 from generator.live.client.kube import Kube
 from generator.pinned_tools import REPO
+from tests.support.fake_cluster import install
 
 
 def _swallowed(monkeypatch, tmp_path):

@@ -11,7 +11,8 @@ from hypothesis import settings
 
 from generator.pinned_tools import REPO
 
-PROPERTY_MODULES = ["test_schema_check", "tests.chart.test_properties", "tests.chart.test_no_injection"]
+PROPERTY_MODULES = ["tests.unit.inputs.test_schema_check", "tests.chart.test_properties",
+                    "tests.chart.test_no_injection"]
 
 
 def _settings_of(module) -> list[settings]:

@@ -1,20 +1,20 @@
-"""Tests mirror the code: a reader looking for the tests of a module finds them by its name.
+"""Tests mirror the code: a module's tests are at the matching path under tests/unit.
 
-The rule, for every module under generator/ (a `.py` file; `__init__.py`, `__main__.py` and EXEMPT aside):
+The rule, for every module under generator/ (a `.py` file; `__init__.py` and `__main__.py` aside):
 
-- A module's *names* are the trailing parts of its dotted path, "generator" included, joined with `_`: for
-  generator/live/state/follow.py `follow`, `state_follow`, `live_state_follow`, `generator_live_state_follow`. A
-  name that two modules share names neither (generator/cli.py, live/cli.py and playground/cli.py share `cli`, so
-  their names are `generator_cli`, `live_cli` and `playground_cli`).
-- A test file `tests/<suite>/test_<stem>.py` (unit, chart or live) names the module with the longest name that
-  is its whole stem or the start of it followed by `_` and an aspect: test_snapshot.py and test_guard_gate.py
-  name state/snapshot.py and changes/guard.py; test_smoke_kueue.py names verbs/smoke.py. A test file names one
-  module at most; one named after no module (test_bad_inputs.py, a behaviour across the CLI) is allowed.
-- Every module is named by at least one test file. A failure names the module and the file its tests go in.
+- generator/P/M.py is tested in tests/unit/P/test_M.py, or split by aspect in tests/unit/P/test_M_<aspect>.py:
+  generator/live/state/snapshot.py in tests/unit/live/state/test_snapshot.py, generator/live/verbs/smoke.py in
+  tests/unit/live/verbs/test_smoke.py and test_smoke_kueue.py, generator/cli.py at tests/unit's top.
+- Every folder under tests/unit mirrors a package of generator/ and is a package itself (an `__init__.py`), so that
+  two folders may each hold a test_cli.py; a test file in it names a module of that package. At tests/unit's top, a
+  file names a top-level module or tests a behaviour across the package (test_bad_inputs.py: every refusal exits 2
+  with the key path) or a rule of the repository (this file, test_module_map.py, test_doc_links.py, ...).
+- tests/chart (the chart rendered by the real helm) and tests/live (a playground) are suites by what they need:
+  their files test behaviours of the chart and the product, and name no module.
 
-WITHOUT_NAMED_TESTS lists the modules that have no test file named after them yet (their code is exercised by the
-tests of the modules and verbs that use them, under other names). It may only shrink: a module added to the
-package needs its own test file, and a listed module that gains one fails until it is taken off the list.
+TESTED_THROUGH lists the modules that have no tests at their path, each with where they are tested and why that
+is enough. It may only shrink: a new module needs its tests at its path, and a listed module that gains them fails
+until it is taken off the list.
 """
 
 from __future__ import annotations
@@ -22,39 +22,64 @@ from __future__ import annotations
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+UNIT = REPO / "tests" / "unit"
+NOT_PACKAGES = {"recorded", "data", "__pycache__"}  # tests/unit's data folders
 
-# module -> why no test file is named after it (a module nobody should look for tests of)
-EXEMPT = {
-    "generator/live/verbs/uninstall.py": "one call into changes/teardown.py, whose tests are test_teardown.py",
-}
+MODELS = ("a model: its refusals are tests/unit/test_bad_inputs.py's and tests/unit/inputs/test_api_rules.py's tables "
+          "and the properties of tests/chart (every key rendered, none injected); its schema twin "
+          "tests/chart/test_helm_schema.py")
+PLAYGROUND = ("a piece of the playground's control plane or real node: it runs for real under every live test (the "
+              "session playground, tests/live/test_playground*.py, tests/live/test_real_node.py); a stand-in would "
+              "test nothing the playground does not")
+VERB = "a verb's wiring over library modules tested at their paths; the verb itself runs end to end in tests/live"
 
-# the modules no test file is named after yet, by package: the backlog, which may only shrink (see the docstring)
-WITHOUT_NAMED_TESTS = {
-    "generator/cli.py",
-    "generator/inputs/credentials.py", "generator/inputs/explain.py",
-    "generator/inputs/models/autoscaling.py", "generator/inputs/models/common.py", "generator/inputs/models/env.py",
-    "generator/inputs/models/infra.py", "generator/inputs/models/kuberay.py", "generator/inputs/models/launch.py",
-    "generator/inputs/models/namespace.py", "generator/inputs/models/placement.py",
-    "generator/inputs/models/recipe.py", "generator/inputs/models/scheduling.py",
-    "generator/inputs/models/security.py", "generator/inputs/models/values.py",
-    "generator/inputs/rules.py", "generator/inputs/storage_rules.py",
-    "generator/live/changes/install.py", "generator/live/changes/plan.py",
-    "generator/live/client/pod_requests.py", "generator/live/client/selectors.py",
-    "generator/live/doctor/rows.py",
-    "generator/live/helm/holders.py", "generator/live/helm/ownership.py", "generator/live/helm/records.py",
-    "generator/live/kueue/api.py", "generator/live/kueue/gang.py", "generator/live/kueue/quota.py",
-    "generator/in_image/smoke_probe.py",
-    "generator/live/verbs/dev.py", "generator/live/verbs/doctor.py", "generator/live/verbs/run.py",
-    "generator/maint/record_cluster.py", "generator/maint/validate_examples.py",
-    "generator/playground/cli.py", "generator/playground/lifecycle.py", "generator/playground/control_plane.py",
-    "generator/playground/crds.py", "generator/playground/errors.py", "generator/playground/health.py",
-    "generator/playground/kubeapi.py", "generator/playground/launch.py",
-    "generator/playground/node/certs.py", "generator/playground/node/host.py", "generator/playground/node/relay.py",
-    "generator/playground/node/spec.py",
-    "generator/playground/nodes.py", "generator/playground/pki.py", "generator/playground/processes.py",
-    "generator/playground/restarts.py", "generator/playground/volumes.py",
-    "generator/quantity.py",
-    "generator/render/procs.py",
+# module -> where it is tested, and why that is enough
+TESTED_THROUGH = {
+    "generator/cli.py": "the command line: every verb's test drives it (main([...])), "
+                        "tests/unit/test_bad_inputs.py its refusals, tests/unit/inputs/test_reading_cli.py its "
+                        "reader's",
+    "generator/inputs/explain.py": "turns a model's ValidationError into the user's line: "
+                                   "tests/unit/test_bad_inputs.py asserts that line for every refusal",
+    "generator/inputs/rules.py": "rules needing more than one field: tests/unit/test_bad_inputs.py's table, and "
+                                 "tests/chart/test_chart_refusals.py for their twins in the chart",
+    "generator/inputs/storage_rules.py": "infra.storage's rules: tests/chart/test_storage.py renders and refuses each",
+    **{f"generator/inputs/models/{m}.py": MODELS for m in (
+        "autoscaling", "common", "env", "infra", "kuberay", "launch", "namespace", "network", "placement", "recipe",
+        "sandbox", "scheduling", "security", "storage", "values")},
+    "generator/live/changes/install.py": "the install step: tests/unit/live/changes/test_guard_gate.py (its gate) and "
+                                         "the live run, upgrade and rollback of tests/live/test_live_run.py",
+    "generator/live/changes/plan.py": "the values a verb installs: tests/unit/live/verbs/test_smoke.py, "
+                                      "test_smoke_kueue.py and tests/unit/live/doctor/test_kueue_rows.py read them",
+    "generator/live/client/pod_requests.py": "a pod's requests as the scheduler counts them: "
+                                             "tests/unit/live/doctor/test_kueue_rows.py checks the count",
+    "generator/live/client/selectors.py": "node and label selection: tests/unit/live/doctor/test_placement.py's "
+                                          "table of selectors against nodes",
+    "generator/live/doctor/rows.py": "the Row every doctor row is made of: each row's tests under "
+                                     "tests/unit/live/doctor/",
+    "generator/live/helm/holders.py": "the run lock's holder evidence: tests/unit/live/helm/test_run_lock.py",
+    "generator/live/helm/ownership.py": "whose release it is: tests/unit/live/changes/test_guard.py refuses another "
+                                        "chart's release through it",
+    "generator/live/helm/records.py": "Helm's release records decoded: tests/unit/live/state/test_snapshot.py and "
+                                      "tests/unit/live/changes/test_guard_gate.py on recorded Secrets",
+    "generator/live/kueue/api.py": "Kueue's names and API: tests/unit/live/doctor/test_kueue_rows.py and "
+                                   "tests/unit/live/verbs/test_smoke_kueue.py",
+    "generator/live/kueue/gang.py": "the gang Kueue is asked quota for: tests/unit/live/doctor/test_kueue_rows.py",
+    "generator/live/kueue/quota.py": "a ClusterQueue's quota, flavors and borrowing: "
+                                     "tests/unit/live/doctor/test_kueue_rows.py's cases",
+    "generator/live/verbs/dev.py": VERB,
+    "generator/live/verbs/doctor.py": VERB + " (doctor's rows: tests/unit/live/doctor/)",
+    "generator/live/verbs/run.py": VERB + " (tests/unit/live/state/ for its wait)",
+    "generator/live/verbs/uninstall.py": "one call into changes/teardown.py, tested in "
+                                         "tests/unit/live/changes/test_teardown.py",
+    "generator/maint/record_cluster.py": "`make record`: its output is what tests/unit/maint/test_recording.py "
+                                         "and every recorded-cluster test replay",
+    "generator/maint/validate_examples.py": "`make validate`: tests/unit/render/test_kubeconform.py runs it over "
+                                            "every example",
+    **{f"generator/playground/{m}.py": PLAYGROUND for m in (
+        "cli", "control_plane", "crds", "errors", "health", "kubeapi", "kueue", "launch", "lifecycle", "nodes", "pki",
+        "processes", "restarts", "volumes", "node/certs", "node/host", "node/relay", "node/spec")},
+    "generator/render/procs.py": "a failed tool's one line: tests/unit/render/test_check_tool_failures.py makes "
+                                 "each tool fail",
 }
 
 
@@ -63,72 +88,80 @@ def modules() -> list[str]:
                   if p.name not in ("__init__.py", "__main__.py"))
 
 
-def names_of(all_modules: list[str]) -> dict[str, list[str]]:
-    """Each module's names, shortest first, without the names it shares with another module."""
-    trailing = {}
-    for m in all_modules:
-        parts = m.removesuffix(".py").split("/")
-        trailing[m] = ["_".join(parts[i:]) for i in range(len(parts) - 1, -1, -1)]
-    owners: dict[str, set[str]] = {}
-    for m, names in trailing.items():
-        for n in names:
-            owners.setdefault(n, set()).add(m)
-    return {m: [n for n in names if len(owners[n]) == 1] for m, names in trailing.items()}
+def unit_folders(root: Path = UNIT) -> list[Path]:
+    return sorted(d for d in root.rglob("*") if d.is_dir() and not NOT_PACKAGES & set(d.relative_to(root).parts))
 
 
-def named_module(stem: str, names: dict[str, list[str]]) -> str | None:
-    """The module a test file's stem (after `test_`) names: the longest name that is the stem or starts it."""
-    best = None
-    for m, ms in names.items():
-        for n in ms:
-            if (stem == n or stem.startswith(n + "_")) and (best is None or len(n) > len(best[1])):
-                best = (m, n)
-    return best[0] if best else None
+def files_at_path(module: str, root: Path = REPO) -> list[str]:
+    """The test files at `module`'s path: tests/unit/P/test_M.py and test_M_<aspect>.py for generator/P/M.py."""
+    rel = Path(module).relative_to("generator")
+    folder = root / "tests" / "unit" / rel.parent
+    if not folder.is_dir():
+        return []
+    stem = rel.stem
+    return sorted(f.relative_to(root).as_posix() for f in folder.glob("test_*.py")
+                  if f.stem == f"test_{stem}" or f.stem.startswith(f"test_{stem}_"))
 
 
-def all_test_files() -> list[Path]:
-    return sorted(p for suite in ("unit", "chart", "live") for p in (REPO / "tests" / suite).glob("test_*.py"))
+def module_of(test_file: Path, root: Path = REPO) -> str | None:
+    """The module a test file under tests/unit names: the longest module name of its folder's package that is the
+    file's stem or starts it followed by `_`; None for none."""
+    rel = test_file.relative_to(root / "tests" / "unit")
+    package = root / "generator" / rel.parent
+    stem = test_file.stem.removeprefix("test_")
+    names = sorted((p.stem for p in package.glob("*.py") if p.name not in ("__init__.py", "__main__.py")), key=len,
+                   reverse=True)
+    found = next((n for n in names if stem == n or stem.startswith(n + "_")), None)
+    return None if found is None else (Path("generator") / rel.parent / f"{found}.py").as_posix()
 
 
-def coverage() -> dict[str, list[str]]:
-    """module -> the test files named after it."""
-    all_modules = modules()
-    names = names_of(all_modules)
-    out: dict[str, list[str]] = {m: [] for m in all_modules}
-    for f in all_test_files():
-        m = named_module(f.stem.removeprefix("test_"), names)
-        if m is not None:
-            out[m].append(f.relative_to(REPO).as_posix())
-    return out
+def test_the_rule_on_examples(tmp_path):
+    """On a made-up package: a module's tests at its path, an aspect, the longest name, and a file that names none."""
+    for f in ("generator/live/doctor/storage.py", "generator/live/doctor/storage_rows.py", "generator/cli.py"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("")
+    unit = tmp_path / "tests" / "unit" / "live" / "doctor"
+    unit.mkdir(parents=True)
+    for name in ("test_storage.py", "test_storage_rows_access.py", "test_caches.py"):
+        (unit / name).write_text("")
+    assert files_at_path("generator/live/doctor/storage.py", tmp_path) == ["tests/unit/live/doctor/test_storage.py",
+                                                                         "tests/unit/live/doctor/test_storage_rows_access.py"]
+    assert module_of(unit / "test_storage_rows_access.py", tmp_path) == "generator/live/doctor/storage_rows.py"
+    assert module_of(unit / "test_storage.py", tmp_path) == "generator/live/doctor/storage.py"
+    assert module_of(unit / "test_caches.py", tmp_path) is None
+    assert files_at_path("generator/cli.py", tmp_path) == []
 
 
-def test_the_rule_on_examples():
-    """On made-up modules: two `caches.py` in different packages, named by more of their path."""
-    names = names_of(["generator/cli.py", "generator/live/cli.py", "generator/live/state/follow.py",
-                      "generator/live/verbs/doctor.py", "generator/live/doctor/caches.py",
-                      "generator/playground/node/caches.py"])
-    assert names["generator/live/state/follow.py"][0] == "follow"
-    assert names["generator/cli.py"] == ["generator_cli"] and names["generator/live/cli.py"][0] == "live_cli"
-    assert named_module("follow", names) == named_module("follow_retries", names) == "generator/live/state/follow.py"
-    assert named_module("doctor_caches", names) == "generator/live/doctor/caches.py"  # the longest name wins
-    assert named_module("doctor", names) == "generator/live/verbs/doctor.py"
-    assert named_module("node_caches", names) == "generator/playground/node/caches.py"
-    assert named_module("caches", names) is None and named_module("followers", names) is None
-    assert named_module("cli", names) is None
-
-
-def test_every_module_has_a_test_file_named_after_it():
-    found = coverage()
-    names = names_of(modules())
-    missing = [f"{m}: no test file is named after it; its tests go in tests/unit/test_{names[m][0]}.py "
-               f"(tests/live/ for a live test; or test_{names[m][0]}_<aspect>.py)"
-               for m, files in found.items() if not files and m not in EXEMPT and m not in WITHOUT_NAMED_TESTS]
+def test_every_module_has_tests_at_its_path():
+    missing = [f"{m}: no tests at its path; they go in tests/unit/{Path(m).relative_to('generator').parent}/"
+               f"test_{Path(m).stem}.py (or test_{Path(m).stem}_<aspect>.py)"
+               for m in modules() if not files_at_path(m) and m not in TESTED_THROUGH]
     assert not missing, "\n".join(missing)
 
 
-def test_the_lists_name_modules_that_exist_and_shrink():
-    found = coverage()
-    assert not set(EXEMPT) - set(found), "EXEMPT lists a module that does not exist"
-    assert not WITHOUT_NAMED_TESTS - set(found), "WITHOUT_NAMED_TESTS lists a module that does not exist"
-    tested = sorted(m for m in WITHOUT_NAMED_TESTS | set(EXEMPT) if found[m])
-    assert not tested, f"named by a test file now, take it off the list: {tested}"
+def test_the_list_names_modules_that_exist_and_shrinks():
+    all_modules = set(modules())
+    assert sorted(set(TESTED_THROUGH) - all_modules) == [], "listed modules that do not exist"
+    gained = sorted(m for m in TESTED_THROUGH if files_at_path(m))
+    assert not gained, f"tested at their path now, take them off TESTED_THROUGH: {gained}"
+
+
+def test_every_test_file_in_a_folder_names_a_module_of_its_package():
+    stray = [f.relative_to(REPO).as_posix() for d in unit_folders() for f in sorted(d.glob("test_*.py"))
+             if module_of(f) is None]
+    assert not stray, f"test files that name no module of their folder's package (rename or move them): {stray}"
+
+
+def test_every_folder_mirrors_a_package_and_is_one():
+    wrong = [d.relative_to(REPO).as_posix() for d in unit_folders()
+             if not (REPO / "generator" / d.relative_to(UNIT) / "__init__.py").is_file()]
+    assert not wrong, f"folders under tests/unit with no package of generator/ at the same path: {wrong}"
+    loose = [d.relative_to(REPO).as_posix() for d in [UNIT, *unit_folders()] if not (d / "__init__.py").is_file()]
+    assert not loose, f"folders under tests/unit without an __init__.py (two test_cli.py would collide): {loose}"
+
+
+def test_the_chart_and_live_suites_stay_flat():
+    """Their files test behaviours, not modules: nothing of the package's layout is mirrored there."""
+    nested = [p.relative_to(REPO).as_posix() for suite in ("chart", "live")
+              for p in (REPO / "tests" / suite).rglob("test_*.py") if p.parent != REPO / "tests" / suite]
+    assert nested == []

@@ -7,7 +7,7 @@ one-line scalars, and `{}`/`[]`. `load` reads exactly that subset and raises Uns
 anchor, a tag, a flow collection with items, a multi-line or block scalar, a comment after a value, a key that is
 not a plain name, a tab, a duplicate key, a scalar PyYAML would resolve to a number or a date): the caller then
 parses the text with PyYAML. So a document `load` returns, PyYAML's safe loader returns too, equal
-(tests/unit/test_block_yaml.py checks both on generated documents and on every kubeconfig of the tests).
+(tests/unit/live/client/test_block_yaml.py checks both on generated documents and on every kubeconfig of the tests).
 """
 
 from __future__ import annotations

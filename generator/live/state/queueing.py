@@ -8,7 +8,7 @@ the LocalQueue or ClusterQueue is missing or stopped), that it was admitted (Adm
 reason Preempted with the preemptor's job UID in the message) or finished. The object itself only shows
 `spec.suspend: true`.
 
-`summarize()` is the pure part (tests/unit/test_queueing.py runs it on Workloads captured from Kueue
+`summarize()` is the pure part (tests/unit/live/state/test_queueing.py runs it on Workloads captured from Kueue
 v0.17.0); `read()` makes the requests: one list by job UID, plus one LocalQueue read while not admitted
 (its ClusterQueue) and, for a preempted one, the preemptor's Workload: one list cluster-wide, and a second
 in the namespace when the cluster-wide one is refused; for an admitted job placed by topology, one list of the
