@@ -194,6 +194,9 @@ class LaunchSettings(Strict):
             raise refused(("topology",), TOPOLOGY_NO_QUEUE,
                           "launch.queue: the LocalQueue of a ClusterQueue whose flavor names a Topology, "
                           "or no launch.topology")
+        if self.priorityClass is not None and self.mode == "attach":
+            raise refused(("priorityClass",), KUEUE_NO_ATTACH,
+                          "no launch.priorityClass in attach mode, or launch.mode rayjob or bringup")
         if self.priorityClass is not None and self.queue is None:
             raise refused(("priorityClass",), KUEUE_PRIORITY_ALONE,
                           "launch.queue: the LocalQueue to submit to, or no launch.priorityClass")

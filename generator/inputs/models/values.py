@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from functools import cache
+from typing import Any
+
 from pydantic import Field, model_validator
 
+from generator.inputs.mode_keys import values_problem, values_schema_rules
 from generator.inputs.models.common import Image
 from generator.inputs.models.infra import (
     KUEUE_AUTOSCALING_RULE,
@@ -48,16 +52,15 @@ class InfraValues(InfraBase):
 class ChartValues(Strict):
     """Values of charts/dockyard."""
 
-    model_config = Strict.model_config | {
-        "json_schema_extra": {"allOf": [
-            {"if": {"properties": {"launch": {"properties": {"mode": {"const": "rayjob"}}}}},
-             "then": {"properties": {"recipe": {"properties": {"name": {"maxLength": MAX_RAYJOB_NAME}}}}}},
-            KUEUE_AUTOSCALING_RULE,
-            RESTRICTED_FABRIC_RULE,
-            OVERLAY_RULE,
-            TOGETHER_RULE,
-        ]}
-    }
+    model_config = Strict.model_config | {"json_schema_extra": lambda schema: schema.update(allOf=[
+        {"if": {"properties": {"launch": {"properties": {"mode": {"const": "rayjob"}}}}},
+         "then": {"properties": {"recipe": {"properties": {"name": {"maxLength": MAX_RAYJOB_NAME}}}}}},
+        KUEUE_AUTOSCALING_RULE,
+        RESTRICTED_FABRIC_RULE,
+        OVERLAY_RULE,
+        TOGETHER_RULE,
+        *values_schema_rules(_defaults()),  # twin of mode_keys.values_problem: what the mode ignores keeps its default
+    ])}
 
     recipe: RecipeValues = Field(RecipeValues(), description="Launcher keys of the recipe, and the recipe itself.")
     infra: InfraValues = Field(InfraValues(), description="Image, backend and cluster-wide settings.")
@@ -67,6 +70,9 @@ class ChartValues(Strict):
 
     @model_validator(mode="after")
     def _name_fits_kuberay(self) -> ChartValues:
+        ignored = values_problem(self.model_dump(mode="json", by_alias=True), _defaults())
+        if ignored:
+            raise refused(*ignored)
         if self.launch.mode == "rayjob" and len(self.recipe.name) > MAX_RAYJOB_NAME:
             raise ValueError(
                 f"recipe name {self.recipe.name!r} has {len(self.recipe.name)} characters; "
@@ -83,3 +89,9 @@ class ChartValues(Strict):
         for key, message, expected in gang_problems(self.infra.storage.model_dump(), self.recipe.cluster.model_dump()):
             raise refused(("infra", "storage", key, "accessModes"), message, expected)
         return self
+
+
+@cache
+def _defaults() -> dict[str, Any]:
+    """The chart values' defaults, dumped as `values_problem` compares them (Nones in)."""
+    return ChartValues.model_construct().model_dump(mode="json", by_alias=True)
