@@ -19,6 +19,7 @@ from generator.inputs.mode_keys import file_problems
 from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 from generator.inputs.storage_rules import gang_problems
 from generator.inputs.topology_rules import together_problem
+from generator.inputs.version_rules import pre_running_problem, target_minor
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
@@ -126,6 +127,12 @@ def compose(inputs: Inputs) -> ChartValues:
         doc = inputs.infra_doc
         raise InputError([Problem(doc.path, doc.line_of(("launch", "topology", "groups")), "launch.topology.groups",
                                   *together)])
+    minor = target_minor()
+    newer = pre_running_problem(infra.launch.preRunningDeadlineSeconds, minor)
+    if newer:
+        doc = inputs.infra_doc
+        raise InputError([Problem(doc.path, doc.line_of(("launch", "preRunningDeadlineSeconds")),
+                                  "launch.preRunningDeadlineSeconds", *newer)])
     return ChartValues.model_validate({
         "recipe": {
             "name": recipe.name,
@@ -135,7 +142,7 @@ def compose(inputs: Inputs) -> ChartValues:
         },
         "infra": infra_block,
         "launch": infra.launch.model_dump(),
-        "kuberay": infra.kuberay.model_dump(),
+        "kuberay": {**infra.kuberay.model_dump(), "version": minor},
         "sandbox": infra.sandbox.model_dump(),
     })
 
@@ -219,7 +226,8 @@ def _compose_fast(recipe_path: str | Path, infra_path: str | Path, overrides: li
             "recipe": {"name": name, "entrypoint": recipe["entrypoint"], "cluster": recipe["cluster"],
                        "config": _recipe_text(recipe_doc)},
             "infra": block,
-            **{key: infra[key] for key in ("launch", "kuberay", "sandbox")},
+            **{key: infra[key] for key in ("launch", "sandbox")},
+            "kuberay": {**infra["kuberay"], "version": target_minor()},
         })
     except schema_check.Refused:
         return None

@@ -256,7 +256,7 @@ def test_every_key_a_mode_uses_changes_what_it_renders():
     assert bad == [], "samples the models refuse (fix SAMPLES):\n" + "\n".join(bad)
     unique = {json.dumps(case, sort_keys=True): case for pair in cases.values() for case in pair}
     with ThreadPoolExecutor(4) as pool:  # each set of values rendered once (the baselines are shared)
-        out = dict(zip(unique, pool.map(rendered, unique.values())))
+        out = dict(zip(unique, pool.map(rendered, unique.values()), strict=True))
     same = [f"{key} in {mode}" for (key, mode), (a, b) in cases.items()
             if out[json.dumps(a, sort_keys=True)] == out[json.dumps(b, sort_keys=True)]]
     same = [pair for pair in same if pair.split(" in ")[0] not in CHECKS]  # shown by what they refuse, below

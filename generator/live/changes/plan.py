@@ -24,8 +24,8 @@ def plan(recipe: str, infra: str, overrides: list[str], release: str | None, nam
          mode: str | None = None) -> Plan:
     """Validated values for the live path. ResourceQuota/LimitRange are never installed here."""
     from generator.inputs.compose import compose, load_inputs, values_dict
-
     from generator.inputs.mode_keys import reset_ignored
+    from generator.inputs.version_rules import pre_running_note
 
     inputs = load_inputs(recipe, infra, overrides)
     notes = []
@@ -34,6 +34,8 @@ def plan(recipe: str, infra: str, overrides: list[str], release: str | None, nam
         notes += reset_ignored(inputs.infra, mode)
     values = compose(inputs)
     vals = values_dict(values)
+    note = pre_running_note(vals["launch"], vals["kuberay"]["version"])
+    notes += [note] if note else []
     infra_block = vals.setdefault("infra", {})
     for key, kind in (("resourceQuota", "ResourceQuota"), ("limitRange", "LimitRange")):
         block = infra_block.get(key) or {}
