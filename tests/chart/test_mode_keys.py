@@ -196,6 +196,9 @@ def chart_values(infra: dict[str, Any]) -> dict[str, Any]:
 FAST_GO = {"GOGC": "off", "GOMEMLIMIT": "128MiB"}  # a short render: no garbage collection (as generator.render.helm)
 
 
+REFUSED = "the chart refuses: "
+
+
 def rendered(case: dict[str, Any]) -> str:
     """The chart's manifests (helm template; the values are the models', so the schema is not checked again) and
     the RayJob `job submit` creates on the mode's cluster (with the run watcher on a bringup cluster's head)."""
@@ -203,7 +206,9 @@ def rendered(case: dict[str, Any]) -> str:
     done = subprocess.run(
         [binary("helm"), "template", "grpo-swe", str(CHART_DIR), "--namespace", case["namespace"], "--values", "-",
          "--kube-version", versions()["KUBERNETES_VERSION"], "--skip-schema-validation"],
-        input=json.dumps(values), capture_output=True, text=True, check=True, env={**os.environ, **FAST_GO})
+        input=json.dumps(values), capture_output=True, text=True, env={**os.environ, **FAST_GO})
+    if done.returncode:
+        return REFUSED + done.stderr
     mode = values["launch"]["mode"]
     job = rayjob_body("job", target_cluster(values, mode), values, watcher=mode == "bringup")
     return done.stdout + json.dumps(job, sort_keys=True)
@@ -245,8 +250,21 @@ def _cases() -> tuple[dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]
     return used, refused
 
 
-def test_every_key_a_mode_uses_changes_what_it_renders():
-    used, _ = _cases()
+def _unchecked(key: str, mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """For a key `mode` ignores: the mode's values, and the same with the key put in as is (past the models, which
+    refuse it), to show that the chart indeed ignores it there."""
+    value, context = sample(key)
+    uses = {k: v for k, v in context.items() if mode in USED_BY[entry_of(tuple(k.split(".")))][0]}  # type: ignore[index]
+    base = chart_values(nested({**INFRA_IMAGE, "launch.mode": mode, **MODE_CONTEXT[mode], **uses}))
+    raw = {k: v for k, v in context.items() if k not in uses} | {key: value}
+    spec = nested(raw)
+    namespace = spec.get("infra", {}).pop("namespace", base["namespace"])
+    return base, {"namespace": namespace, "values": deep_merge(base["values"], spec)}
+
+
+def test_the_table_is_what_each_mode_renders():
+    """A key a mode uses changes its render; a key it ignores, put in past the models, changes nothing."""
+    used, refused = _cases()
     cases, bad = {}, []
     for pair, (base, changed) in used.items():
         try:
@@ -254,13 +272,23 @@ def test_every_key_a_mode_uses_changes_what_it_renders():
         except ValidationError as exc:
             bad.append(f"{pair}: {exc}")
     assert bad == [], "samples the models refuse (fix SAMPLES):\n" + "\n".join(bad)
-    unique = {json.dumps(case, sort_keys=True): case for pair in cases.values() for case in pair}
+    ignored = {pair: _unchecked(*pair) for pair in refused}
+    unique = {json.dumps(case, sort_keys=True): case
+              for pairs in (cases, ignored) for pair in pairs.values() for case in pair}
     with ThreadPoolExecutor(4) as pool:  # each set of values rendered once (the baselines are shared)
         out = dict(zip(unique, pool.map(rendered, unique.values()), strict=True))
-    same = [f"{key} in {mode}" for (key, mode), (a, b) in cases.items()
-            if out[json.dumps(a, sort_keys=True)] == out[json.dumps(b, sort_keys=True)]]
-    same = [pair for pair in same if pair.split(" in ")[0] not in CHECKS]  # shown by what they refuse, below
-    assert same == [], "keys the table says a mode uses, but whose change the mode does not render: " + str(same)
+
+    def differ(a: dict[str, Any], b: dict[str, Any]) -> bool:
+        return out[json.dumps(a, sort_keys=True)] != out[json.dumps(b, sort_keys=True)]
+
+    failed = [out[json.dumps(case, sort_keys=True)] for pair in cases.values() for case in pair
+              if out[json.dumps(case, sort_keys=True)].startswith(REFUSED)]
+    same = [f"{key} in {mode}" for (key, mode), pair in cases.items() if not differ(*pair) and key not in CHECKS]
+    assert (failed, same) == ([], []), "keys the table says a mode uses, but whose change it does not render"
+    # a key the mode ignores renders nothing, or is refused by the chart's own checks too (dockyard.validate)
+    changed = [f"{key} in {mode}" for (key, mode), (a, b) in ignored.items()
+               if differ(a, b) and not out[json.dumps(b, sort_keys=True)].startswith(REFUSED)]
+    assert changed == [], "keys the table says a mode ignores, but whose change the mode renders: " + str(changed)
 
 
 def test_a_key_that_renders_nothing_is_a_check():
