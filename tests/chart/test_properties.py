@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from generator.inputs import topology_rules
+from generator.inputs.mode_keys import ignored
 from generator.inputs.models import ChartValues
 from generator.render import kubeconform
 from tests.conftest import chart_values, render_values
@@ -124,6 +125,12 @@ def test_any_valid_values_render_validate_and_keep_invariants(over):
     gpu_security = over["infra"]["security"]
     if gpu_security["enabled"] and gpu_security["profile"] == "restricted":  # refused with rdma and hostNetwork
         over["kuberay"]["network"] = {"profile": "efa", "efa": {"perPod": 1}}
+    for key in ignored(launch["mode"]):  # refused in that mode (generator.inputs.mode_keys)
+        *parents, last = key.split(".")
+        node = over
+        for part in parents:
+            node = node.get(part) or {}
+        node.pop(last, None)
     values = chart_values(**over)
     ChartValues.model_validate(values)
     out = render_values(values)
