@@ -134,11 +134,16 @@ def _keeps(default: Any) -> dict[str, Any]:
     optional block, or one the values leave out)."""
     if isinstance(default, dict) and default:
         return {"properties": {k: _keeps(v) for k, v in default.items()}}
-    return {"const": _without_nones(default)}
+    bare = _without_nones(default)
+    if bare == default:
+        return {"const": default}
+    # a list of models: as values.yaml writes it (unset keys null, as Helm reads it), or as the generator's values
+    # carry it (unset keys left out)
+    return {"anyOf": [{"const": default}, {"const": bare}]}
 
 
 def _without_nones(value: Any) -> Any:
-    """A list's items as the values carry them: a model's unset keys left out (exclude_none)."""
+    """A list's items without a model's unset keys (exclude_none)."""
     if isinstance(value, list):
         return [_without_nones(v) for v in value]
     if isinstance(value, dict):

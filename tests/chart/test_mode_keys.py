@@ -359,11 +359,12 @@ def test_helm_refuses_what_the_mode_ignores():
              "--kube-version", versions()["KUBERNETES_VERSION"]],
             input=json.dumps(over), capture_output=True, text=True)
         assert done.returncode == 1 and "values don't meet the specifications of the schema" in done.stderr, over
-    ok = {"launch": {"mode": "bringup", "backoffLimit": 0}}  # the default: nothing to refuse in the values
-    done = subprocess.run(
-        [binary("helm"), "template", "grpo-swe", str(CHART_DIR), "--namespace", "dockyard", "--values", "-",
-         "--kube-version", versions()["KUBERNETES_VERSION"]], input=json.dumps(ok), capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    # the defaults, as values.yaml writes them (a list of models with its unset keys null), pass in every mode
+    for ok in ({"launch": {"mode": "bringup", "backoffLimit": 0}}, {"launch": {"mode": "attach", "clusterName": "c"}}):
+        done = subprocess.run(
+            [binary("helm"), "template", "grpo-swe", str(CHART_DIR), "--namespace", "dockyard", "--values", "-",
+             "--kube-version", versions()["KUBERNETES_VERSION"]], input=json.dumps(ok), capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
 
 
 def test_a_verb_imposing_its_mode_leaves_out_what_that_mode_ignores(tmp_path):

@@ -32,7 +32,7 @@ from generator.inputs.credentials import reads_as_credential
 from generator.inputs.models import ChartValues
 from generator.inputs.models.types import CIDR_RE
 from generator.tools import CHART_DIR, binary, versions
-from tests.conftest import chart_values, deep_merge
+from tests.conftest import chart_values, deep_merge, without_ignored
 
 SCHEMA = json.loads((CHART_DIR / "values.schema.json").read_text())
 ENTRIES = 2  # items per list, entries per map
@@ -178,6 +178,7 @@ def values_for(fill: Callable[[Slot], str], mode: str) -> dict[str, Any]:
         for field in ("size", "storageClassName"):
             del storage[key][field]
     del storage["modelCache"]["claimName"]
+    without_ignored(doc, mode)  # e.g. launch.clusterName, kuberay.pdb under rayjob: refused there
     return ChartValues.model_validate(doc).model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
