@@ -41,6 +41,21 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def without_ignored(doc: dict[str, Any], mode: str) -> dict[str, Any]:
+    """`doc` (chart values or an infra spec, changed in place) without the keys `mode` ignores, which the models
+    refuse in that mode (generator.inputs.mode_keys): for tests that switch every feature on in every mode."""
+    from generator.inputs.mode_keys import ignored
+
+    for key in ignored(mode):
+        *parents, last = key.split(".")
+        node: Any = doc
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(last, None)
+    return doc
+
+
 def chart_values(**over: Any) -> dict[str, Any]:
     """Chart defaults with `over` deep-merged, validated by the model (like the generator does)."""
     base = ChartValues().model_dump(mode="json", by_alias=True, exclude_none=True)

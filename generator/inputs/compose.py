@@ -14,11 +14,13 @@ import yaml
 
 from generator.errors import InputError, Problem
 from generator.inputs.explain import from_validation
-from generator.inputs.loader import Document, apply_overrides, load
+from generator.inputs.loader import Document, apply_overrides, key_path_text, load
+from generator.inputs.mode_keys import file_problems
 from generator.inputs.quota_rules import quota_problems
 from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 from generator.inputs.storage_rules import gang_problems
 from generator.inputs.topology_rules import together_problem
+from generator.inputs.version_rules import pre_running_problem, target_minor
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
 if TYPE_CHECKING:
@@ -60,6 +62,13 @@ def _near_misses(recipe: Recipe, doc: Document) -> list[Problem]:
     return out
 
 
+def _mode_problems(doc: Document, mode: str) -> list[Problem]:
+    """The keys the infra spec writes that its launch mode ignores (`generator.inputs.mode_keys`)."""
+    found = [Problem(doc.path, doc.line_of(where), key_path_text(where), message, expected)
+             for where, message, expected in file_problems(doc.data, mode)]
+    return sorted(found, key=lambda p: p.line or 0)
+
+
 def load_inputs(recipe_path: str | Path, infra_path: str | Path, overrides: list[str] | None = None) -> Inputs:
     """Parse and validate both files; every problem of both is reported at once."""
     from generator.inputs.models import InfraSpec, Recipe
@@ -77,6 +86,7 @@ def load_inputs(recipe_path: str | Path, infra_path: str | Path, overrides: list
     try:
         infra_doc = load(infra_path)
         infra = _validate(InfraSpec, infra_doc)
+        problems += _mode_problems(infra_doc, infra.launch.mode)
     except InputError as exc:
         problems += exc.problems
     if problems:
@@ -118,6 +128,12 @@ def compose(inputs: Inputs) -> ChartValues:
         doc = inputs.infra_doc
         raise InputError([Problem(doc.path, doc.line_of(("launch", "topology", "groups")), "launch.topology.groups",
                                   *together)])
+    minor = target_minor()
+    newer = pre_running_problem(infra.launch.preRunningDeadlineSeconds, minor)
+    if newer:
+        doc = inputs.infra_doc
+        raise InputError([Problem(doc.path, doc.line_of(("launch", "preRunningDeadlineSeconds")),
+                                  "launch.preRunningDeadlineSeconds", *newer)])
     _refuse_quota(inputs, infra_block)
     return ChartValues.model_validate({
         "recipe": {
@@ -128,7 +144,7 @@ def compose(inputs: Inputs) -> ChartValues:
         },
         "infra": infra_block,
         "launch": infra.launch.model_dump(),
-        "kuberay": infra.kuberay.model_dump(),
+        "kuberay": {**infra.kuberay.model_dump(), "version": minor},
         "sandbox": infra.sandbox.model_dump(),
     })
 
@@ -220,6 +236,8 @@ def _compose_fast(recipe_path: str | Path, infra_path: str | Path, overrides: li
         if close and close[0] not in recipe_doc.data:
             return None  # a near miss (`_near_misses`): the models report it
     name, mode = recipe["name"], infra["launch"]["mode"]
+    if file_problems(infra_doc.data, mode):
+        return None  # a key the mode ignores: load_inputs reports it
     if len(name) > (MAX_RAYJOB_NAME if mode == "rayjob" else MAX_RAYCLUSTER_NAME):
         return None
     block = dict(infra["infra"])
@@ -229,7 +247,8 @@ def _compose_fast(recipe_path: str | Path, infra_path: str | Path, overrides: li
             "recipe": {"name": name, "entrypoint": recipe["entrypoint"], "cluster": recipe["cluster"],
                        "config": _recipe_text(recipe_doc)},
             "infra": block,
-            **{key: infra[key] for key in ("launch", "kuberay", "sandbox")},
+            **{key: infra[key] for key in ("launch", "sandbox")},
+            "kuberay": {**infra["kuberay"], "version": target_minor()},
         })
     except schema_check.Refused:
         return None

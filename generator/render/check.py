@@ -83,7 +83,10 @@ def checked(recipe: str, infra: str, overrides: list[str], validator: kubeconfor
     unvalidated = _left_out(api_report)
     left = [(r.kind, r.name) for r in results if r.kind in unvalidated]
     width = max((len(r.kind) for r in results), default=4)
-    lines: list[str] = []
+    from generator.inputs.version_rules import pre_running_note
+
+    note = pre_running_note(vals["launch"], vals["kuberay"]["version"])
+    lines: list[str] = [f"  {note}"] if note else []
     for r in results:
         mark = "✓" if r.status == "valid" and (r.kind, r.name) not in refusals and r.kind not in unvalidated else "✗"
         line = f"  {mark} {r.kind:<{width}}  {r.name}"

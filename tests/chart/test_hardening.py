@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 BASELINE = {
     "allowPrivilegeEscalation": False,
@@ -184,7 +185,8 @@ def test_gpu_pdb_in_bringup_only(render):
                     kuberay={"pdb": {"enabled": True, "minAvailable": 2}}).all("PodDisruptionBudget")
     assert [p["spec"]["minAvailable"] for p in custom if p["metadata"]["name"].endswith("-gpu")] == [2]
     assert len(render(launch={"mode": "bringup"}).all("PodDisruptionBudget")) == 1
-    assert len(render(kuberay=on).all("PodDisruptionBudget")) == 1  # rayjob: the RayJob owns its cluster
+    with pytest.raises(ValidationError, match="launch.mode rayjob ignores kuberay.pdb"):  # the RayJob owns its cluster
+        render(kuberay=on)
 
 
 def test_quota_and_limit_range_are_opt_in(render):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from tests.conftest import chart_values, deep_merge, render_values
 
@@ -59,11 +60,13 @@ def test_no_queue_no_kueue_label(mode):
     assert "kueue.x-k8s.io" not in out.text
 
 
-def test_a_queued_bringup_cluster_may_outlive_a_job():
-    """shutdownAfterJobFinishes is a RayJob's: Kueue's rule does not reach a bare RayCluster."""
-    launch = {"mode": "bringup", "queue": "training", "shutdownAfterJobFinishes": False}
-    out = render_values(chart_values(launch=launch))
+def test_a_queued_bringup_cluster_is_not_held_to_a_rayjobs_shutdown():
+    """shutdownAfterJobFinishes is a RayJob's: Kueue's rule on it does not reach a bare RayCluster, and bringup
+    refuses the key as one it ignores (generator.inputs.mode_keys)."""
+    out = render_values(chart_values(launch={"mode": "bringup", "queue": "training"}))
     assert out.one("RayCluster")["metadata"]["labels"][QUEUE] == "training"
+    with pytest.raises(ValidationError, match="launch.mode bringup ignores launch.shutdownAfterJobFinishes"):
+        chart_values(launch={"mode": "bringup", "queue": "training", "shutdownAfterJobFinishes": False})
 
 
 @pytest.mark.parametrize("queue", [None, "training"], ids=["no queue", "queued"])

@@ -33,7 +33,7 @@ from generator.inputs.models import ChartValues
 from generator.inputs.models.types import CIDR_RE
 from generator.inputs.quota_rules import judges
 from generator.pinned_tools import CHART_DIR, binary, versions
-from tests.conftest import chart_values, deep_merge
+from tests.conftest import chart_values, deep_merge, without_ignored
 
 SCHEMA = json.loads((CHART_DIR / "values.schema.json").read_text())
 ENTRIES = 2  # items per list, entries per map
@@ -179,6 +179,7 @@ def values_for(fill: Callable[[Slot], str], mode: str) -> dict[str, Any]:
         for field in ("size", "storageClassName"):
             del storage[key][field]
     del storage["modelCache"]["claimName"]
+    without_ignored(doc, mode)  # e.g. launch.clusterName, kuberay.pdb under rayjob: refused there
     return ChartValues.model_validate(doc).model_dump(mode="json", by_alias=True, exclude_none=True)
 
 

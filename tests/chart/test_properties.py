@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from generator.inputs import topology_rules
 from generator.inputs.models import ChartValues
 from generator.render import kubeconform
-from tests.conftest import chart_values, render_values
+from tests.conftest import chart_values, render_values, without_ignored
 
 quantity_cpu = st.sampled_from(["250m", "1", "2", 4, "1.5"])
 quantity_mem = st.sampled_from(["512Mi", "2Gi", "8Gi", "1G"])
@@ -124,6 +124,7 @@ def test_any_valid_values_render_validate_and_keep_invariants(over):
     gpu_security = over["infra"]["security"]
     if gpu_security["enabled"] and gpu_security["profile"] == "restricted":  # refused with rdma and hostNetwork
         over["kuberay"]["network"] = {"profile": "efa", "efa": {"perPod": 1}}
+    without_ignored(over, launch["mode"])  # refused in that mode
     values = chart_values(**over)
     ChartValues.model_validate(values)
     out = render_values(values)

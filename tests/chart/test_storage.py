@@ -9,6 +9,7 @@ import subprocess
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from generator.cli import main
 from generator.pinned_tools import CHART_DIR, binary, versions
@@ -37,8 +38,8 @@ def test_the_claim_name_is_the_same_on_every_render_and_in_every_mode_but_attach
     names = {mode: [c["metadata"]["name"] for c in render(launch={"mode": mode}, **_storage(**CREATED))
                     .all("PersistentVolumeClaim")] for mode in ("rayjob", "bringup")}
     assert names == {"rayjob": ["grpo-swe-checkpoints"], "bringup": ["grpo-swe-checkpoints"]}
-    attach = render(launch={"mode": "attach", "clusterName": "shared"}, **_storage(**CREATED))
-    assert not attach.all("PersistentVolumeClaim")
+    with pytest.raises(ValidationError, match="launch.mode attach ignores infra.storage"):  # no GPU pods to mount
+        render(launch={"mode": "attach", "clusterName": "shared"}, **_storage(**CREATED))
 
 
 def test_every_group_mounts_each_volume_and_is_told_its_path(render):

@@ -37,8 +37,8 @@ def _summary(out: str, step: str) -> str:
     return next(line for line in out.splitlines() if line.startswith((f"✓ {step}", f"✗ {step}")))
 
 
-# launch.preRunningDeadlineSeconds (RayJob, new in KubeRay v1.6) is rendered by default: the older minors' CRDs lack
-# it, and their users set it to 0 (docs/versions.md).
+# launch.preRunningDeadlineSeconds (RayJob, new in KubeRay v1.6): its default is left out for the older minors,
+# whose CRDs lack it (tests/unit/inputs/test_version_rules.py).
 WITHOUT_DEADLINE = {"1.4", "1.5"}
 
 
@@ -50,8 +50,7 @@ def _launch(tmp_path, base, **launch):
 
 @pytest.mark.parametrize("minor", sorted(KUBERAY_PINS))
 def test_check_validates_against_the_chosen_kuberay_crds(minor, capsys, tmp_path):
-    infra = _launch(tmp_path, INFRA, preRunningDeadlineSeconds=0) if minor in WITHOUT_DEADLINE else INFRA
-    assert main(["check", str(RECIPE), str(infra), "--kuberay-version", minor]) == 0
+    assert main(["check", str(RECIPE), str(INFRA), "--kuberay-version", minor]) == 0
     pinned = versions()[KUBERAY_PINS[minor]]
     assert f"KubeRay {pinned} CRDs" in _summary(capsys.readouterr().out, "kubeconform")
     assert (tool_dir("kuberay-crds").name == f"kuberay-crds-{versions()['KUBERAY_VERSION']}")  # the default is kept
@@ -142,16 +141,17 @@ def _deployment_with(field: str, value) -> str:
 
 
 @pytest.mark.parametrize("minor", sorted(KUBERAY_PINS))
-def test_the_pre_running_deadline_is_refused_by_name_before_kuberay_1_6(minor, capsys):
-    """The default deadline reaches the RayJob; an older operator's CRD lacks the field, and check says which."""
-    code = main(["check", str(RECIPE), str(INFRA), "--kuberay-version", minor])
-    out = capsys.readouterr().out
+def test_the_pre_running_deadline_set_is_refused_by_name_before_kuberay_1_6(minor, capsys, tmp_path):
+    """Set in the infra spec, the deadline reaches the RayJob; before v1.6 the models refuse it by name (exit 2)."""
+    infra = _launch(tmp_path, INFRA, preRunningDeadlineSeconds=900)
+    code = main(["check", str(RECIPE), str(infra), "--kuberay-version", minor])
+    captured = capsys.readouterr()
     if minor not in WITHOUT_DEADLINE:
-        assert code == 0, out
+        assert code == 0, captured.out
         return
-    assert code == 1, out
-    [bad] = [line for line in out.splitlines() if line.startswith("  ✗ ")]
-    assert bad.startswith("  ✗ RayJob") and "preRunningDeadlineSeconds" in bad, out
+    assert code == 2, captured.out
+    assert (f"launch.preRunningDeadlineSeconds: KubeRay {minor}'s RayJob has no preRunningDeadlineSeconds "
+            "(new in KubeRay v1.6)") in captured.err
 
 
 def test_kubeconform_uses_the_chosen_minors_schemas():

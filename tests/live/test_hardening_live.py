@@ -28,8 +28,9 @@ def write_inputs(tmp_path: Path, namespace: str, mode: str = "attach", infra: di
     spec = {
         "infra": {"namespace": namespace, "image": IMAGE, **(infra or {})},
         "launch": {"mode": mode, **({"clusterName": "shared"} if mode == "attach" else {})},
-        "kuberay": {"head": {"cpu": "500m", "memory": "1Gi"}, "worker": {"cpu": "1", "memory": "2Gi"},
-                    **(kuberay or {})},
+        # the GPU RayCluster's keys only where one is rendered: attach mode refuses them (mode_keys)
+        **({} if mode == "attach" else {"kuberay": {"head": {"cpu": "500m", "memory": "1Gi"},
+                                                    "worker": {"cpu": "1", "memory": "2Gi"}, **(kuberay or {})}}),
         "sandbox": {"replicas": 2, "resources": {"cpu": "250m", "memory": "256Mi", "ephemeralStorage": "1Gi"},
                     **(sandbox or {})},
     }

@@ -181,8 +181,11 @@ def test_run_status_history_uninstall_without_namespace(playground, k8s, ns_user
 def test_status_says_the_namespace_is_being_deleted(playground, k8s, namespace, capsys, tmp_path, wait):
     core = client.CoreV1Api(k8s)
     kc = playground.kubeconfig
-    attach = infra_variant(tmp_path, "attach.yaml",
-                           lambda d: d["launch"].update(mode="attach", clusterName="elsewhere"))
+    def to_attach(d):
+        d["launch"].update(mode="attach", clusterName="elsewhere")
+        d.pop("kuberay")  # the GPU RayCluster's keys: attach mode refuses them
+
+    attach = infra_variant(tmp_path, "attach.yaml", to_attach)
     rc, out, err = cli(capsys, "run", RECIPE, attach, "-n", namespace, "--kubeconfig", kc, "--timeout", 120, "-q")
     assert rc == 0, out + err
     rc, out, _ = cli(capsys, "status", "small", "-n", namespace, "--kubeconfig", kc)

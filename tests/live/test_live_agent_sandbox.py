@@ -34,6 +34,7 @@ def _custom(playground):
 def _agent_infra(tmp_path: Path, replicas: int = 2) -> Path:
     def change(data: dict) -> None:
         data["launch"] = {"mode": "attach", "clusterName": "shared"}  # the sandboxes only: no GPU fleet
+        data.pop("kuberay", None)  # nor its keys (attach mode refuses them)
         data["sandbox"].update(backend="agent-sandbox", replicas=replicas)
 
     return infra_variant(tmp_path, "agent.infra.yaml", change)

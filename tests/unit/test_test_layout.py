@@ -117,17 +117,17 @@ def module_of(test_file: Path, root: Path = REPO) -> str | None:
 
 def test_the_rule_on_examples(tmp_path):
     """On a made-up package: a module's tests at its path, an aspect, the longest name, and a file that names none."""
-    for f in ("generator/live/doctor/storage.py", "generator/live/doctor/storage_rows.py", "generator/cli.py"):
+    for f in ("generator/live/doctor/volumes.py", "generator/live/doctor/volumes_rows.py", "generator/cli.py"):
         (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / f).write_text("")
     unit = tmp_path / "tests" / "unit" / "live" / "doctor"
     unit.mkdir(parents=True)
-    for name in ("test_storage.py", "test_storage_rows_access.py", "test_caches.py"):
+    for name in ("test_volumes.py", "test_volumes_rows_access.py", "test_caches.py"):
         (unit / name).write_text("")
-    assert files_at_path("generator/live/doctor/storage.py", tmp_path) == ["tests/unit/live/doctor/test_storage.py",
-                                                                         "tests/unit/live/doctor/test_storage_rows_access.py"]
-    assert module_of(unit / "test_storage_rows_access.py", tmp_path) == "generator/live/doctor/storage_rows.py"
-    assert module_of(unit / "test_storage.py", tmp_path) == "generator/live/doctor/storage.py"
+    assert files_at_path("generator/live/doctor/volumes.py", tmp_path) == ["tests/unit/live/doctor/test_volumes.py",
+                                                                         "tests/unit/live/doctor/test_volumes_rows_access.py"]
+    assert module_of(unit / "test_volumes_rows_access.py", tmp_path) == "generator/live/doctor/volumes_rows.py"
+    assert module_of(unit / "test_volumes.py", tmp_path) == "generator/live/doctor/volumes.py"
     assert module_of(unit / "test_caches.py", tmp_path) is None
     assert files_at_path("generator/cli.py", tmp_path) == []
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from generator.inputs.models.types import DNS1035_LABEL_RE, INT32_MAX, KueueName, LabelKey, Strict, refused
+from generator.inputs.version_rules import PRE_RUNNING_DEADLINE, PRE_RUNNING_SINCE
 
 # Kueue's admission rules (its RayJob and RayCluster webhooks, v0.17.0), in the words the chart uses too
 # (charts/dockyard/templates/_validate.tpl, dockyard.validate.kueue).
@@ -20,11 +21,6 @@ KUEUE_PRIORITY_ALONE = ("a WorkloadPriorityClass without launch.queue does nothi
                         "queued RayJob or RayCluster")
 SUSPEND_OWNED = ("the chart never renders suspend: Kueue suspends a queued RayJob or RayCluster and admits it "
                  "by clearing suspend, and a helm upgrade must not flip it")
-
-# The default deadline for a RayJob to reach Running: an hour is longer than a healthy cold start on a GPU cluster
-# (a node scale-up of ~10 min plus the pull of a 10-20 GB training image), and short enough that a start that
-# cannot succeed frees the gang's GPUs, with KubeRay's reason, within the hour.
-PRE_RUNNING_DEADLINE = 3600
 
 # The stall guard's floor: a shorter timeout is a typo (an RL step, a rollout or a checkpoint write alone takes
 # longer), and one this short already ends an attempt whose job merely writes a checkpoint between two reports.
@@ -145,15 +141,16 @@ class LaunchSettings(Strict):
     activeDeadlineSeconds: int | None = Field(None, ge=1, le=INT32_MAX,
                                               description="Fail the RayJob after this many seconds.")
     backoffLimit: int = Field(0, ge=0, le=10, description="Retries of a failed RayJob.")
-    # int32, at least 1, in the RayJob CRD (KubeRay v1.6 and later; v1.4 and v1.5 lack the field). 0 renders none
-    # (not null: the generator's values leave out a null, and Helm would then take this default).
-    preRunningDeadlineSeconds: int = Field(
-        PRE_RUNNING_DEADLINE, ge=0, le=INT32_MAX,
+    # int32, at least 1, in the RayJob CRD (KubeRay v1.6 and later; v1.4 and v1.5 lack the field). Unset (null): the
+    # chart renders PRE_RUNNING_DEADLINE where the target KubeRay (`kuberay.version` of the chart values) has the
+    # field, nothing before; 0 renders none.
+    preRunningDeadlineSeconds: int | None = Field(
+        None, ge=0, le=INT32_MAX,
         description="Fail the RayJob when it has not reached Running this many seconds after its attempt started "
                     "(KubeRay starts the clock when it initializes an attempt: time queued in Kueue does not count, "
                     "each retry gets its own), so a start that cannot succeed (an image that cannot be pulled, pods "
-                    "that never schedule) ends with a reason and frees its GPUs. 0: no deadline (KubeRay v1.4 and "
-                    "v1.5, whose RayJob lacks the field).",
+                    f"that never schedule) ends with a reason and frees its GPUs. Unset: {PRE_RUNNING_DEADLINE} where "
+                    f"the target KubeRay has the field (v{PRE_RUNNING_SINCE} and later), none before; 0: no deadline.",
     )
     configMountPath: str = Field("/etc/dockyard", pattern=r"^/",
                                  description="Where the recipe ConfigMap is mounted on the head.")
@@ -194,6 +191,9 @@ class LaunchSettings(Strict):
             raise refused(("topology",), TOPOLOGY_NO_QUEUE,
                           "launch.queue: the LocalQueue of a ClusterQueue whose flavor names a Topology, "
                           "or no launch.topology")
+        if self.priorityClass is not None and self.mode == "attach":
+            raise refused(("priorityClass",), KUEUE_NO_ATTACH,
+                          "no launch.priorityClass in attach mode, or launch.mode rayjob or bringup")
         if self.priorityClass is not None and self.queue is None:
             raise refused(("priorityClass",), KUEUE_PRIORITY_ALONE,
                           "launch.queue: the LocalQueue to submit to, or no launch.priorityClass")

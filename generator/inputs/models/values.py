@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from functools import cache
+from typing import Any, cast
 
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from generator.inputs.mode_keys import values_problem, values_schema_rules
 from generator.inputs.models.common import Image
 from generator.inputs.models.infra import (
     KUEUE_AUTOSCALING_RULE,
@@ -20,6 +24,12 @@ from generator.inputs.quota_rules import quota_problems
 from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 from generator.inputs.storage_rules import gang_problems
 from generator.inputs.topology_rules import OVERLAY_RULE, TOGETHER_RULE, together_problem
+from generator.inputs.version_rules import (
+    DEFAULT_KUBERAY_MINOR,
+    KUBERAY_MINORS,
+    PRE_RUNNING_RULE,
+    pre_running_problem,
+)
 
 DEFAULT_IMAGE = Image(repository="ghcr.io/dockyard-rl/ubuntu-swe", tag="vllm")
 
@@ -46,28 +56,57 @@ class InfraValues(InfraBase):
                          description="The ubuntu-swe image of the GPU pods (and, by default, the sandbox).")
 
 
+class KubeRayValues(KubeRaySettings):
+    """The chart's `kuberay` block: the infra spec's, and the KubeRay version the objects are for."""
+
+    version: str = Field(
+        DEFAULT_KUBERAY_MINOR, json_schema_extra=cast(Any, {"enum": KUBERAY_MINORS}),
+        description="The KubeRay minor of the cluster (its CRDs): a default whose field that KubeRay lacks is left "
+                    "out. The generator sets it from `check --kuberay-version`; `doctor` reads the served CRDs, and "
+                    "`run` renders for the pinned minor (doctor names a cluster that lacks a field).",
+    )
+
+    @field_validator("version")
+    @classmethod
+    def _supported(cls, version: str) -> str:
+        if version not in KUBERAY_MINORS:
+            raise ValueError(f"KubeRay {version!r} is not one of the supported minors {', '.join(KUBERAY_MINORS)}")
+        return version
+
+
+def _chart_rules(schema: dict[str, Any]) -> None:
+    """ChartValues' JSON Schema rules across its blocks (written when the schema is, from the defaults)."""
+    schema["allOf"] = [
+        {"if": {"properties": {"launch": {"properties": {"mode": {"const": "rayjob"}}}}},
+         "then": {"properties": {"recipe": {"properties": {"name": {"maxLength": MAX_RAYJOB_NAME}}}}}},
+        KUEUE_AUTOSCALING_RULE,
+        RESTRICTED_FABRIC_RULE,
+        OVERLAY_RULE,
+        TOGETHER_RULE,
+        PRE_RUNNING_RULE,
+        *values_schema_rules(_defaults()),  # twin of mode_keys.values_problem: what the mode ignores keeps its default
+    ]
+
+
 class ChartValues(Strict):
     """Values of charts/dockyard."""
 
-    model_config = Strict.model_config | {
-        "json_schema_extra": {"allOf": [
-            {"if": {"properties": {"launch": {"properties": {"mode": {"const": "rayjob"}}}}},
-             "then": {"properties": {"recipe": {"properties": {"name": {"maxLength": MAX_RAYJOB_NAME}}}}}},
-            KUEUE_AUTOSCALING_RULE,
-            RESTRICTED_FABRIC_RULE,
-            OVERLAY_RULE,
-            TOGETHER_RULE,
-        ]}
-    }
+    model_config = Strict.model_config | ConfigDict(json_schema_extra=_chart_rules)
 
     recipe: RecipeValues = Field(RecipeValues(), description="Launcher keys of the recipe, and the recipe itself.")
     infra: InfraValues = Field(InfraValues(), description="Image, backend and cluster-wide settings.")
     launch: LaunchSettings = Field(LaunchSettings(), description="How the GPU fleet is launched.")
-    kuberay: KubeRaySettings = Field(KubeRaySettings(), description="The GPU RayCluster.")
+    kuberay: KubeRayValues = Field(KubeRayValues(), description="The GPU RayCluster.")
     sandbox: Sandbox = Field(Sandbox(), description="The sandbox executor pool.")
 
     @model_validator(mode="after")
     def _name_fits_kuberay(self) -> ChartValues:
+        ignored = values_problem(self.model_dump(mode="json", by_alias=True), _defaults())
+        if ignored:
+            raise refused(*ignored)
+        newer = pre_running_problem(self.launch.preRunningDeadlineSeconds, self.kuberay.version)
+        if newer:
+            raise refused(("launch", "preRunningDeadlineSeconds"), *newer)
         if self.launch.mode == "rayjob" and len(self.recipe.name) > MAX_RAYJOB_NAME:
             raise ValueError(
                 f"recipe name {self.recipe.name!r} has {len(self.recipe.name)} characters; "
@@ -88,3 +127,9 @@ class ChartValues(Strict):
             for path, message, expected in quota_problems(plain):
                 raise refused(path, message, expected)
         return self
+
+
+@cache
+def _defaults() -> dict[str, Any]:
+    """The chart values' defaults, dumped as `values_problem` compares them (Nones in)."""
+    return ChartValues.model_construct().model_dump(mode="json", by_alias=True)

@@ -24,13 +24,18 @@ def plan(recipe: str, infra: str, overrides: list[str], release: str | None, nam
          mode: str | None = None) -> Plan:
     """Validated values for the live path. ResourceQuota/LimitRange are never installed here."""
     from generator.inputs.compose import compose, load_inputs, values_dict
+    from generator.inputs.mode_keys import reset_ignored
+    from generator.inputs.version_rules import pre_running_note
 
     inputs = load_inputs(recipe, infra, overrides)
-    if mode:
+    notes = []
+    if mode and mode != inputs.infra.launch.mode:  # the verb's own mode: what it ignores of the file's is left out
         inputs.infra.launch.mode = mode
+        notes += reset_ignored(inputs.infra, mode)
     values = compose(inputs)
     vals = values_dict(values)
-    notes = []
+    note = pre_running_note(vals["launch"], vals["kuberay"]["version"])
+    notes += [note] if note else []
     infra_block = vals.setdefault("infra", {})
     for key, kind in (("resourceQuota", "ResourceQuota"), ("limitRange", "LimitRange")):
         block = infra_block.get(key) or {}

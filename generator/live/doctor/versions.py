@@ -4,6 +4,8 @@ the installed KubeRay CRDs accepting every field the chart renders (a dry-run cr
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from generator.live.client.api_errors import describe_error
@@ -68,20 +70,46 @@ def _unknown_fields(message: str) -> list[str]:
     return re.findall(r'unknown field "([^"]+)"', message)
 
 
-def kuberay_fields_rows(kube: Kube, docs: list[dict[str, Any]], namespace: str) -> list[Row]:
+PRE_RUNNING_FIELD = "spec.preRunningDeadlineSeconds"
+
+
+def kuberay_fields_rows(kube: Kube, docs: list[dict[str, Any]], namespace: str,
+                        values: dict[str, Any] | None = None,
+                        render: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None) -> list[Row]:
     """The installed KubeRay CRDs accept what the chart renders: each RayJob/RayCluster sent as a dry-run
     create with fieldValidation=Strict (a field the CRD lacks is an error, not pruned); ✗ naming the field.
-    No row when nothing of ray.io is rendered (attach) or the CRDs are not served (their own row says ✗)."""
+    No row when nothing of ray.io is rendered (attach) or the CRDs are not served (their own row says ✗).
+    A RayJob refused only for the default preRunningDeadlineSeconds (the installed KubeRay is older than the field)
+    is rendered again (`render` of `values`) for the newest KubeRay without it, the default left out, with a note;
+    the field set in the infra spec is ✗, named."""
+    rows, unknown = _fields_rows(kube, docs, namespace)
+    launch = (values or {}).get("launch") or {}
+    if unknown != [PRE_RUNNING_FIELD] or values is None or render is None:
+        return rows
+    from generator.inputs.version_rules import PRE_RUNNING_SINCE, WITHOUT_PRE_RUNNING, pre_running_note
+
+    if launch.get("preRunningDeadlineSeconds"):  # set in the infra spec: refused by name
+        return [Row(FAIL, rows[0].check, "launch.preRunningDeadlineSeconds: the installed KubeRay's RayJob lacks it "
+                    f"(new in KubeRay v{PRE_RUNNING_SINCE})", f"no launch.preRunningDeadlineSeconds (or 0), or "
+                    f"KubeRay's CRDs and operator upgraded to v{PRE_RUNNING_SINCE} or later")]
+    older = WITHOUT_PRE_RUNNING[-1]
+    again, _ = _fields_rows(kube, render({**values, "kuberay": {**values["kuberay"], "version": older}}), namespace)
+    note = pre_running_note(launch, older, "the installed KubeRay")
+    return [replace(r, detail=f"{r.detail}; {note}") if r.mark == OK and note else r for r in again]
+
+
+def _fields_rows(kube: Kube, docs: list[dict[str, Any]], namespace: str) -> tuple[list[Row], list[str]]:
+    """kuberay_fields_rows' dry runs: (the rows, the unknown fields the CRDs refused)."""
     from kubernetes.client.exceptions import ApiException
 
     check = "KubeRay CRDs accept"
     ray = [d for d in docs if str(d.get("apiVersion", "")).startswith(f"{RAY_GROUP}/")]
     if not ray:
-        return []
+        return [], []
     served = kube.ray_resources()
     ray = [d for d in ray if f"{d['kind'].lower()}s" in served]
     if not ray:
-        return []
+        return [], []
     refused, unknown = [], []
     for d in ray:
         plural = f"{d['kind'].lower()}s"
@@ -94,11 +122,11 @@ def kuberay_fields_rows(kube: Kube, docs: list[dict[str, Any]], namespace: str) 
             except ValueError:
                 msg = exc.reason
             if exc.status == 403:
-                return [Row(WARN, check, forbidden("create", f"{plural}.{RAY_GROUP}", namespace,
-                                                   "whether the installed CRDs accept the rendered fields is unknown"))]
+                unknown_why = "whether the installed CRDs accept the rendered fields is unknown"
+                return [Row(WARN, check, forbidden("create", f"{plural}.{RAY_GROUP}", namespace, unknown_why))], []
             if exc.status == 404:
                 return [Row(WARN, check, f"namespace {namespace} does not exist yet: the rendered {d['kind']} "
-                            "cannot be dry-run", "create the namespace first to check the CRDs' fields")]
+                            "cannot be dry-run", "create the namespace first to check the CRDs' fields")], []
             if exc.status not in (400, 422):
                 raise
             fields = _unknown_fields(str(msg))
@@ -108,6 +136,8 @@ def kuberay_fields_rows(kube: Kube, docs: list[dict[str, Any]], namespace: str) 
         return [Row(FAIL, check, "; ".join(refused)[:600],
                     ("the installed KubeRay CRDs lack what the chart renders: upgrade KubeRay's CRDs (and operator) "
                      f"to v1.6, or drop {', '.join(unknown)} from kuberay.spec; `check --kuberay-version X` "
-                     "shows it offline") if unknown else "see the apiserver's message; `check --server` lists it too")]
+                     "shows it offline") if unknown else "see the apiserver's message; `check --server` lists it too")
+                ], unknown
     kinds = ", ".join(sorted({d["kind"] for d in ray}))
-    return [Row(OK, check, f"the installed CRDs accept the rendered {kinds} (dry-run create, fieldValidation=Strict)")]
+    accepted = f"the installed CRDs accept the rendered {kinds} (dry-run create, fieldValidation=Strict)"
+    return [Row(OK, check, accepted)], []

@@ -68,7 +68,8 @@ def checks(kube: Kube, inputs: Any, values: dict[str, Any], release: str, namesp
     rows.append(access.pull_secrets_row(kube, infra.get("imagePullSecrets") or [], ns))
 
     docs = [d for d in yaml.safe_load_all(template(values, release, namespace)) if isinstance(d, dict)]
-    rows += versions.kuberay_fields_rows(kube, docs, namespace)
+    rows += versions.kuberay_fields_rows(kube, docs, namespace, values, lambda again: [
+        d for d in yaml.safe_load_all(template(again, release, namespace)) if isinstance(d, dict)])
     kueue_seen: dict[str, Any] = {}  # the ClusterQueue and flavors the Kueue rows read, for the topology rows
     rows += kueue_rows.doctor_rows(kube, values, docs, ns, kueue_seen)  # only when launch.queue is set
     templates = pod_templates(docs)

@@ -69,10 +69,17 @@ def rayjob_body(name: str, cluster: str, values: dict[str, Any], watcher: bool =
     }
 
 
+def target_cluster(values: dict[str, Any], mode: str, given: str | None = None) -> str:
+    """The RayCluster a job is submitted to: --cluster, else launch.clusterName in attach mode, else the recipe's
+    name (the cluster of `cluster up`)."""
+    return given or ((values.get("launch") or {}).get("clusterName") if mode == "attach" else None) \
+        or values["recipe"]["name"]
+
+
 def submit(args: Any) -> int:
     p = plan(args.recipe, args.infra, args.overrides, None, args.namespace)
     launch = p.values.get("launch") or {}
-    cluster = args.cluster or (launch.get("clusterName") if p.mode == "attach" else None) or p.values["recipe"]["name"]
+    cluster = target_cluster(p.values, p.mode, args.cluster)
     kube = Kube(args.kubeconfig, args.context)
     print(f"job submit in namespace {p.namespace}, {kube.target()}", file=sys.stderr, flush=True)
     kube.require_ray(("rayjobs", "rayclusters"))

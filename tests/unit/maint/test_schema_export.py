@@ -89,8 +89,7 @@ _IMAGE = {"repository": "ghcr.io/dockyard-rl/ubuntu-swe", "tag": "vllm"}
 KUEUE_INFRA = [
     ("queued rayjob", {"launch": {"queue": "training", "priorityClass": "high"}}, True),
     ("queued, mode left to its default", {"launch": {"queue": "training", "ttlSecondsAfterFinished": 60}}, True),
-    ("queued bringup keeping its cluster",
-     {"launch": {"mode": "bringup", "queue": "training", "shutdownAfterJobFinishes": False}}, True),
+    ("queued bringup", {"launch": {"mode": "bringup", "queue": "training"}}, True),
     ("queued, autoscaling off", {"launch": {"queue": "q"}, "kuberay": {"spec": {"enableInTreeAutoscaling": False}}},
      True),
     ("autoscaling without a queue", {"kuberay": {"spec": {"enableInTreeAutoscaling": True}}}, True),

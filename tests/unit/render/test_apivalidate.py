@@ -16,7 +16,16 @@ import yaml
 
 from generator.cli import main
 from generator.render import apivalidate
-from tests.conftest import EXAMPLES, INFRA_EXAMPLES, RECIPE, chart_values, deep_merge, render_values, write
+from tests.conftest import (
+    EXAMPLES,
+    INFRA_EXAMPLES,
+    RECIPE,
+    chart_values,
+    deep_merge,
+    render_values,
+    without_ignored,
+    write,
+)
 
 BASE_INFRA = yaml.safe_load((EXAMPLES / "grpo_swe.infra.yaml").read_text())
 
@@ -131,7 +140,7 @@ def test_conflicting_toleration(tmp_path, capsys):
 def _found_after_the_models(values: dict[str, Any], kind: str, edit: Any) -> list[apivalidate.Finding]:
     """kube-validate's findings on the chart's render of `values` with the `kind` object edited after the
     models (which refuse the edit at input, exit 2): as a values file given to Helm by hand would carry it."""
-    docs = render_values(chart_values(**values)).docs
+    docs = render_values(chart_values(**without_ignored(deep_merge({}, values), "rayjob"))).docs
     edit(next(d for d in docs if d["kind"] == kind))
     return apivalidate.validate(yaml.safe_dump_all(docs)).findings
 
@@ -284,10 +293,10 @@ def test_every_kind_the_chart_can_render_is_validated_by_kube_validate():
 
 
 def _all_on() -> list[dict]:
-    """ALL_ON in each mode that renders a RayJob or RayCluster, with each sandbox backend (agent-sandbox without the
-    pool's HPA, a key it refuses)."""
+    """ALL_ON in each mode that renders a RayJob or RayCluster (less what the mode ignores, e.g. kuberay.pdb under
+    rayjob), with each sandbox backend (agent-sandbox without the pool's HPA, a key it refuses)."""
     agent_sandbox = {"sandbox": {"backend": "agent-sandbox", "autoscaling": {"enabled": False}}}
-    return [chart_values(**deep_merge(deep_merge(ALL_ON, {"launch": {"mode": mode}}), backend))
+    return [chart_values(**without_ignored(deep_merge(deep_merge(ALL_ON, {"launch": {"mode": mode}}), backend), mode))
             for mode in ("rayjob", "bringup") for backend in ({}, agent_sandbox)]
 
 
