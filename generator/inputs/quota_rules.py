@@ -14,6 +14,8 @@ overhead is the cluster's (doctor counts it). tests/unit/inputs/test_quota_rules
 
 from __future__ import annotations
 
+import math
+
 from generator.quantity import qty
 
 TYPE_CHECKING = False  # typing's import costs ~3 ms at start-up: for type checkers only
@@ -30,11 +32,14 @@ VOLUMES = ("checkpoints", "modelCache", "logs")
 SUBMITTER = ({"cpu": "500m", "memory": "512Mi"}, {"cpu": "1", "memory": "1Gi"})
 TEST_POD = ({"cpu": "100m", "memory": "64Mi", "ephemeral-storage": "64Mi"},) * 2
 KEEPER = ({"cpu": "10m", "memory": "32Mi"}, {"cpu": "200m", "memory": "64Mi"})
+BEYOND = 10**400  # a quantity past a float's range, in thousandths: more than any float holds
 
 
 def milli(value: Any) -> int:
-    """A quantity in thousandths of its unit, exactly summed (cores, bytes, devices)."""
-    return round(qty(value) * 1000)
+    """A quantity in thousandths of its unit, exactly summed (cores, bytes, devices). One past a float's range (the
+    API takes 1e400) is beyond any other: larger than every finite amount."""
+    thousandths = qty(value) * 1000
+    return round(thousandths) if math.isfinite(thousandths) else BEYOND
 
 
 def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from generator.inputs.api_rules import quantity, quota_counts
@@ -291,6 +291,14 @@ def _strategy(slot: Slot) -> st.SearchStrategy[str]:
     return st.one_of(st.sampled_from(words), st.sampled_from(words), anything) if words else anything
 
 
+def _unasked(key: str) -> str:
+    """A quota key the quota rule leaves alone: `key` itself, or else a huge page size named after it (a quantity
+    like any other, which no pod of the release asks for)."""
+    if not judges(key):
+        return key
+    return f"hugepages-{re.sub(r'[^A-Za-z0-9]+', '-', key).strip('-')[:50] or 'x'}"
+
+
 def _property_names(node: Any) -> set[str]:
     if isinstance(node, dict):
         return set(node.get("properties", {})) | {n for v in node.values() for n in _property_names(v)}
@@ -321,8 +329,9 @@ def _hostile(slots: list[Slot]) -> st.SearchStrategy[dict[str, str]]:
         elif owner not in parts:
             keys = (hostile_text if slot.schema is FREE else _strategy(slot)).filter(lambda k: k not in MEANINGFUL_KEYS)
             if owner == "infra.resourceQuota.hard":  # what counts whole units would refuse a fractional quantity,
-                # and a key the quota rule judges would refuse a drawn amount below what the release asks for
-                keys = keys.filter(lambda k: not quota_counts(k) and not judges(k))
+                # and a key the quota rule judges would refuse a drawn amount below what the release asks for: it
+                # becomes a key of the same text the rule does not judge
+                keys = keys.filter(lambda k: not quota_counts(k)).map(_unasked)
             parts[owner] = st.lists(keys, min_size=ENTRIES, max_size=ENTRIES, unique=True)
 
     def flatten(drawn: dict[str, Any]) -> dict[str, str]:
@@ -346,8 +355,12 @@ GPU_POD_PREFIXES = ("infra.env", "infra.storage.")  # infra.env, infra.envFrom, 
 # the sandbox's scheduling (its label keys and values, ~40): drawn apart too, or the filters of all the checked
 # strings rarely pass at once
 SCHEDULING = ("sandbox.topologySpreadConstraints", "sandbox.nodeSelector", "sandbox.tolerations", "sandbox.affinity")
+# the namespace's quota and limit range (~30 quantities, each with its own filters): drawn apart as well
+NAMESPACE_POLICY = ("infra.resourceQuota.", "infra.limitRange.")
 CHECKED_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS
-                 and not slot.path.startswith(("kuberay.placement.", *GPU_POD_PREFIXES, *SCHEDULING))]
+                 and not slot.path.startswith(("kuberay.placement.", *GPU_POD_PREFIXES, *SCHEDULING,
+                                               *NAMESPACE_POLICY))]
+NAMESPACE_POLICY_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot.path.startswith(NAMESPACE_POLICY)]
 POD_AFFINITY = (".podAffinity.", ".podAntiAffinity.")  # ~100 strings per affinity: drawn apart from the rest
 SCHEDULING_SLOTS = [slot for slot in SLOTS if slot not in FREE_SLOTS and slot.path.startswith(SCHEDULING)
                     and not any(a in slot.path for a in POD_AFFINITY)]
@@ -453,6 +466,8 @@ def test_every_string_field_is_found_and_rendered():
 def _check(strings: dict[str, str], mode: str) -> None:
     """Render with `strings` in their slots (sentinels elsewhere): the sentinel rendering, each sentinel
     swapped for its string, must be exactly what helm renders."""
+    networks = [strings.get(f"kuberay.network.rdma.networks[{n}]") for n in (0, 1)]
+    assume(networks[0] is None or networks[0] != networks[1])  # a network named twice is refused, by design
     values = values_for(lambda slot: strings.get(slot.path, SENTINELS[slot.path]), mode)
     to = {SENTINELS[path]: value for path, value in strings.items()}
     pattern = re.compile("|".join(re.escape(s) for s in sorted(to, key=len, reverse=True)))
@@ -475,6 +490,13 @@ def test_hostile_strings_come_back_verbatim_and_change_nothing_else(strings, mod
 @settings(EXAMPLES, max_examples=15)
 @given(strings=_hostile(CHECKED_SLOTS), mode=st.sampled_from(["rayjob", "bringup"]))
 def test_pattern_checked_strings_come_back_verbatim(strings, mode):
+    _check(strings, mode)
+
+
+@settings(EXAMPLES, max_examples=15)
+@given(strings=_hostile(NAMESPACE_POLICY_SLOTS), mode=st.sampled_from(["rayjob", "bringup"]))
+def test_quota_and_limit_range_strings_come_back_verbatim(strings, mode):
+    """infra.resourceQuota's keys and quantities and infra.limitRange's (drawn apart from the others)."""
     _check(strings, mode)
 
 

@@ -4,6 +4,8 @@ rule's totals are the rendered pods' and claims' (summed here from `helm templat
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -116,7 +118,8 @@ def test_a_disabled_quota_is_not_judged(tmp_path, capsys):
 
 
 def test_attach_mode_asks_for_no_ray_pods_and_no_claims(tmp_path, capsys):
-    infra = deep_merge(INFRA, {"launch": {"mode": "attach", "clusterName": "shared"}})
+    infra = copy.deepcopy(deep_merge(INFRA, {"launch": {"mode": "attach", "clusterName": "shared"}}))
+    del infra["infra"]["storage"], infra["kuberay"]  # attach mode refuses them: the GPU pods are not this release's
     code, err = _values(tmp_path, capsys, {"pods": "3", "requests.nvidia.com/gpu": "0", "persistentvolumeclaims": "0"},
                         infra)
     assert code == 0, err  # the sandbox 2 and the test pod
@@ -273,3 +276,9 @@ def test_which_keys_the_rule_judges(key, judged):
     assert judges(key) is judged
     values = chart_values()
     assert (asked_total(values, key) is not None) is judged
+
+
+def test_a_quantity_past_a_floats_range_is_beyond_any_other():
+    """The API takes `1e400`: as a quota it holds any release, as a request no finite quota holds it (no overflow)."""
+    assert milli("1e400") > milli("9E18") > milli("1.1") == 1100
+    assert milli("1e400") == milli("1e500")
