@@ -90,9 +90,10 @@ SAMPLES: dict[str, tuple[Any, dict[str, Any]]] = {
     "infra.security.dropCapabilities": (["NET_RAW"], GPU_SEC),
     "infra.security.workDir": ("/work2", {**GPU_SEC, "infra.security.readOnlyRootFilesystem": True}),
     "infra.security.workDirSizeLimit": ("1Gi", {**GPU_SEC, "infra.security.readOnlyRootFilesystem": True}),
-    "infra.resourceQuota.enabled": (True, {"infra.resourceQuota.hard": {"pods": "5"}}),
-    "infra.resourceQuota.hard": ({"pods": "10"}, {"infra.resourceQuota.enabled": True,
-                                                  "infra.resourceQuota.hard": {"pods": "5"}}),
+    # (quotas that hold the release: a smaller one is refused by the quota rule)
+    "infra.resourceQuota.enabled": (True, {"infra.resourceQuota.hard": {"pods": "50"}}),
+    "infra.resourceQuota.hard": ({"pods": "100"}, {"infra.resourceQuota.enabled": True,
+                                                   "infra.resourceQuota.hard": {"pods": "50"}}),
     "infra.storage.checkpoints": ({"size": "1Ti"}, {}),
     "infra.storage.modelCache": ({"size": "1Ti"}, {}),
     "infra.storage.logs": ({"size": "1Ti"}, {}),
