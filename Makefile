@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml charts/dockyard/Chart.yaml  # the package's version is the chart's
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# hatchling's editable install is a plain .pth naming the clone (no import hook: nothing at every start), and

@@ -116,7 +116,7 @@ def _ray_pod(values: dict[str, Any], role: str, overlay_path: Path, overlay: dic
             paths[key].append((*overlay_path, "template", "spec"))
     res = main["resources"] = _merged({"requests": {}, "limits": {}}, main.get("resources") or {})
     if role != "head":
-        gpus = (cluster.get(role) or {}).get("gpusPerNode", 1)
+        gpus = (cluster.get(role) or {}).get("gpusPerNode", 8)  # the recipe's default
         res["requests"]["nvidia.com/gpu"] = res["limits"]["nvidia.com/gpu"] = gpus
         paths["nvidia.com/gpu"] = [("recipe", "cluster", role, "gpusPerNode")]
         net = kuberay.get("network") or {}
@@ -129,18 +129,20 @@ def _ray_pod(values: dict[str, Any], role: str, overlay_path: Path, overlay: dic
         if device and device[0]:
             res["requests"][device[0]] = res["limits"][device[0]] = device[1]
             paths[device[0]] = [("kuberay", "network")]
-    ours = ("model-cache-fill", "dockyard-ray-logs")  # the chart's, replacing an overlay's of the name
-    inits = [c for c in spec.get("initContainers") or [] if c.get("name") not in ours]
     storage = (values.get("infra") or {}).get("storage") or {}
-    fill = (storage.get("modelCache") or {}).get("fill")
-    if role == "head" and storage.get("modelCache") and fill:
+    fills = role == "head" and bool(storage.get("modelCache")) and bool((storage.get("modelCache") or {}).get("fill"))
+    watch = (values.get("launch") or {}).get("watch") or {}
+    logs = storage.get("logs")
+    keeps = bool(logs and role in (logs.get("mountOn") or ("head", "trainer", "inference"))
+                 and watch.get("enabled", True) and int(watch.get("keepRayLogMiB", 64)) > 0)
+    # the chart's own init containers replace an overlay's of the same name, and only where the chart adds them
+    ours = {name for name, added in (("model-cache-fill", fills), ("dockyard-ray-logs", keeps)) if added}
+    inits = [c for c in spec.get("initContainers") or [] if c.get("name") not in ours]
+    if fills:
         inits.append({"name": "model-cache-fill", "resources": {"requests": base, "limits": base}})
         for key in ("cpu", "memory"):
             paths[key].append(("infra", "storage", "modelCache", "fill"))
-    watch = (values.get("launch") or {}).get("watch") or {}
-    logs = storage.get("logs")
-    if (logs and role in (logs.get("mountOn") or ("head", "trainer", "inference"))
-            and watch.get("enabled", True) and int(watch.get("keepRayLogMiB", 64)) > 0):
+    if keeps:
         inits.insert(0, {"name": "dockyard-ray-logs", "restartPolicy": "Always",
                          "resources": {"requests": KEEPER[0], "limits": KEEPER[1]}})
         for key in ("cpu", "memory"):
@@ -148,7 +150,8 @@ def _ray_pod(values: dict[str, Any], role: str, overlay_path: Path, overlay: dic
     requests, limits = _pod([main, *sidecars], inits)
     if role == "head":
         return Asker("head", 1, None, requests, limits, paths)
-    nodes = int((cluster.get(role) or {}).get("nodes", 1))
+    # KubeRay makes replicas × numOfHosts pods of a group (the chart pins replicas to the recipe's nodes)
+    nodes = int((cluster.get(role) or {}).get("nodes", 1)) * int(overlay.get("numOfHosts") or 1)
     return Asker(role, nodes, ("recipe", "cluster", role, "nodes"), requests, limits, paths)
 
 

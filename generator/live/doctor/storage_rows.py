@@ -123,7 +123,7 @@ def unserved(provisioner: str | None, modes: list[str]) -> list[str]:
     return [] if served is None else [m for m in modes if m in JUDGED and m not in served]
 
 
-def _shared(config: dict[str, Any] | None, name: str) -> bool | None:
+def shared_mode(config: dict[str, Any] | None, name: str) -> bool | None:
     """Whether local-path serves class `name` from a shared file system (any access mode): its own
     storageClassConfigs entry, else the config's top level; None when the config is unknown."""
     if config is None:
@@ -137,7 +137,7 @@ def _missing(sc: dict[str, Any], modes: list[str], got: Read) -> list[str] | Non
     whose config could not be read)."""
     missing = unserved(sc.get("provisioner"), modes)
     if missing and sc.get("provisioner") == LOCAL_PATH:
-        shared = _shared(got.local_path, sc["metadata"]["name"])
+        shared = shared_mode(got.local_path, sc["metadata"]["name"])
         return None if shared is None else ([] if shared else missing)
     return missing
 

@@ -301,7 +301,7 @@ def _start_local_path(state: PlaygroundState, state_dir: Path, spec: S.NodeSpec,
     before the node's folder, which holds every volume, is removed)."""
     from generator.playground.node import local_path
 
-    for path, obj in local_path.objects():
+    for path, obj in local_path.objects(spec):
         api.apply(f"{path}/{obj['metadata']['name']}", obj)
     image = _node(state).images["executor"]
     cfg, pod = local_path.write_files(spec, image)

@@ -86,8 +86,10 @@ def argv(binary_dir: Path, spec: S.NodeSpec, cfg: Path, pod: Path, image: str) -
             f"--provisioner-name={PROVISIONER}"]
 
 
-def objects() -> list[tuple[str, dict[str, Any]]]:
-    """(collection path, object) to apply before the provisioner starts, in order."""
+def objects(spec: S.NodeSpec) -> list[tuple[str, dict[str, Any]]]:
+    """(collection path, object) to apply before the provisioner starts, in order. The ConfigMap holds config.json
+    too, where upstream's install (and kind's) keeps it: the provisioner reads the same from --config, and doctor
+    reads a class's shared-filesystem mode there."""
     meta = {"namespace": NAMESPACE, "labels": LABELS}
     return [
         ("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
@@ -96,7 +98,7 @@ def objects() -> list[tuple[str, dict[str, Any]]]:
             "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SERVICE_ACCOUNT, **meta}}),
         (f"/api/v1/namespaces/{NAMESPACE}/configmaps", {
             "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CONFIG_MAP, **meta},
-            "data": {"setup": SETUP, "teardown": TEARDOWN}}),
+            "data": {"setup": SETUP, "teardown": TEARDOWN, "config.json": json.dumps(config(spec), indent=2)}}),
         *[("/apis/storage.k8s.io/v1/storageclasses", {
             "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
             "metadata": {"name": name, "labels": LABELS, "annotations": {

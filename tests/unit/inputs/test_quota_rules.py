@@ -282,3 +282,14 @@ def test_a_quantity_past_a_floats_range_is_beyond_any_other():
     """The API takes `1e400`: as a quota it holds any release, as a request no finite quota holds it (no overflow)."""
     assert milli("1e400") > milli("9E18") > milli("1.1") == 1100
     assert milli("1e400") == milli("1e500")
+
+
+def test_a_group_of_several_hosts_counts_each_host():
+    """KubeRay makes replicas × numOfHosts pods of a group: the overlay's numOfHosts multiplies the trainer's pods and
+    their GPUs (the chart pins replicas to the recipe's nodes and keeps numOfHosts)."""
+    plain = chart_values()
+    hosts = chart_values(kuberay={"spec": {"workerGroupSpecs": [{"groupName": "trainer", "numOfHosts": 2}]}})
+    trainer = plain["recipe"]["cluster"]["trainer"]
+    assert asked_total(hosts, "pods") - asked_total(plain, "pods") == 1000 * trainer["nodes"]
+    more_gpus = asked_total(hosts, "requests.nvidia.com/gpu") - asked_total(plain, "requests.nvidia.com/gpu")
+    assert more_gpus == 1000 * trainer["nodes"] * trainer["gpusPerNode"]

@@ -7,6 +7,7 @@ import json
 
 import yaml
 
+from generator.live.doctor import storage_rows
 from generator.playground.node import components as C
 from generator.playground.node import images, local_path
 from generator.playground.node import spec as S
@@ -48,8 +49,8 @@ def test_it_runs_as_the_default_storage_class_named_as_kind_names_it(tmp_path):
     assert flags["kubeconfig"] == str(spec.kubeconfig(local_path.NAME)) and local_path.NAME in C.IDENTITIES
     assert (flags["namespace"], flags["service-account-name"]) == (local_path.NAMESPACE, local_path.SERVICE_ACCOUNT)
     assert flags["provisioner-name"] == "rancher.io/local-path" and flags["helper-image"] == "img:1"
-    objs = {o["kind"]: o for _path, o in local_path.objects()}
-    classes = {o["metadata"]["name"]: o for _path, o in local_path.objects() if o["kind"] == "StorageClass"}
+    objs = {o["kind"]: o for _path, o in local_path.objects(spec)}
+    classes = {o["metadata"]["name"]: o for _path, o in local_path.objects(spec) if o["kind"] == "StorageClass"}
     assert set(classes) == set(local_path.config(spec)["storageClassConfigs"]) == {"local-path", "local-path-rwx"}
     default = {n for n, sc in classes.items()
                if sc["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"] == "true"}
@@ -58,7 +59,11 @@ def test_it_runs_as_the_default_storage_class_named_as_kind_names_it(tmp_path):
         assert sc["provisioner"] == flags["provisioner-name"]
         assert sc["volumeBindingMode"] == "WaitForFirstConsumer"  # the node is known before the directory is made
     # the helper pods mount the scripts from this ConfigMap, as the provisioner's namespace's ServiceAccount
-    assert set(objs["ConfigMap"]["data"]) == {"setup", "teardown"}
+    assert set(objs["ConfigMap"]["data"]) == {"setup", "teardown", "config.json"}
+    # config.json where upstream's install keeps it: doctor reads there which class is in the shared mode
+    shown = json.loads(objs["ConfigMap"]["data"]["config.json"])
+    assert shown == local_path.config(spec)
+    assert [storage_rows.shared_mode(shown, n) for n in ("local-path", "local-path-rwx")] == [False, True]
     assert objs["ConfigMap"]["metadata"]["name"] == flags["configmap-name"]
     namespace = objs["Namespace"]["metadata"]["name"]
     assert objs["ServiceAccount"]["metadata"]["namespace"] == namespace == "local-path-storage"
