@@ -7,6 +7,12 @@ The events are read only when needed: when a pod of the release is waiting for a
 ending) and mounts a claim, with one list by field selector (the claim events of that reason alone). A release
 whose pods are all placed (a running job) costs no request here.
 
+An event outlives what it tells of (the apiserver keeps events about an hour): a claim may have been provisioned
+on a later retry (Bound, its pod still waiting for a node) or deleted and made again under the same name. So when
+an event names a waiting claim, the namespace's claims are listed too (one more request) and an event counts only
+while its claim is the one it was about (the same metadata.uid) and still Pending. When the claims may not be
+listed (401/403, or 404), an event is matched by the claim's name alone.
+
 A provisioner retries a failed claim (the external provisioner backs off), and some failures pass (a cloud API's
 throttling, a quota raised meanwhile): a failure is final (a wait ends at once) when its words say the claim
 itself is what no retry fixes (an access mode or a parameter the driver does not take), else a wait gives it
@@ -48,7 +54,10 @@ class FailedClaim(Record, frozen=True):
 
     @property
     def key(self) -> tuple[str, str, str]:
-        return self.pod, self.claim, self.message
+        # The pod and the claim alone: a cloud driver's message carries a new request id on each retry, and a key
+        # that changed with it would restart PullWatch's grace on every retry. PullWatch keys pulls and claims
+        # alike, by three strings: the third, REASON, is no image a pull's key could hold.
+        return self.pod, self.claim, REASON
 
     def line(self) -> str:
         by = f" by {self.source}" if self.source else ""
@@ -75,7 +84,8 @@ def waiting_claims(pods: list[dict[str, Any]],
 def failed_claims(kube: Kube, namespace: str, pods: list[dict[str, Any]],
                   fleet_of: Callable[[dict[str, Any]], str | None]) -> list[FailedClaim]:
     """The waiting pods' claims with a ProvisioningFailed event, the newest event of each; one request, made only
-    when a waiting pod mounts a claim (none when the events may not be listed: the pods' own reasons stand)."""
+    when a waiting pod mounts a claim (none when the events may not be listed: the pods' own reasons stand), and
+    one more, the namespace's claims, only when an event names one of them."""
     waiting = waiting_claims(pods, fleet_of)
     if not waiting:
         return []
@@ -85,7 +95,15 @@ def failed_claims(kube: Kube, namespace: str, pods: list[dict[str, Any]],
         if getattr(exc, "status", None) in (401, 403):
             return []
         raise
-    return from_events(events, waiting)
+    if not any((ev.get("involvedObject") or {}).get("name") in waiting for ev in events):
+        return []
+    try:
+        claims: list[dict[str, Any]] | None = kube.list(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims")
+    except Exception as exc:
+        if getattr(exc, "status", None) not in (401, 403, 404):
+            raise
+        claims = None  # the claims may not be read: an event is matched by name, as the best left to go on
+    return from_events(events, waiting, claims)
 
 
 def _when(ev: dict[str, Any]) -> str:
@@ -95,14 +113,32 @@ def _when(ev: dict[str, Any]) -> str:
     return str(datetime.fromisoformat(stamp)) if stamp else ""
 
 
-def from_events(events: list[dict[str, Any]], waiting: dict[str, tuple[str, str]]) -> list[FailedClaim]:
-    """The newest ProvisioningFailed event of each waiting claim, as FailedClaims in claim order."""
+def pending_uids(claims: list[dict[str, Any]]) -> dict[str, str]:
+    """Claim name -> metadata.uid of each claim still waiting for its volume (Pending; a claim just made may not
+    have a phase yet). A Bound claim was provisioned, whatever an older event says; a Lost one is past it."""
+    out = {}
+    for pvc in claims:
+        meta = pvc.get("metadata") or {}
+        if (pvc.get("status") or {}).get("phase") in (None, "Pending") and meta.get("name") and meta.get("uid"):
+            out[meta["name"]] = meta["uid"]
+    return out
+
+
+def from_events(events: list[dict[str, Any]], waiting: dict[str, tuple[str, str]],
+                claims: list[dict[str, Any]] | None = None) -> list[FailedClaim]:
+    """The newest ProvisioningFailed event of each waiting claim, as FailedClaims in claim order. With `claims`
+    (the namespace's PersistentVolumeClaims), an event counts only when it is about the live claim (its
+    involvedObject.uid is the claim's uid) and that claim is still Pending; with None (they could not be read),
+    by the claim's name alone."""
+    live = None if claims is None else pending_uids(claims)
     newest: dict[str, dict[str, Any]] = {}
     for ev in events:
         obj = ev.get("involvedObject") or {}
         name = obj.get("name")
         if obj.get("kind") != "PersistentVolumeClaim" or ev.get("reason") != REASON or name not in waiting:
             continue
+        if live is not None and (name not in live or obj.get("uid") != live[name]):
+            continue  # a claim since Bound, deleted, or made again under the name (another uid)
         if name not in newest or _when(ev) >= _when(newest[name]):
             newest[name] = ev
     out = []
