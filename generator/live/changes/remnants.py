@@ -3,7 +3,9 @@ wait fails, so an `uninstall` stopped at its timeout (a RayJob held by KubeRay's
 down) leaves objects with no record to find them by. `uninstall` run again finishes it: it finds them by the labels
 the chart puts on every object (instance, name and part-of: never another chart's objects of the same release
 name), waits until they are gone (deletes the release's SandboxClaims, as a first uninstall does), and ends 0
-when nothing is left, else 1 naming each object left and what holds it. Nothing found: the caller's "not found"."""
+when nothing is left, else 1 naming each object left and what holds it: at the timeout, or at once when all that
+is left is objects nothing will remove (not being deleted, owned by nothing: a failed `helm test` pod). Nothing
+found: the caller's "not found"."""
 
 from __future__ import annotations
 
@@ -21,12 +23,19 @@ from generator.live.helm.run_lock import RunLock
 from generator.live.state import queueing
 from generator.live.state.controllers import LeaderWatch
 
-# (kind as said, API path prefix, plural): what the chart renders and what KubeRay makes of it, pods included
+# (kind as said, API path prefix, plural): what the chart renders and what KubeRay makes of it, pods included.
+# Not the PersistentVolumeClaims: Helm keeps them on purpose (resource-policy keep). Not KubeRay's submitter Job
+# either: it carries only KubeRay's labels (its pod carries the chart's, from submitterPodTemplate, and is listed).
 KINDS = (("Deployment", "/apis/apps/v1", "deployments"), ("Service", "/api/v1", "services"),
          ("NetworkPolicy", "/apis/networking.k8s.io/v1", "networkpolicies"),
          ("PodDisruptionBudget", "/apis/policy/v1", "poddisruptionbudgets"),
          ("HorizontalPodAutoscaler", "/apis/autoscaling/v2", "horizontalpodautoscalers"),
          ("ConfigMap", "/api/v1", "configmaps"), ("ServiceAccount", "/api/v1", "serviceaccounts"),
+         ("Role", "/apis/rbac.authorization.k8s.io/v1", "roles"),
+         ("RoleBinding", "/apis/rbac.authorization.k8s.io/v1", "rolebindings"),
+         ("ResourceQuota", "/api/v1", "resourcequotas"), ("LimitRange", "/api/v1", "limitranges"),
+         ("SandboxTemplate", "/apis/extensions.agents.x-k8s.io/v1beta1", "sandboxtemplates"),
+         ("SandboxWarmPool", "/apis/extensions.agents.x-k8s.io/v1beta1", "sandboxwarmpools"),
          ("Pod", "/api/v1", "pods"), ("RayCluster", "/apis/ray.io/v1", "rayclusters"),
          ("RayJob", "/apis/ray.io/v1", "rayjobs"))
 
@@ -38,7 +47,7 @@ def selector(release: str) -> str:
 
 def listed(kube: Kube, release: str, namespace: str | None) -> list[tuple[str, dict[str, Any]]]:
     """(kind, object) of each object of the release in `namespace` (None: every namespace). A kind the cluster
-    does not serve (no KubeRay) has none."""
+    does not serve (no KubeRay, no agent-sandbox) has none."""
     scope = f"/namespaces/{namespace}" if namespace else ""
     out = []
     for kind, prefix, plural in KINDS:
@@ -72,6 +81,13 @@ def why(kind: str, obj: dict[str, Any]) -> str:
             f"`kubectl delete {kind.lower()} {meta.get('name', '?')} -n {meta.get('namespace', '?')}`")
 
 
+def stranded(obj: dict[str, Any]) -> bool:
+    """Whether nothing will ever remove the object: not being deleted and owned by nothing (a failed `helm test`
+    pod, which `helm uninstall` leaves: its hook-delete-policy deletes it only on success or the next test)."""
+    meta = obj.get("metadata") or {}
+    return not meta.get("deletionTimestamp") and not meta.get("ownerReferences")
+
+
 def queued_uids(found: list[tuple[str, dict[str, Any]]]) -> dict[str, tuple[str, str]]:
     """{UID: (plural, name)} of the RayJobs and RayClusters found that carry Kueue's queue label: their Workloads
     go with them (the garbage collector), and are waited for the same way."""
@@ -83,8 +99,8 @@ def finish(kube: Kube, release: str, namespace: str | None, deadline: float,
            sweep: Callable[[str], Callable[[], list[str]]]) -> list[str] | None:
     """None when no object of the release exists (in `namespace`, else in any namespace the caller may list);
     else waits until none is left (bounded by `deadline`) and returns the namespaces it finished in. CheckFailed
-    names each object left and what holds it. `sweep(ns)`: teardown's ClaimSweep of the release's SandboxClaims
-    there (deletes them; returns those still there)."""
+    names each object left and what holds it, at once when nothing will remove what is left. `sweep(ns)`:
+    teardown's ClaimSweep of the release's SandboxClaims there (deletes them; returns those still there)."""
     try:
         found = listed(kube, release, namespace)
     except Exception as exc:
@@ -112,18 +128,25 @@ def _wait(kube: Kube, release: str, ns: str, uids: dict[str, tuple[str, str]], d
 
     leaders = LeaderWatch(kube)
     left: list[tuple[str, dict[str, Any]]] = []
+    pending: list[str] = []  # the SandboxClaims and Workloads still there
 
-    def clear() -> bool:
+    def settled() -> bool:
+        """Nothing left, or nothing left that anything will remove: waiting longer changes nothing."""
         for line in leaders.poll():
             print(f"{release}: {line}", file=sys.stderr, flush=True)
         left[:] = listed(kube, release, ns)
-        return not left and not claims() and not workloads()
+        pending[:] = [f"SandboxClaim {ns}/{c} is not gone yet" for c in claims()] + [
+            f"{w} (its owner is gone: Kueue's finalizer or the garbage collector holds it)" for w in workloads()]
+        return not pending and all(stranded(o) for _, o in left)
 
-    if wait_until(clear, max(1.0, deadline - time.monotonic())):
+    wait_until(settled, max(1.0, deadline - time.monotonic()))
+    if not left and not pending:
         return
-    lines = [why(k, o) for k, o in left] + [f"SandboxClaim {ns}/{c} is not gone yet" for c in claims()]
-    lines += [f"{w} (its owner is gone: Kueue's finalizer or the garbage collector holds it)"
-              for w in workloads()]
+    lines = [why(k, o) for k, o in left] + pending
+    if not pending and all(stranded(o) for _, o in left):  # stopped at once, not at the timeout
+        raise CheckFailed(f"release {release} has no Helm record in {ns} (uninstalled), but objects of it remain "
+                          "that nothing will remove:" + "".join(f"\n  {line}" for line in lines)
+                          + "\nonce they are deleted, nothing of the release is left")
     raise CheckFailed(f"release {release} has no Helm record in {ns} (uninstalled), but objects of it remain after "
                       "the timeout:" + "".join(f"\n  {line}" for line in lines) + leaders.held()
                       + f"\nrun `dockyard-k8s uninstall {release} -n {ns}` again once that is resolved")

@@ -3,6 +3,8 @@ each one left is said with what holds it (finalizer, owner, nothing); on recorde
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from generator.errors import CheckFailed
@@ -75,32 +77,49 @@ def test_forbidden_to_list_every_namespace_it_looks_in_its_own():
     assert "/namespaces/" not in kube.asked[0][0] and kube.asked[-1][0] == "/apis/ray.io/v1/namespaces/default/rayjobs"
 
 
-def test_objects_left_at_the_deadline_are_each_named_with_what_holds_them(monkeypatch):
-    kube = Recorded({"rayjobs": [HELD_JOB], "pods": [POD], "ray": []})
+class Lock:
+    def __init__(self, *_a, **_kw):
+        pass
 
-    class Lock:
-        def __init__(self, *_a, **_kw):
-            pass
+    def __enter__(self):
+        return self
 
-        def __enter__(self):
-            return self
+    def __exit__(self, *_a):
+        pass
 
-        def __exit__(self, *_a):
-            pass
 
-    class Quiet:
-        def __init__(self, *_a):
-            pass
+class Quiet:
+    def __init__(self, *_a):
+        pass
 
-        def poll(self):
-            return []
+    def poll(self):
+        return []
 
-        def held(self):
-            return ""
+    def held(self):
+        return ""
+
+
+@pytest.fixture
+def polls(monkeypatch):
+    """No lock, no leader watch; the wait polls at most three times and records each sleep it would take (the
+    deadline is never reached: a test that stops at once sleeps none)."""
+    slept = []
+
+    def wait_until(pred, _timeout):
+        for _ in range(3):
+            if value := pred():
+                return value
+            slept.append(0.5)
+        return value
 
     monkeypatch.setattr(remnants, "RunLock", Lock)
     monkeypatch.setattr(remnants, "LeaderWatch", Quiet)
-    monkeypatch.setattr(remnants, "wait_until", lambda pred, _t: pred())
+    monkeypatch.setattr(remnants, "wait_until", wait_until)
+    return slept
+
+
+def test_objects_left_at_the_deadline_are_each_named_with_what_holds_them(polls):
+    kube = Recorded({"rayjobs": [HELD_JOB], "pods": [POD], "ray": []})
     with pytest.raises(CheckFailed) as err:
         remnants.finish(kube, "small", None, 0.0, lambda ns: list)
     text = str(err.value)
@@ -108,5 +127,71 @@ def test_objects_left_at_the_deadline_are_each_named_with_what_holds_them(monkey
                            "timeout:\n  ")
     assert "RayJob ns/small is being deleted" in text and "ray.io/rayjob-finalizer" in text
     assert "Pod ns/small-head-x is owned by RayCluster small-abc" in text
+    assert len(polls) == 3  # held and owned objects keep the wait
     kube.by_plural = {"ray": []}  # the negative control: all gone, finished
     assert remnants.finish(kube, "small", "ns", 0.0, lambda ns: list) is None
+
+
+class Going(Recorded):
+    """Objects found by the first listing of each kind (every namespace), gone from the second on (the wait's, in
+    their namespace): they went meanwhile."""
+
+    def list(self, path: str, label_selector: str | None = None, field_selector: str | None = None) -> list:
+        found = super().list(path, label_selector, field_selector)
+        plural = path.rsplit("/", 1)[1]
+        return found if sum(p.endswith(f"/{plural}") for p, _ in self.asked) == 1 else []
+
+
+def test_objects_found_that_go_during_the_wait_finish_the_release(polls):
+    kube = Going({"rayjobs": [HELD_JOB], "pods": [POD], "ray": []})
+    swept = []
+    assert remnants.finish(kube, "small", None, time.monotonic() + 600, lambda ns: swept.append(ns) or list) == ["ns"]
+    assert swept == ["ns"] and polls == []  # gone at the first poll of the wait: no sleep
+
+
+def test_only_objects_nothing_will_remove_left_stops_at_once_saying_how_to_delete_them(polls):
+    test_pod = {"metadata": {"name": "small-sandbox-test", "namespace": "ns"}}  # a failed `helm test` pod
+    kube = Recorded({"pods": [test_pod]})
+    with pytest.raises(CheckFailed) as err:
+        remnants.finish(kube, "small", "ns", time.monotonic() + 3600, lambda ns: list)
+    assert polls == []  # no sleep, let alone until the hour's deadline
+    assert str(err.value) == ("release small has no Helm record in ns (uninstalled), but objects of it remain that "
+                              "nothing will remove:\n  Pod ns/small-sandbox-test is not being deleted and nothing owns "
+                              "it: delete it with `kubectl delete pod small-sandbox-test -n ns`\n"
+                              "once they are deleted, nothing of the release is left")
+
+
+def test_an_unremovable_object_beside_one_still_going_keeps_the_wait(polls):
+    test_pod = {"metadata": {"name": "small-sandbox-test", "namespace": "ns"}}
+    kube = Recorded({"pods": [test_pod, POD]})
+    with pytest.raises(CheckFailed, match="after the timeout"):
+        remnants.finish(kube, "small", "ns", 0.0, lambda ns: list)
+    assert len(polls) == 3
+    claims_left = Recorded({"pods": [test_pod]})  # a SandboxClaim still going keeps it too
+    with pytest.raises(CheckFailed, match="SandboxClaim ns/c1 is not gone yet"):
+        remnants.finish(claims_left, "small", "ns", 0.0, lambda ns: lambda: ["c1"])
+
+
+def test_the_charts_rbac_quota_and_agent_sandbox_kinds_are_found():
+    pool = {"metadata": {"name": "small-sandbox", "namespace": "ns"}}
+    role = {"metadata": {"name": "small-sandbox-claims", "namespace": "ns"}}
+    kube = Recorded({"sandboxwarmpools": [pool], "roles": [role], "limitranges": [pool]})
+    found = remnants.listed(kube, "small", "ns")
+    assert [(k, o["metadata"]["name"]) for k, o in found] == [
+        ("Role", "small-sandbox-claims"), ("LimitRange", "small-sandbox"), ("SandboxWarmPool", "small-sandbox")]
+    asked = {p for p, _ in kube.asked}
+    assert {"/apis/rbac.authorization.k8s.io/v1/namespaces/ns/rolebindings", "/api/v1/namespaces/ns/resourcequotas",
+            "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/ns/sandboxtemplates"} <= asked
+
+
+def test_a_kind_the_cluster_does_not_serve_has_none():
+    class NoAgentSandbox(Recorded):
+        def list(self, path, label_selector=None, field_selector=None):
+            from kubernetes.client.exceptions import ApiException
+
+            if "extensions.agents.x-k8s.io" in path:
+                raise ApiException(status=404)
+            return super().list(path, label_selector, field_selector)
+
+    kube = NoAgentSandbox({"pods": [POD], "ray": []})
+    assert remnants.listed(kube, "small", "ns") == [("Pod", POD)]
