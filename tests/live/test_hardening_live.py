@@ -119,15 +119,27 @@ def test_gpu_pods_under_restricted(playground, k8s, namespace, tmp_path, wait, s
         assert pods(k8s, namespace, ray) == []
 
 
-def test_resource_quota_refuses_a_pool_that_exceeds_it(playground, k8s, namespace, tmp_path, wait):
-    quota = {"resourceQuota": {"enabled": True, "hard": {"pods": "1", "requests.cpu": "4"}}}
-    out = render_and_apply(playground, *write_inputs(tmp_path, namespace, infra=quota, sandbox={"replicas": 3}),
+def test_resource_quota_refuses_a_pool_that_exceeds_it(playground, k8s, namespace, tmp_path, wait, capsys):
+    """A quota that cannot hold the release is refused at input (the quota rule); one that holds it exactly is
+    rendered, applied and enforced by the API server: the pool scaled past it gets no more pods."""
+    from kubernetes import client
+
+    short = {"resourceQuota": {"enabled": True, "hard": {"pods": "1", "requests.cpu": "4"}}}
+    recipe, infra = write_inputs(tmp_path, namespace, infra=short, sandbox={"replicas": 3})
+    assert main(["render", str(recipe), str(infra), "-o", str(tmp_path / "refused.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "infra.resourceQuota.hard.pods: the quota holds 1 but the release asks for" in err and "sandbox 3" in err
+    exact = {"resourceQuota": {"enabled": True, "hard": {"pods": "4", "requests.cpu": "4"}}}  # 3 executors, test pod
+    out = render_and_apply(playground, *write_inputs(tmp_path, namespace, infra=exact, sandbox={"replicas": 3}),
                            tmp_path)
     assert "resourcequota/hard created" in out
+    apps = client.AppsV1Api(k8s)
+    (pool,) = apps.list_namespaced_deployment(namespace, label_selector=SANDBOX).items
+    apps.patch_namespaced_deployment_scale(pool.metadata.name, namespace, {"spec": {"replicas": 5}})
     msgs = wait(lambda: [m for m in event_messages(k8s, namespace, "FailedCreate") if "exceeded quota" in m], 60,
                 "a quota refusal")
-    assert "forbidden: exceeded quota: hard" in msgs[0] and "limited: pods=1" in msgs[0]
-    assert len(pods(k8s, namespace, SANDBOX)) == 1
+    assert "forbidden: exceeded quota: hard" in msgs[0] and "limited: pods=4" in msgs[0]
+    assert len(pods(k8s, namespace, SANDBOX)) <= 4
 
 
 def test_limit_range_refuses_a_container_over_its_max(playground, k8s, namespace, tmp_path, wait):

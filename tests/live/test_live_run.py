@@ -320,7 +320,7 @@ def test_gpu_spec_change_is_refused_or_replaced(playground, namespace, release, 
 
 def test_quota_note_and_not_applied(playground, namespace, release, capsys, tmp_path):
     q = infra_variant(tmp_path, "q.yaml", lambda d: d["infra"].update(
-        resourceQuota={"enabled": True, "hard": {"pods": "1"}}, limitRange={"enabled": True, "max": {"cpu": "1"}}))
+        resourceQuota={"enabled": True, "hard": {"pods": "50"}}, limitRange={"enabled": True, "max": {"cpu": "1"}}))
     rc, out, err = cli(capsys, "run", RECIPE, q, "-n", namespace, "--kubeconfig", playground.kubeconfig,
                        "--timeout", 60)
     assert rc == 0, err
