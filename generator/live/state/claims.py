@@ -106,7 +106,9 @@ def failed_claims(kube: Kube, namespace: str, pods: list[dict[str, Any]],
     return from_events(events, waiting, claims)
 
 
-def _when(ev: dict[str, Any]) -> str:
+def event_time(ev: dict[str, Any]) -> str:
+    """An event's time as a sortable string: lastTimestamp (second precision), else eventTime (micro precision), else
+    its creation; RFC 3339 stamps, all UTC, compared on equal terms."""
     from datetime import datetime
 
     stamp = ev.get("lastTimestamp") or ev.get("eventTime") or (ev.get("metadata") or {}).get("creationTimestamp")
@@ -139,7 +141,7 @@ def from_events(events: list[dict[str, Any]], waiting: dict[str, tuple[str, str]
             continue
         if live is not None and (name not in live or obj.get("uid") != live[name]):
             continue  # a claim since Bound, deleted, or made again under the name (another uid)
-        if name not in newest or _when(ev) >= _when(newest[name]):
+        if name not in newest or event_time(ev) >= event_time(newest[name]):
             newest[name] = ev
     out = []
     for name in sorted(newest):

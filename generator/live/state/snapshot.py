@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from generator.live.client.kube import INSTANCE, Kube, Objects
 from generator.live.helm.records import labels, release_records
 from generator.live.state import driver_log, pool, queueing, warm_pool
-from generator.live.state.claims import FailedClaim, failed_claims
+from generator.live.state.claims import FailedClaim, event_time, failed_claims
 from generator.live.state.job_progress import JobProgress
 from generator.live.state.pods import FLEETS, fleet_of, pod_gpus, pod_ready, pod_reason
 from generator.live.state.pulls import FailedPull, failed_pulls
@@ -145,14 +145,6 @@ class Snapshot(Record):
         out["queue"] = self.queue.to_dict() if self.queue else None
         out["progress"] = self.progress.to_dict() if self.progress else None
         return out
-
-
-def _when(ts: str | None) -> str:
-    """An event time as a sortable string: second-precision (lastTimestamp) and micro-precision
-    (eventTime) RFC 3339 stamps, both UTC, compared on equal terms."""
-    if not ts:
-        return ""
-    return str(datetime.fromisoformat(ts))
 
 
 def take(kube: Kube, release: str, namespace: str, records: list[Any] | None = None) -> Snapshot:
@@ -376,7 +368,7 @@ def _owner_warnings(kube: Kube, snap: Snapshot, reasons: dict[str, Counter[str]]
         obj = ev.get("involvedObject")
         if obj is None or obj.get("name") not in owner_fleet:
             continue
-        when = _when(ev.get("lastTimestamp") or ev.get("eventTime") or ev["metadata"].get("creationTimestamp"))
+        when = event_time(ev)
         key = owner_fleet[obj["name"]]
         if key not in latest or when >= latest[key][0]:
             latest[key] = (when, f"{ev.get('reason')}: {ev.get('message')}")

@@ -27,6 +27,7 @@ from generator.inputs.models import ChartValues, InfraSpec, Recipe
 from generator.inputs.models.types import model_in
 from generator.inputs.reading import forget_inputs
 from tests.conftest import INFRA_EXAMPLES, RECIPE
+from tests.support.infra import infra_with_in
 
 MODELS: dict[str, type[BaseModel]] = {"recipe": Recipe, "infra": InfraSpec, "values": ChartValues}
 EXAMPLES = {
@@ -201,13 +202,7 @@ INFRA = EXAMPLES["infra"][0]
 
 
 def _infra(path: str, value: Any) -> dict[str, Any]:
-    data = json.loads(json.dumps(INFRA))
-    node = data
-    *parents, last = path.split(".")
-    for p in parents:
-        node = node.setdefault(p, {})
-    node[last] = value
-    return data
+    return infra_with_in(INFRA, path, value)
 
 
 CASES = [
