@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 # The default deadline for a RayJob to reach Running: an hour is longer than a healthy cold start on a GPU cluster
 # (a node scale-up of ~10 min plus the pull of a 10-20 GB training image), and short enough that a start that
 # cannot succeed frees the gang's GPUs, with KubeRay's reason, within the hour.
-PRE_RUNNING_DEADLINE = 3600  # the chart's twin: dockyard.ray.preRunningDeadline (ray/rayjob.yaml)
+PRE_RUNNING_DEADLINE = 3600  # the chart reads it from templates/_constants.tpl (generator/maint/chart_constants.py)
 PRE_RUNNING_SINCE = "1.6"  # the KubeRay minor whose RayJob has preRunningDeadlineSeconds
 
 

@@ -16,6 +16,7 @@ from generator.inputs.models.env import GPU_CHART_ENV
 from generator.inputs.models.infra import GROUPS
 from generator.inputs.rules import AGENT_SANDBOX_ONLY_KEYS, POOL_ONLY_KEYS
 from generator.inputs.storage_rules import ALL_GROUPS, DEFAULT_ACCESS_MODES, LAYOUT, OFFLINE_ENV
+from generator.inputs.version_rules import PRE_RUNNING_DEADLINE, PRE_RUNNING_SINCE
 from generator.pinned_tools import CHART_DIR
 
 TEMPLATE = CHART_DIR / "templates" / "_constants.tpl"
@@ -44,6 +45,10 @@ def constants() -> dict[str, tuple[str, Any]]:
         "storageOfflineEnv": "the env set to 1 with infra.storage.modelCache.offline (storage_rules.py OFFLINE_ENV)",
         "defaultAccessModes": ("the access modes of a claim the chart creates, unless given (storage_rules.py "
                                "DEFAULT_ACCESS_MODES)"),
+        "preRunningDeadline": ("the RayJob's default preRunningDeadlineSeconds, rendered when "
+                               "launch.preRunningDeadlineSeconds is unset and kuberay.version is at least `since`, the "
+                               "KubeRay minor that added the field (version_rules.py PRE_RUNNING_DEADLINE, "
+                               "PRE_RUNNING_SINCE)"),
     }
     values: dict[str, Any] = {
         "workerGroups": list(GROUPS),
@@ -56,6 +61,7 @@ def constants() -> dict[str, tuple[str, Any]]:
         "storageLayout": LAYOUT,
         "storageOfflineEnv": list(OFFLINE_ENV),
         "defaultAccessModes": list(DEFAULT_ACCESS_MODES),
+        "preRunningDeadline": {"seconds": PRE_RUNNING_DEADLINE, "since": PRE_RUNNING_SINCE},
     }
     return {name: (about[name], value) for name, value in values.items()}
 

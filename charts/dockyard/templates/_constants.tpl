@@ -30,3 +30,6 @@ this file. Each define prints one constant as JSON: include "dockyard.const.<nam
 
 {{/* The access modes of a claim the chart creates, unless given (storage_rules.py DEFAULT_ACCESS_MODES). */}}
 {{- define "dockyard.const.defaultAccessModes" -}}["ReadWriteMany"]{{- end -}}
+
+{{/* The RayJob's default preRunningDeadlineSeconds, rendered when launch.preRunningDeadlineSeconds is unset and kuberay.version is at least `since`, the KubeRay minor that added the field (version_rules.py PRE_RUNNING_DEADLINE, PRE_RUNNING_SINCE). */}}
+{{- define "dockyard.const.preRunningDeadline" -}}{"seconds": 3600, "since": "1.6"}{{- end -}}

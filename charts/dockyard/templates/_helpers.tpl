@@ -182,11 +182,6 @@ nodeAffinity:
             operator: DoesNotExist
 {{- end -}}
 
-{{/* The RayJob's default preRunningDeadlineSeconds (the models' PRE_RUNNING_DEADLINE), rendered when
-launch.preRunningDeadlineSeconds is unset and kuberay.version has the field (v1.6 and later).
-$ -> 3600 */}}
-{{- define "dockyard.ray.preRunningDeadline" -}}3600{{- end -}}
-
 {{/* The job's entrypoint under the run watcher (launch.watch, docs/run-watch.md): the watcher is the driver and
 runs the entrypoint, one quoted word, with /bin/sh. Unchanged with launch.watch.enabled false.
 dict "ctx" $ "entry" "python -m train" with stallTimeoutSeconds 600

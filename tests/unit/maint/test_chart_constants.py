@@ -45,11 +45,27 @@ def _strings(value: Any) -> list[list[str]]:
     return [[value]] if isinstance(value, str) and ("/" in value or "." in value) else []
 
 
+def _scalars(value: Any) -> list[str]:
+    """Patterns for the distinctive scalars inside a constant: a number of three digits or more (a default in
+    seconds) and a KubeRay minor (`1.6`, as in semverCompare ">=1.6-0")."""
+    if isinstance(value, dict):
+        return [p for v in value.values() for p in _scalars(v)]
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 100:
+        return [rf"\b{value}\b"]
+    if isinstance(value, str) and re.fullmatch(r"\d+\.\d+", value):
+        return [rf"[<>=~^]\s*v?{re.escape(value)}\b"]
+    return []
+
+
 def hand_copies(templates: dict[str, str]) -> list[str]:
-    """Where a template writes a constant's list out itself: two of its items side by side (`list "a" "b"`), a
-    one-item list of it (`list "a")`), or one of its distinctive strings (a key path, a mount path)."""
+    """Where a template writes a constant out itself: two of its list's items side by side (`list "a" "b"`), a
+    one-item list of it (`list "a")`), one of its distinctive strings (a key path, a mount path), or one of its
+    distinctive scalars (a default number, a version bound)."""
     found = []
     for name, (_, value) in chart_constants.constants().items():
+        for path, text in templates.items():
+            found += [f"{path}: dockyard.const.{name} written by hand ({m.group(0)})"
+                      for p in _scalars(value) for m in re.finditer(p, _code(text))]
         for items in _strings(value):
             items = [i for i in items if i]
             patterns = [rf'"{re.escape(a)}"\s*,?\s*"{re.escape(b)}"' for a, b in zip(items, items[1:], strict=False)]
@@ -75,7 +91,10 @@ def test_the_hand_copy_check_finds_one():
         "c.tpl": '{{- $keys := list (list "rollingUpdate.maxSurge" $x "\\"25%\\"") -}}',
         "d.tpl": '{{- $p := "/dockyard/logs" -}}',
         "e.tpl": '{{/* a comment may name list "trainer" "inference" */}}{{- $ok := list "head" .Values -}}',
+        "f.tpl": "preRunningDeadlineSeconds: {{ $l.preRunningDeadlineSeconds | default 3600 }}",
+        "g.tpl": '{{- if semverCompare ">=1.6-0" .Values.kuberay.version }}{{ 36000 }}{{- end }}',
     }
     found = hand_copies(bad)
-    assert sorted({f.split(":")[0] for f in found}) == ["a.tpl", "b.tpl", "c.tpl", "d.tpl"], found
+    assert sorted({f.split(":")[0] for f in found}) == ["a.tpl", "b.tpl", "c.tpl", "d.tpl", "f.tpl", "g.tpl"], found
+    assert not [f for f in found if "36000" in f]  # a number is matched whole
 
