@@ -1,7 +1,7 @@
 """Version-aware defaults: a field of a KubeRay CRD newer than the target KubeRay is left out when its value is
 only the chart's default, and refused by name when the user set it. The target is the chart value
-`kuberay.version`, which the generator sets from `check --kuberay-version` (doctor reads the served CRDs; `run`
-renders for the pinned minor, and doctor names a cluster whose CRDs lack a field).
+`kuberay.version`, which the generator sets from `check --kuberay-version`; the live verbs ask the served CRDs
+(`run` and `smoke`: generator/live/changes/served_fields.py; doctor: its dry runs of the rendered objects).
 
 The one such default today is launch.preRunningDeadlineSeconds (RayJob, new in KubeRay v1.6): the CRDs of the
 pinned minors differ in more fields (the groups' `resources` and `labels`, `deletionStrategy`, `authOptions`,
@@ -51,6 +51,13 @@ def pre_running_problem(deadline: int | None, kuberay_minor: str) -> tuple[str, 
     message = f"KubeRay {kuberay_minor}'s RayJob has no preRunningDeadlineSeconds (new in KubeRay v{PRE_RUNNING_SINCE})"
     return message, (f"no launch.preRunningDeadlineSeconds (or 0) with KubeRay {kuberay_minor}, or KubeRay "
                      f"v{PRE_RUNNING_SINCE} or later")
+
+
+def renders(launch: dict[str, Any], kuberay_minor: str) -> bool:
+    """Whether the chart's RayJob (launch.mode rayjob) for the target KubeRay has preRunningDeadlineSeconds: set
+    (not 0) by the user, or unset where the target has the field (its default)."""
+    deadline = launch.get("preRunningDeadlineSeconds")
+    return bool(deadline) or (deadline is None and _minor(kuberay_minor) >= _minor(PRE_RUNNING_SINCE))
 
 
 def pre_running_note(launch: dict[str, Any], kuberay_minor: str, target: str = "") -> str | None:

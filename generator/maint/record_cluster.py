@@ -2,9 +2,13 @@
 
 Starts a playground of its own in a temporary state folder (1 GPU node × 8 GPUs, 1 CPU node; ~45 s in all),
 installs tests/live/data/small.yaml with `run`, makes the situations (a GPU pod Pending, run-lock leases, a
-namespace-scoped user, PodSecurity restricted, a namespace Terminating, a 422, connection refused, CRDs gone) and
-writes each request→answer pair the live code made to tests/unit/recorded/<scenario>.json (see recording.py).
-Never touches the user's playground. $DOCKYARD_RECORD_KUBECONFIG: use that cluster (same shape) instead.
+namespace-scoped user, PodSecurity restricted, a namespace Terminating, a 422, connection refused, the RayJob CRD
+of an older KubeRay, CRDs gone) and writes each request→answer pair the live code made to
+tests/unit/recorded/<scenario>.json (see recording.py). Never touches the user's playground.
+$DOCKYARD_RECORD_KUBECONFIG: use that cluster (same shape) instead.
+
+`python -m generator.maint.record_cluster rayjob_fields` records only the scenarios that need no installed release
+(the served RayJob's fields), on a playground of its own.
 """
 
 from __future__ import annotations
@@ -138,9 +142,11 @@ def record_scenarios(admin: Any, kubeconfig: str, folder: Path, own: bool) -> No
     record_restricted(admin)
     record_terminating(admin, kubeconfig)
     if own:
+        record_rayjob_fields(admin)
         record_crds_gone(admin, kubeconfig)
     else:
-        print("  crd_missing.json: kept (deleting the KubeRay CRDs is done only on a playground of our own)")
+        print("  crd_missing.json, rayjob_fields_*.json: kept (changing the KubeRay CRDs is done only on a "
+              "playground of our own)")
 
 
 def record_status(admin: Any, kubeconfig: str) -> None:
@@ -257,6 +263,35 @@ def record_terminating(admin: Any, kubeconfig: str) -> None:
                       content_type="application/merge-patch+json")
 
 
+def record_rayjob_fields(admin: Any) -> None:
+    """The served RayJob asked whether it has preRunningDeadlineSeconds (generator/live/changes/served_fields.py),
+    in a namespace that exists and in one that does not: with the pinned KubeRay's CRD, then with KubeRay v1.4's
+    (the CRD replaced in place: its stored objects stay)."""
+    import yaml
+
+    from generator.live.changes.served_fields import FIELD, served_rayjob_knows
+    from generator.pinned_tools import KUBERAY_PINS, cache_dir, versions
+
+    if not admin.namespace_exists(NAMESPACE):
+        admin.ensure_namespace(NAMESPACE)
+    with scenario("rayjob_fields_pinned", f"the pinned KubeRay's RayJob CRD asked for spec.{FIELD} (a dry-run "
+                  f"create, fieldValidation=Strict) in {NAMESPACE} and in a namespace that does not exist"):
+        for namespace in (NAMESPACE, "absent"):
+            served_rayjob_knows(admin, namespace, FIELD)
+    old = versions()[KUBERAY_PINS["1.4"]]
+    crd = yaml.safe_load((cache_dir() / f"kuberay-crds-{old}" / "ray.io_rayjobs.yaml").read_text())
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/rayjobs.ray.io"
+    crd["metadata"]["resourceVersion"] = admin.request("GET", path)["metadata"]["resourceVersion"]
+    admin.request("PUT", path, body=crd)
+    deadline = time.monotonic() + 60  # until the apiserver decodes RayJobs with the replaced schema
+    while served_rayjob_knows(admin, NAMESPACE, FIELD) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    with scenario("rayjob_fields_v1_4", f"KubeRay {old}'s RayJob CRD (replacing the pinned one) asked for "
+                  f"spec.{FIELD} in {NAMESPACE} and in a namespace that does not exist"):
+        for namespace in (NAMESPACE, "absent"):
+            served_rayjob_knows(admin, namespace, FIELD)
+
+
 def record_crds_gone(admin: Any, kubeconfig: str) -> None:
     for plural in ("rayjobs", "rayclusters"):
         admin.request("DELETE", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.ray.io")
@@ -288,13 +323,16 @@ def _closed_port() -> int:
         return s.getsockname()[1]  # closed again when the block ends: nobody listens there
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     from generator.playground.lifecycle import down, load_state, up
     from generator.playground.nodes import Shape
 
     t0 = time.monotonic()
-    install()
+    only = sys.argv[1:] if argv is None else argv
     reuse = os.environ.get("DOCKYARD_RECORD_KUBECONFIG")
+    if only and (only != ["rayjob_fields"] or reuse):
+        raise SystemExit(f"unknown selection {' '.join(only)}: `rayjob_fields` only, on a playground of our own")
+    install()
     folder = Path(tempfile.mkdtemp(prefix="dockyard-record-"))
     state_dir = folder / "playground"
     saved = dict(os.environ)
@@ -313,7 +351,12 @@ def main() -> int:
         os.environ["KUBECONFIG"] = kubeconfig
         os.environ["DOCKYARD_PLAYGROUND_DIR"] = str(state_dir)
         print(f"recording into {OUT.relative_to(REPO)}", flush=True)
-        record_all(kubeconfig, folder, own=not reuse)
+        if only:
+            from generator.live.client.kube import Kube
+
+            record_rayjob_fields(Kube(kubeconfig))
+        else:
+            record_all(kubeconfig, folder, own=not reuse)
     finally:
         os.environ.clear()
         os.environ.update(saved)

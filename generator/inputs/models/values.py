@@ -62,8 +62,8 @@ class KubeRayValues(KubeRaySettings):
     version: str = Field(
         DEFAULT_KUBERAY_MINOR, json_schema_extra=cast(Any, {"enum": KUBERAY_MINORS}),
         description="The KubeRay minor of the cluster (its CRDs): a default whose field that KubeRay lacks is left "
-                    "out. The generator sets it from `check --kuberay-version`; `doctor` reads the served CRDs, and "
-                    "`run` renders for the pinned minor (doctor names a cluster that lacks a field).",
+                    "out. The generator sets it from `check --kuberay-version`; `run`, `smoke` and `doctor` from the "
+                    "served CRDs.",
     )
 
     @field_validator("version")

@@ -1,8 +1,9 @@
 """`run`'s install step: the plan's values through `helm upgrade --install` under the run lock.
 
-Before Helm runs: a release an interrupted run left pending is recovered, and the recovery and the change
-are checked against running training (guard.enforce; --replace deletes what cannot be changed in place). While
-Helm runs, the release is re-read so a failure can say what the pods were waiting on.
+Before Helm runs: the values are fitted to the KubeRay CRDs the cluster serves (served_fields), a release an
+interrupted run left pending is recovered, and the recovery and the change are checked against running training
+(guard.enforce; --replace deletes what cannot be changed in place). While Helm runs, the release is re-read so a
+failure can say what the pods were waiting on.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from generator.errors import CheckFailed
 from generator.live.changes.guard import enforce
 from generator.live.changes.plan import Plan
+from generator.live.changes.served_fields import fit_to_served
 from generator.live.client.kube import Kube
 from generator.live.helm.ownership import require_ours, require_secret_storage
 from generator.live.helm.records import (
@@ -62,6 +64,8 @@ def install(p: Plan, *, kubeconfig: str | None, context: str | None, timeout: fl
     progress.say(f"{p.release} in namespace {p.namespace}, {kube.target()}")
     if p.mode != "attach":
         kube.require_ray()
+        if served := fit_to_served(kube, p.mode, p.namespace, p.values):
+            print(served, file=sys.stderr)
         if wait:
             from generator.live.doctor.capacity import refuse_never_fits
             from generator.live.doctor.fabric import gang_rows

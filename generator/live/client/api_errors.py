@@ -1,6 +1,7 @@
 """The API server's failures as a user reads them: an answer's HTTP status (api_status, is_forbidden, a missing
-object told from an unserved resource), one line for any client failure (describe_error, naming the server the
-failed request went to: server_of), and the verbs' wrapper that turns them into exit 1 (cluster_errors)."""
+object told from an unserved resource), its Status message and the fields a strict decoding refused
+(status_message, unknown_fields), one line for any client failure (describe_error, naming the server the failed
+request went to: server_of), and the verbs' wrapper that turns them into exit 1 (cluster_errors)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,23 @@ def is_object_404(exc: Any) -> bool:
         return False
     details = body.get("details") or {}
     return body.get("reason") == "NotFound" and bool(details.get("name"))
+
+
+def status_message(exc: Any) -> str:
+    """The message of an API answer's Status body (the apiserver's own words), else its reason."""
+    import json
+
+    try:
+        body = json.loads(exc.body or "")
+    except (TypeError, ValueError):
+        return str(exc.reason)
+    return str(body.get("message", exc.reason)) if isinstance(body, dict) else str(exc.reason)
+
+
+def unknown_fields(message: str) -> list[str]:
+    """The field paths of the API server's strict decoding error (`unknown field "spec.x"`, a create or update
+    with fieldValidation=Strict)."""
+    return re.findall(r'unknown field "([^"]+)"', message)
 
 
 def describe_error(exc: BaseException, server: str | None = None) -> str | None:

@@ -4,9 +4,9 @@ the sandbox NetworkPolicy needs an enforcing CNI."""
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
+from generator.live.client.api_errors import status_message
 from generator.live.client.kube import Kube
 from generator.live.doctor.rows import FAIL, OK, WARN, Namespace, Row, forbidden
 
@@ -48,10 +48,7 @@ def pod_security_row(kube: Kube, ns: Namespace, templates: dict[str, dict[str, A
             status = exc.status
             if status not in (400, 403, 422):
                 raise
-            try:
-                msg = json.loads(exc.body or "").get("message", exc.reason)
-            except ValueError:
-                msg = exc.reason
+            msg = status_message(exc)
             if status == 403 and 'cannot create resource "pods"' in str(msg):  # RBAC, not admission
                 return Row(WARN, "PodSecurity admission",
                            forbidden("create", "pods", ns.name, "whether the namespace admits the pods is unknown "

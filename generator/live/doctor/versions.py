@@ -3,12 +3,11 @@ the installed KubeRay CRDs accepting every field the chart renders (a dry-run cr
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from generator.live.client.api_errors import describe_error
+from generator.live.client.api_errors import describe_error, status_message, unknown_fields
 from generator.live.client.kube import RAY_GROUP, Kube
 from generator.live.doctor.rows import FAIL, OK, WARN, Row, forbidden
 
@@ -63,13 +62,6 @@ def _crd_probe(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "metadata": {"generateName": "doctor-", "labels": meta.get("labels") or {}}}
 
 
-def _unknown_fields(message: str) -> list[str]:
-    """The field paths of the apiserver's strict decoding error (`unknown field "spec.x"`)."""
-    import re
-
-    return re.findall(r'unknown field "([^"]+)"', message)
-
-
 PRE_RUNNING_FIELD = "spec.preRunningDeadlineSeconds"
 
 
@@ -117,10 +109,7 @@ def _fields_rows(kube: Kube, docs: list[dict[str, Any]], namespace: str) -> tupl
         try:
             kube.request("POST", path, {"dryRun": "All", "fieldValidation": "Strict"}, _crd_probe(d))
         except ApiException as exc:
-            try:
-                msg = json.loads(exc.body or "").get("message", exc.reason)
-            except ValueError:
-                msg = exc.reason
+            msg = status_message(exc)
             if exc.status == 403:
                 unknown_why = "whether the installed CRDs accept the rendered fields is unknown"
                 return [Row(WARN, check, forbidden("create", f"{plural}.{RAY_GROUP}", namespace, unknown_why))], []
@@ -129,7 +118,7 @@ def _fields_rows(kube: Kube, docs: list[dict[str, Any]], namespace: str) -> tupl
                             "cannot be dry-run", "create the namespace first to check the CRDs' fields")], []
             if exc.status not in (400, 422):
                 raise
-            fields = _unknown_fields(str(msg))
+            fields = unknown_fields(str(msg))
             unknown += fields
             refused.append(f"{d['kind']}: " + (f"unknown field(s) {', '.join(fields)}" if fields else str(msg)))
     if refused:

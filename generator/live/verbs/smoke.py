@@ -149,6 +149,10 @@ def smoke(args: Any) -> int:
     if note := unchecked_sandbox(values):
         print(note, file=sys.stderr, flush=True)
     kube.require_ray()
+    from generator.live.changes.served_fields import fit_to_served
+
+    if note := fit_to_served(kube, "rayjob", p.namespace, values):
+        print(note, file=sys.stderr, flush=True)
     from generator.live.doctor.capacity import refuse_never_fits
     from generator.live.doctor.fabric import gang_rows
 

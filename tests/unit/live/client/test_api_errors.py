@@ -11,7 +11,13 @@ from urllib3.exceptions import MaxRetryError
 
 from generator.cli import main
 from generator.errors import CheckFailed
-from generator.live.client.api_errors import cluster_errors, describe_error, is_forbidden
+from generator.live.client.api_errors import (
+    cluster_errors,
+    describe_error,
+    is_forbidden,
+    status_message,
+    unknown_fields,
+)
 from generator.live.client.kube import Kube, crd_missing
 from generator.live.client.transport import Unreachable
 from tests.support.fake_cluster import SERVER, install
@@ -108,3 +114,20 @@ def test_a_resource_404_is_told_apart_from_an_object_404(monkeypatch, tmp_path):
     exc = failure(lambda: Kube().request("GET", "/api/v1/namespaces/absent"))
     assert json.loads(exc.body)["details"]["name"] == "absent"
     assert describe_error(exc) == 'the API server answered 404 Not Found: namespaces "absent" not found'
+
+
+def test_the_apiservers_unknown_fields_are_named():
+    msg = ('RayJob.ray.io "doctor-x" is invalid: [strict decoding error: unknown field '
+           '"spec.rayClusterSpec.authOptions", unknown field "spec.deletionStrategy"]')
+    assert unknown_fields(msg) == ["spec.rayClusterSpec.authOptions", "spec.deletionStrategy"]
+    assert unknown_fields('RayJob.ray.io "x" is invalid: spec.entrypoint: Required value') == []
+
+
+def test_a_status_message_is_the_servers_words_else_the_reason():
+    said = ApiException(status=400, reason="Bad Request")
+    said.body = json.dumps({"kind": "Status", "message": 'unknown field "spec.x"'})
+    assert status_message(said) == 'unknown field "spec.x"'
+    for body in ("<html>proxy error</html>", "", None, "[1]"):
+        plain = ApiException(status=502, reason="Bad Gateway")
+        plain.body = body
+        assert status_message(plain) == "Bad Gateway"

@@ -64,9 +64,3 @@ def test_no_crd_row_when_the_crds_are_not_served(monkeypatch, tmp_path):
     install(monkeypatch, tmp_path, "crd_missing")
     rayjob = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "small"}, "spec": {}}
     assert versions.kuberay_fields_rows(Kube(), [rayjob], "rec") == []  # kuberay_crds_row says ✗
-
-
-def test_the_apiservers_unknown_fields_are_named():
-    msg = ('RayJob.ray.io "doctor-x" is invalid: [strict decoding error: unknown field '
-           '"spec.rayClusterSpec.authOptions", unknown field "spec.deletionStrategy"]')
-    assert versions._unknown_fields(msg) == ["spec.rayClusterSpec.authOptions", "spec.deletionStrategy"]
