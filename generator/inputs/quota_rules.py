@@ -1,6 +1,8 @@
 """The rendered ResourceQuota (`infra.resourceQuota`) against what the same release asks for: every pod it creates
 (head, trainer and inference workers, a K8sJobMode RayJob's submitter, the sandbox executors or warm pool, the
-`helm test` pod) and every claim it creates. A quota that cannot hold them is a contradiction in the inputs: the
+`helm test` pod) and every claim it creates, at its peak: the executor pool at the HPA's maxReplicas when it scales,
+plus the pods a rollout adds beside the old ones (rollingUpdate.maxSurge), since a quota without room for them caps
+the HPA or stalls every upgrade of the release. A quota that cannot hold them is a contradiction in the inputs: the
 install would fail at the first pod or claim past it. Plain data in and out (chart-values form, without pydantic):
 the models' composition (generator/inputs/compose.py), its fast path and the ChartValues model all call it.
 
@@ -181,17 +183,29 @@ def askers(values: dict[str, Any]) -> list[Asker]:
         if res.get(f + "Limit") is not None:
             paths[k].append(("sandbox", "resources", f + "Limit"))
     hpa = sandbox.get("autoscaling") or {}
+    pool = sandbox.get("backend", "pool") == "pool"
     where: Path = ("sandbox", "replicas")
-    if sandbox.get("backend", "pool") == "pool" and hpa.get("enabled"):
-        count, where = int(hpa.get("minReplicas", 1)), ("sandbox", "autoscaling", "minReplicas")
+    if pool and hpa.get("enabled"):  # the most the HPA may scale to: a quota below it caps the HPA unseen
+        count, where = int(hpa.get("maxReplicas", 10)), ("sandbox", "autoscaling", "maxReplicas")
     else:
         count = int(sandbox.get("replicas", 0))
     if count:
         out.append(Asker("sandbox", count, where, req, lim, paths))
-    if sandbox.get("backend", "pool") == "pool":
+    surge = rollout_surge((sandbox.get("rollingUpdate") or {}).get("maxSurge", "25%"), count) if pool else 0
+    if surge:  # a rollout's extra pods beside the old ones: a quota without room for them stalls every upgrade
+        out.append(Asker("sandbox rollout surge", surge, ("sandbox", "rollingUpdate", "maxSurge"), req, lim, paths))
+    if pool:
         req, lim = ({k: milli(v) for k, v in side.items()} for side in TEST_POD)
         out.append(Asker("test", 1, ("sandbox", "backend"), req, lim, {}))
     return out
+
+
+def rollout_surge(max_surge: int | str, replicas: int) -> int:
+    """The pods a Deployment rollout adds beside `replicas` old ones: a count, or a percentage of the replicas
+    rounded up (as the Deployment controller scales it)."""
+    if isinstance(max_surge, str) and max_surge.endswith("%"):
+        return math.ceil(int(max_surge[:-1]) * replicas / 100)
+    return int(max_surge)
 
 
 def claims(values: dict[str, Any]) -> list[tuple[str, int, str | None]]:

@@ -5,6 +5,7 @@ rule's totals are the rendered pods' and claims' (summed here from `helm templat
 from __future__ import annotations
 
 import copy
+import math
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,7 +14,7 @@ from pydantic import ValidationError
 
 from generator.cli import main
 from generator.inputs.compose import composed
-from generator.inputs.quota_rules import asked_total, judges, milli
+from generator.inputs.quota_rules import asked_total, judges, milli, rollout_surge
 from generator.render.pod_templates import pod_templates
 from tests.conftest import RECIPE, chart_values, deep_merge, render_values, write
 
@@ -27,25 +28,27 @@ INFRA = {
     "sandbox": {"replicas": 2, "resources": {"cpu": "1", "memory": "2Gi", "ephemeralStorage": "10Gi",
                                              "cpuLimit": "2", "memoryLimit": "4Gi"}},
 }
-# What that release asks for, worked out by hand: head 1, trainer 2, inference 1, submitter 1, sandbox 2, test 1.
-# The logs claim mounts on every Ray pod, so each carries the log keeper (requests 10m/32Mi, limits 200m/64Mi).
+# What that release asks for, worked out by hand: head 1, trainer 2, inference 1, submitter 1, sandbox 2 and the
+# one a rollout adds beside them (maxSurge 25% of 2, rounded up), test 1. The logs claim mounts on every Ray pod, so
+# each carries the log keeper (requests 10m/32Mi, limits 200m/64Mi).
 EXACT = {
-    "pods": "8",
+    "pods": "9",
     "persistentvolumeclaims": "2",
     "requests.storage": "1124Gi",
     "gold.storageclass.storage.k8s.io/requests.storage": "1Ti",
     "gold.storageclass.storage.k8s.io/persistentvolumeclaims": "1",
     "requests.nvidia.com/gpu": "24",
-    "requests.cpu": "52640m",  # 2.01 + 3 × 16.01 + 0.5 + 2 × 1 + 0.1
-    "cpu": "52640m",
-    "limits.cpu": "55900m",  # 2.2 + 3 × 16.2 + 1 + 2 × 2 + 0.1
-    "requests.memory": "209600Mi",  # 8Gi+32Mi + 3 × (64Gi+32Mi) + 512Mi + 2 × 2Gi + 64Mi
-    "limits.memory": "214336Mi",  # 8Gi+64Mi + 3 × (64Gi+64Mi) + 1Gi + 2 × 4Gi + 64Mi
-    "requests.ephemeral-storage": "20544Mi",  # 2 × 10Gi + 64Mi
+    "requests.cpu": "53640m",  # 2.01 + 3 × 16.01 + 0.5 + 3 × 1 + 0.1
+    "cpu": "53640m",
+    "limits.cpu": "57900m",  # 2.2 + 3 × 16.2 + 1 + 3 × 2 + 0.1
+    "requests.memory": "211648Mi",  # 8Gi+32Mi + 3 × (64Gi+32Mi) + 512Mi + 3 × 2Gi + 64Mi
+    "limits.memory": "218432Mi",  # 8Gi+64Mi + 3 × (64Gi+64Mi) + 1Gi + 3 × 4Gi + 64Mi
+    "requests.ephemeral-storage": "30784Mi",  # 3 × 10Gi + 64Mi
 }
 # (quota key, one unit less, fragments naming the asking keys with their lines in grpo_swe.yaml / infra.yaml)
 LESS = [
-    ("pods", "7", ["sandbox.replicas at", "cluster.trainer.nodes at", "asks for 8"]),
+    ("pods", "8", ["sandbox.replicas at", "sandbox.rollingUpdate.maxSurge (default)", "cluster.trainer.nodes at",
+                   "asks for 9"]),
     ("persistentvolumeclaims", "1", ["infra.storage.checkpoints.size at", "infra.storage.logs.size at"]),
     ("requests.storage", "1206885810175", ["infra.storage.checkpoints.size at", "asks for 1124Gi"]),
     ("gold.storageclass.storage.k8s.io/requests.storage", "1099511627775",
@@ -53,12 +56,12 @@ LESS = [
     ("gold.storageclass.storage.k8s.io/persistentvolumeclaims", "0", ["infra.storage.checkpoints.size at"]),
     ("requests.nvidia.com/gpu", "23", ["cluster.trainer.gpusPerNode at", "cluster.inference.nodes at",
                                        "asks for 24"]),
-    ("requests.cpu", "52639m", ["kuberay.worker.cpu at", "sandbox.resources.cpu at", "asks for 52640m"]),
-    ("cpu", "52639m", ["kuberay.head.cpu at", "launch.watch.keepRayLogMiB (default)"]),
-    ("limits.cpu", "55899m", ["sandbox.resources.cpuLimit at", "asks for 55900m"]),
-    ("requests.memory", "219781529599", ["kuberay.worker.memory at", "asks for 209600Mi"]),
-    ("limits.memory", "224747585535", ["sandbox.resources.memoryLimit at", "asks for 214336Mi"]),
-    ("requests.ephemeral-storage", "21541945343", ["sandbox.resources.ephemeralStorage at"]),
+    ("requests.cpu", "53639m", ["kuberay.worker.cpu at", "sandbox.resources.cpu at", "asks for 53640m"]),
+    ("cpu", "53639m", ["kuberay.head.cpu at", "launch.watch.keepRayLogMiB (default)"]),
+    ("limits.cpu", "57899m", ["sandbox.resources.cpuLimit at", "asks for 57900m"]),
+    ("requests.memory", "221929013247", ["kuberay.worker.memory at", "asks for 211648Mi"]),
+    ("limits.memory", "229042552831", ["sandbox.resources.memoryLimit at", "asks for 218432Mi"]),
+    ("requests.ephemeral-storage", "32279363583", ["sandbox.resources.ephemeralStorage at"]),
 ]
 
 
@@ -120,16 +123,16 @@ def test_a_disabled_quota_is_not_judged(tmp_path, capsys):
 def test_attach_mode_asks_for_no_ray_pods_and_no_claims(tmp_path, capsys):
     infra = copy.deepcopy(deep_merge(INFRA, {"launch": {"mode": "attach", "clusterName": "shared"}}))
     del infra["infra"]["storage"], infra["kuberay"]  # attach mode refuses them: the GPU pods are not this release's
-    code, err = _values(tmp_path, capsys, {"pods": "3", "requests.nvidia.com/gpu": "0", "persistentvolumeclaims": "0"},
+    code, err = _values(tmp_path, capsys, {"pods": "4", "requests.nvidia.com/gpu": "0", "persistentvolumeclaims": "0"},
                         infra)
-    assert code == 0, err  # the sandbox 2 and the test pod
-    code, err = _values(tmp_path, capsys, {"pods": "2"}, infra)
-    assert code == 2 and "asks for 3" in err
+    assert code == 0, err  # the sandbox 2, one more in a rollout, and the test pod
+    code, err = _values(tmp_path, capsys, {"pods": "3"}, infra)
+    assert code == 2 and "asks for 4" in err
 
 
 def test_the_model_refuses_it_too():
     """ChartValues (what `values.schema.json` and the fast path stand beside) refuses the same contradiction."""
-    with pytest.raises(ValidationError, match="the quota holds 1 but the release asks for 7") as caught:
+    with pytest.raises(ValidationError, match="the quota holds 1 but the release asks for 8") as caught:
         chart_values(infra={"resourceQuota": {"enabled": True, "hard": {"pods": "1"}}})
     assert _refused_at(caught.value) == ("infra", "resourceQuota", "hard", "pods")
 
@@ -161,16 +164,17 @@ def test_the_exact_total_passes_and_one_unit_less_is_refused(trainer, inference,
             "infra": {"storage": {"checkpoints": {"size": f"{size}Gi"}}}}
     submitter = submission == "K8sJobMode"
     workers = trainer + inference
+    pool = replicas + math.ceil(replicas / 4)  # and the pods a rollout adds: maxSurge 25%, rounded up
     # By hand, from the inputs (no log keeper: no logs volume).
     exact = {
-        "pods": 1 + workers + submitter + replicas + 1,
+        "pods": 1 + workers + submitter + pool + 1,
         "requests.nvidia.com/gpu": workers * gpus,
         "persistentvolumeclaims": 1,
-        "requests.cpu": f"{2000 + workers * worker_cpu + 500 * submitter + replicas * 1000 + 100}m",
-        "limits.cpu": f"{2000 + workers * worker_cpu + 1000 * submitter + replicas * 1000 + 100}m",
-        "requests.memory": 8 * 2**30 + workers * 64 * 2**30 + submitter * 512 * 2**20 + replicas * sandbox_mem * 2**20
+        "requests.cpu": f"{2000 + workers * worker_cpu + 500 * submitter + pool * 1000 + 100}m",
+        "limits.cpu": f"{2000 + workers * worker_cpu + 1000 * submitter + pool * 1000 + 100}m",
+        "requests.memory": 8 * 2**30 + workers * 64 * 2**30 + submitter * 512 * 2**20 + pool * sandbox_mem * 2**20
         + 64 * 2**20,
-        "limits.memory": 8 * 2**30 + workers * 64 * 2**30 + submitter * 2**30 + replicas * sandbox_mem * 2**20
+        "limits.memory": 8 * 2**30 + workers * 64 * 2**30 + submitter * 2**30 + pool * sandbox_mem * 2**20
         + 64 * 2**20,
         "requests.storage": size * 2**30,
     }
@@ -215,9 +219,13 @@ def _rendered_totals(values: dict) -> dict[str, int]:
     counts = {"head": 1, "submitter": 1, "test": 1}
     for role, group in rendered.groups().items():
         counts[role] = group.get("replicas", 1)
-    for kind in ("Deployment", "SandboxWarmPool"):
-        for d in rendered.all(kind):
-            counts["sandbox"] = d["spec"].get("replicas", values["sandbox"].get("autoscaling", {}).get("minReplicas"))
+    for d in rendered.all("Deployment"):  # at its peak: the HPA's most, and a rollout's extra pods beside them
+        hpa = rendered.all("HorizontalPodAutoscaler")
+        n = hpa[0]["spec"]["maxReplicas"] if hpa else d["spec"]["replicas"]
+        surge = d["spec"]["strategy"]["rollingUpdate"]["maxSurge"]
+        counts["sandbox"] = n + (math.ceil(int(surge[:-1]) * n / 100) if isinstance(surge, str) else surge)
+    for d in rendered.all("SandboxWarmPool"):
+        counts["sandbox"] = d["spec"]["replicas"]
     out: dict[str, int] = {"pods": 0}
     for role, tpl in pod_templates(rendered.docs).items():
         n = counts[role]
@@ -293,3 +301,31 @@ def test_a_group_of_several_hosts_counts_each_host():
     assert asked_total(hosts, "pods") - asked_total(plain, "pods") == 1000 * trainer["nodes"]
     more_gpus = asked_total(hosts, "requests.nvidia.com/gpu") - asked_total(plain, "requests.nvidia.com/gpu")
     assert more_gpus == 1000 * trainer["nodes"] * trainer["gpusPerNode"]
+
+
+def test_the_pool_counts_at_its_peak_the_hpas_most_and_a_rollouts_surge(tmp_path, capsys):
+    """A quota that holds the pool as installed but not at the HPA's maxReplicas caps the HPA unseen, and one
+    without room for a rollout's extra pods stalls every upgrade: both refused, naming the key; maxSurge 0 (with a
+    maxUnavailable to roll by) needs no room."""
+    scaled = deep_merge(INFRA, {"sandbox": {"autoscaling": {"enabled": True, "minReplicas": 2, "maxReplicas": 6,
+                                                            "targetCPUUtilizationPercentage": 70}}})
+    scaled["sandbox"].pop("replicas")
+    others = 6  # head, trainer 2, inference, submitter, test
+    code, err = _values(tmp_path, capsys, {"pods": str(others + 6 + 2)}, scaled)  # 25% of 6, rounded up: 2
+    assert code == 0, err
+    code, err = _values(tmp_path, capsys, {"pods": str(others + 6 + 1)}, scaled)
+    assert code == 2 and "sandbox 6 (sandbox.autoscaling.maxReplicas at" in err, err
+    assert "sandbox rollout surge 2 (sandbox.rollingUpdate.maxSurge (default))" in err
+    no_surge = deep_merge(INFRA, {"sandbox": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}})
+    code, err = _values(tmp_path, capsys, {"pods": str(others + 2)}, no_surge)
+    assert code == 0, err
+    counted = deep_merge(INFRA, {"sandbox": {"replicas": 5, "rollingUpdate": {"maxSurge": 3}}})
+    code, err = _values(tmp_path, capsys, {"pods": str(others + 5 + 2)}, counted)
+    assert code == 2 and "sandbox rollout surge 3 (sandbox.rollingUpdate.maxSurge at" in err, err
+
+
+@pytest.mark.parametrize(("surge", "replicas", "pods"), [("25%", 1, 1), ("25%", 4, 1), ("25%", 5, 2), ("100%", 3, 3),
+                                                         ("0%", 9, 0), (2, 9, 2), ("150%", 2, 3)])
+def test_a_rollouts_surge_rounds_a_percentage_up(surge, replicas, pods):
+    assert rollout_surge(surge, replicas) == pods
+
