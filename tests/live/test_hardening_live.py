@@ -121,25 +121,48 @@ def test_gpu_pods_under_restricted(playground, k8s, namespace, tmp_path, wait, s
 
 def test_resource_quota_refuses_a_pool_that_exceeds_it(playground, k8s, namespace, tmp_path, wait, capsys):
     """A quota that cannot hold the release is refused at input (the quota rule); one that holds it exactly is
-    rendered, applied and enforced by the API server: the pool scaled past it gets no more pods."""
+    rendered, applied and enforced by the API server. Exactly, at its peak: a rollout's extra executor (maxSurge
+    25% of 3, rounded up) fits, and the rollout ends; a quota with no room beside the 3 executors running (this
+    namespace runs no `helm test` pod, which the rule counts too) stalls the next rollout at the quota."""
     from kubernetes import client
 
-    short = {"resourceQuota": {"enabled": True, "hard": {"pods": "1", "requests.cpu": "4"}}}
+    short = {"resourceQuota": {"enabled": True, "hard": {"pods": "4", "requests.cpu": "4"}}}
     recipe, infra = write_inputs(tmp_path, namespace, infra=short, sandbox={"replicas": 3})
     assert main(["render", str(recipe), str(infra), "-o", str(tmp_path / "refused.yaml")]) == 2
     err = capsys.readouterr().err
-    assert "infra.resourceQuota.hard.pods: the quota holds 1 but the release asks for" in err and "sandbox 3" in err
-    exact = {"resourceQuota": {"enabled": True, "hard": {"pods": "4", "requests.cpu": "4"}}}  # 3 executors, test pod
+    assert "infra.resourceQuota.hard.pods: the quota holds 4 but the release asks for 5" in err, err
+    assert "sandbox 3" in err and "sandbox rollout surge 1" in err
+    # 3 executors (1 CPU each), 1 more in a rollout, the test pod (100m)
+    exact = {"resourceQuota": {"enabled": True, "hard": {"pods": "5", "requests.cpu": "4100m"}}}
     out = render_and_apply(playground, *write_inputs(tmp_path, namespace, infra=exact, sandbox={"replicas": 3}),
                            tmp_path)
     assert "resourcequota/hard created" in out
-    apps = client.AppsV1Api(k8s)
+    apps, core = client.AppsV1Api(k8s), client.CoreV1Api(k8s)
     (pool,) = apps.list_namespaced_deployment(namespace, label_selector=SANDBOX).items
-    apps.patch_namespaced_deployment_scale(pool.metadata.name, namespace, {"spec": {"replicas": 5}})
+    name = pool.metadata.name
+
+    def roll(mark: str) -> None:
+        apps.patch_namespaced_deployment(name, namespace, {"spec": {"template": {"metadata": {"annotations": {
+            "dockyard.test/rollout": mark}}}}})
+
+    def rolled() -> bool:
+        d = apps.read_namespaced_deployment(name, namespace)
+        st = d.status
+        return (st.observed_generation == d.metadata.generation and st.updated_replicas == 3
+                and st.replicas == 3 and st.ready_replicas == 3)
+
+    wait(rolled, 60, "the pool's 3 executors ready")
+    roll("1")
+    wait(rolled, 60, "the rollout to end within the exact quota")
+    assert not [m for m in event_messages(k8s, namespace, "FailedCreate") if "exceeded quota" in m]
+    core.patch_namespaced_resource_quota("hard", namespace, {"spec": {"hard": {"pods": "3"}}})
+    wait(lambda: (core.read_namespaced_resource_quota("hard", namespace).status.hard or {}).get("pods") == "3", 30,
+         "the smaller quota in force")
+    roll("2")
     msgs = wait(lambda: [m for m in event_messages(k8s, namespace, "FailedCreate") if "exceeded quota" in m], 60,
-                "a quota refusal")
-    assert "forbidden: exceeded quota: hard" in msgs[0] and "limited: pods=4" in msgs[0]
-    assert len(pods(k8s, namespace, SANDBOX)) <= 4
+                "the rollout's extra executor refused by the quota")
+    assert "forbidden: exceeded quota: hard" in msgs[0] and "limited: pods=3" in msgs[0]
+    assert not rolled() and len(pods(k8s, namespace, SANDBOX)) == 3
 
 
 def test_limit_range_refuses_a_container_over_its_max(playground, k8s, namespace, tmp_path, wait):
