@@ -106,6 +106,13 @@ class _Checker:
         self.defs = root.get("definitions", {})
         self.finite = finite
         self.root = root
+        self._written: dict[int, bool] = {}  # id of a rule -> _refuses_written (the schemas live as long as this)
+
+    def _refuses_written(self, rule: Any) -> bool:
+        found = self._written.get(id(rule))
+        if found is None:
+            found = self._written[id(rule)] = _refuses_written(rule)
+        return found
 
     def ok(self, value: Any, schema: dict[str, Any]) -> bool:
         try:
@@ -114,8 +121,13 @@ class _Checker:
             return False
         return True
 
-    def check(self, value: Any, schema: dict[str, Any]) -> Any:
+    def check(self, value: Any, schema: dict[str, Any] | bool) -> Any:
         """The value, validated and normalised by `schema`; Refused when it does not hold."""
+        if isinstance(schema, bool):  # `false`: a key refused when written at all (mode_keys.infra_schema_rules)
+            if not schema:
+                raise Refused
+            return value
+        given = value
         ref = schema.get("$ref")
         if ref is not None:  # draft-07: the keywords beside a $ref are not applied
             name = ref.rsplit("/", 1)[1]
@@ -156,7 +168,8 @@ class _Checker:
         if "allOf" in schema or "not" in schema or "if" in schema:
             seen = _plain(value)  # the rules look at what Helm is given: defaults in, None out
             for sub in schema.get("allOf", ()):
-                self.check(seen, sub)
+                # a rule refusing a key outright looks at what was written, as an editor does (not the defaults)
+                self.check(given if self._refuses_written(sub) else seen, sub)
             if "not" in schema and self.ok(seen, schema["not"]):
                 raise Refused
             if "if" in schema and self.ok(seen, schema["if"]) and "then" in schema:
@@ -235,6 +248,19 @@ class _Checker:
         if "minProperties" in schema and len(out) < schema["minProperties"]:
             raise Refused
         return out
+
+
+def _refuses_written(node: Any) -> bool:
+    """Whether a rule refuses a key when present at all (a `false` schema under `properties`), which only the input
+    as written can tell: with its defaults filled in, every key is present."""
+    if isinstance(node, dict):
+        props = node.get("properties")
+        if isinstance(props, dict) and any(v is False for v in props.values()):
+            return True
+        return any(_refuses_written(v) for k, v in node.items() if k not in ("default", "const", "enum"))
+    if isinstance(node, list):
+        return any(_refuses_written(v) for v in node)
+    return False
 
 
 def _plain(value: Any) -> Any:

@@ -207,3 +207,14 @@ def rendered(case: dict[str, Any]) -> str:
 
 def infra_leaves() -> list[str]:
     return [".".join(p) for p in leaves(InfraSpec)]
+
+
+def switched_off(flat: dict[str, Any], mode: str) -> set[str]:
+    """The keys of a flat infra spec that another of its keys switches off (generator.inputs.switch_keys refuses
+    them there)."""
+    from generator.inputs.switch_keys import problems
+
+    defaults = ChartValues.model_construct().model_dump(mode="json", by_alias=True)
+    found = [p for p, _, _ in problems(deep_merge(defaults, nested(flat)), defaults, mode)]
+    return {k for k in flat if any(p[: len(k.split("."))] == tuple(k.split(".")) or tuple(k.split("."))[: len(p)] == p
+                                   for p in found)}

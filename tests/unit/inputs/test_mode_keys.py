@@ -34,6 +34,7 @@ from tests.support.infra_keys import (
     nested,
     rendered,
     sample,
+    switched_off,
 )
 
 
@@ -63,6 +64,8 @@ def _cases() -> tuple[dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]
                 continue
             base = {**INFRA_IMAGE, "launch.mode": mode, **MODE_CONTEXT[mode], **context}
             changed = {**base, key: value}
+            off = switched_off(base, mode) - {key}  # the context of a switch the baseline has off (switch_keys)
+            base = {k: v for k, v in base.items() if k not in off}
             if key == "launch.mode":  # another mode, without this one's own keys
                 changed = {**INFRA_IMAGE, key: "bringup" if mode == "rayjob" else "rayjob"}
             used[(key, mode)] = (nested(base), nested(changed))
