@@ -209,5 +209,7 @@ class InfraSpec(Strict):
 
 @cache
 def _defaults() -> dict[str, Any]:
-    """The infra spec's defaults (infra.image has none), dumped as switch_keys compares them (Nones in)."""
-    return InfraSpec.model_construct(infra=InfraSettings.model_construct()).model_dump(mode="json", by_alias=True)
+    """The infra spec's defaults, dumped as switch_keys compares them (Nones in); infra.image has none (a stand-in
+    here: no switch governs it)."""
+    infra = InfraSettings.model_construct(image=Image(repository="ghcr.io/dockyard-rl/ubuntu-swe"))
+    return InfraSpec.model_construct(infra=infra).model_dump(mode="json", by_alias=True)
