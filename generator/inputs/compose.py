@@ -14,8 +14,7 @@ import yaml
 
 from generator.errors import InputError, Problem
 from generator.inputs.explain import from_validation
-from generator.inputs.loader import Document, apply_overrides, key_path_text, load
-from generator.inputs.mode_keys import file_problems
+from generator.inputs.loader import Document, apply_overrides, load
 from generator.inputs.quota_rules import quota_problems
 from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 from generator.inputs.storage_rules import gang_problems
@@ -62,13 +61,6 @@ def _near_misses(recipe: Recipe, doc: Document) -> list[Problem]:
     return out
 
 
-def _mode_problems(doc: Document, mode: str) -> list[Problem]:
-    """The keys the infra spec writes that its launch mode ignores (`generator.inputs.mode_keys`)."""
-    found = [Problem(doc.path, doc.line_of(where), key_path_text(where), message, expected)
-             for where, message, expected in file_problems(doc.data, mode)]
-    return sorted(found, key=lambda p: p.line or 0)
-
-
 def load_inputs(recipe_path: str | Path, infra_path: str | Path, overrides: list[str] | None = None) -> Inputs:
     """Parse and validate both files; every problem of both is reported at once."""
     from generator.inputs.models import InfraSpec, Recipe
@@ -85,8 +77,7 @@ def load_inputs(recipe_path: str | Path, infra_path: str | Path, overrides: list
         problems += exc.problems
     try:
         infra_doc = load(infra_path)
-        infra = _validate(InfraSpec, infra_doc)
-        problems += _mode_problems(infra_doc, infra.launch.mode)
+        infra = _validate(InfraSpec, infra_doc)  # with the keys its launch mode ignores (mode_keys)
     except InputError as exc:
         problems += exc.problems
     if problems:
@@ -235,9 +226,7 @@ def _compose_fast(recipe_path: str | Path, infra_path: str | Path, overrides: li
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.8) if key not in known else None
         if close and close[0] not in recipe_doc.data:
             return None  # a near miss (`_near_misses`): the models report it
-    name, mode = recipe["name"], infra["launch"]["mode"]
-    if file_problems(infra_doc.data, mode):
-        return None  # a key the mode ignores: load_inputs reports it
+    name, mode = recipe["name"], infra["launch"]["mode"]  # (a key the mode ignores: the infra schema refused it)
     if len(name) > (MAX_RAYJOB_NAME if mode == "rayjob" else MAX_RAYCLUSTER_NAME):
         return None
     block = dict(infra["infra"])

@@ -14,6 +14,9 @@ Two checks, one table:
 - the chart values (`values_problem`, and its JSON Schema twin `values_schema_rules` in values.schema.json, so
   Helm refuses the same): a value differing from its default, the only thing a values file can show.
 
+The infra spec's own check is InfraSpec's (generator.inputs.models.infra), with its JSON Schema twin
+`infra_schema_rules` in schema/infra.schema.json: an editor validating the file refuses what `file_problems` refuses.
+
 A verb that imposes its own mode on the file (`cluster up`, `dev`: bringup; `smoke`: rayjob) resets the keys that
 mode ignores to their defaults (`reset_ignored`), with a note, since the file was written for another mode.
 """
@@ -119,6 +122,26 @@ def file_problems(data: dict[str, Any], mode: str) -> list[tuple[tuple[str, ...]
     return out
 
 
+def infra_schema_rules() -> list[dict[str, Any]]:
+    """The JSON Schema twin of `file_problems` for the infra spec as written (schema/infra.schema.json): under each
+    mode, what it ignores is refused when present at all (a `false` schema: the file as written, not its defaults;
+    generator.inputs.schema_check applies such a rule to what was given). No launch.mode is rayjob."""
+    rules = []
+    for mode in MODES:
+        refused: list[tuple[str, ...]] = []
+        for key in ignored(mode):
+            parts = _parts(key)
+            if not any(parts[: len(done)] == done for done in refused):
+                refused.append(parts)
+        chosen: dict[str, Any] = {"properties": {"mode": {"const": mode}}}
+        if mode != "rayjob":  # written: an absent mode (or launch) is rayjob
+            chosen = {"required": ["launch"], "properties": {"launch": {"required": ["mode"], **chosen}}}
+        else:
+            chosen = {"properties": {"launch": chosen}}
+        rules.append({"if": chosen, "then": {"allOf": [_at(parts, False) for parts in refused]}})
+    return rules
+
+
 def values_problem(values: dict[str, Any], defaults: dict[str, Any]) -> tuple[tuple[str, ...], str, str] | None:
     """The first key of chart values (`values` and `defaults` both dumped alike) that differs from its default
     under a mode that ignores it: (key path, message, expected), or None."""
@@ -130,11 +153,11 @@ def values_problem(values: dict[str, Any], defaults: dict[str, Any]) -> tuple[tu
     return None
 
 
-def _keeps(default: Any) -> dict[str, Any]:
+def keeps(default: Any) -> dict[str, Any]:
     """A schema holding a value to `default`, key by key inside a mapping (a key absent passes: a model's unset
     optional block, or one the values leave out)."""
     if isinstance(default, dict) and default:
-        return {"properties": {k: _keeps(v) for k, v in default.items()}}
+        return {"properties": {k: keeps(v) for k, v in default.items()}}
     bare = _without_nones(default)
     if bare == default:
         return {"const": default}
@@ -152,7 +175,7 @@ def _without_nones(value: Any) -> Any:
     return value
 
 
-def _at(parts: tuple[str, ...], schema: dict[str, Any]) -> dict[str, Any]:
+def _at(parts: tuple[str, ...], schema: Any) -> dict[str, Any]:
     for part in reversed(parts):
         schema = {"properties": {part: schema}}
     return schema
@@ -167,7 +190,7 @@ def values_schema_rules(defaults: dict[str, Any]) -> list[dict[str, Any]]:
         for key in ignored(mode):
             found, default = _lookup(defaults, _parts(key))
             if found:
-                keep.append(_at(_parts(key), _keeps(default)))
+                keep.append(_at(_parts(key), keeps(default)))
         rules.append({"if": {"properties": {"launch": {"properties": {"mode": {"const": mode}}}}},
                       "then": {"allOf": keep}})
     return rules

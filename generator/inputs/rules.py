@@ -214,7 +214,8 @@ def _zero(value: Any) -> bool:
 # dockyard.validate.sandboxBackend are written from these.
 POOL_ONLY_KEYS: tuple[tuple[Where, Any], ...] = (
     (("autoscaling", "enabled"), False), (("rollingUpdate", "maxSurge"), "25%"),
-    (("rollingUpdate", "maxUnavailable"), 0), (("minReadySeconds",), 5), (("pdb", "maxUnavailable"), 1),
+    (("rollingUpdate", "maxUnavailable"), 0), (("minReadySeconds",), 5), (("pdb", "enabled"), True),
+    (("pdb", "maxUnavailable"), 1),
 )
 AGENT_SANDBOX_ONLY_KEYS: tuple[tuple[Where, Any], ...] = ((("warmPool", "updateStrategy"), "Recreate"),)
 

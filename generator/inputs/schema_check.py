@@ -106,20 +106,33 @@ class _Checker:
         self.defs = root.get("definitions", {})
         self.finite = finite
         self.root = root
+        self._written: dict[int, bool] = {}  # id of a rule -> _refuses_written (the schemas live as long as this)
 
-    def ok(self, value: Any, schema: dict[str, Any]) -> bool:
+    def _refuses_written(self, rule: Any) -> bool:
+        found = self._written.get(id(rule))
+        if found is None:
+            found = self._written[id(rule)] = _refuses_written(rule)
+        return found
+
+    def ok(self, value: Any, schema: dict[str, Any], rule: bool = False) -> bool:
         try:
-            self.check(value, schema)
+            self.check(value, schema, rule)
         except Refused:
             return False
         return True
 
-    def check(self, value: Any, schema: dict[str, Any]) -> Any:
-        """The value, validated and normalised by `schema`; Refused when it does not hold."""
+    def check(self, value: Any, schema: dict[str, Any] | bool, rule: bool = False) -> Any:
+        """The value, validated and normalised by `schema`; Refused when it does not hold. `rule`: a rule's check of
+        a value already validated (normalised, or as written): nothing to normalise, the value as it is."""
+        if isinstance(schema, bool):  # `false`: a key refused when written at all (mode_keys.infra_schema_rules)
+            if not schema:
+                raise Refused
+            return value
+        given = value
         ref = schema.get("$ref")
         if ref is not None:  # draft-07: the keywords beside a $ref are not applied
             name = ref.rsplit("/", 1)[1]
-            out = self.check(value, self.defs[name])
+            out = self.check(value, self.defs[name], rule)
             hook = HOOKS.get(name)
             if hook is not None:
                 hook(out)
@@ -130,7 +143,7 @@ class _Checker:
         if "anyOf" in schema:
             for branch in schema["anyOf"]:
                 try:
-                    value = self.check(value, branch)
+                    value = self.check(value, branch, rule)
                     break
                 except Refused:
                     continue
@@ -150,17 +163,18 @@ class _Checker:
             if "maximum" in schema and value > schema["maximum"]:
                 raise Refused
         elif isinstance(value, list):
-            value = self._array(value, schema)
+            value = self._array(value, schema, rule)
         elif isinstance(value, dict):
-            value = self._object(value, schema)
+            value = self._object(value, schema, rule)
         if "allOf" in schema or "not" in schema or "if" in schema:
-            seen = _plain(value)  # the rules look at what Helm is given: defaults in, None out
+            seen = value if rule else _plain(value)  # the rules look at what Helm is given: defaults in, None out
             for sub in schema.get("allOf", ()):
-                self.check(seen, sub)
-            if "not" in schema and self.ok(seen, schema["not"]):
+                # a rule refusing a key outright looks at what was written, as an editor does (not the defaults)
+                self.check(given if self._refuses_written(sub) else seen, sub, True)
+            if "not" in schema and self.ok(seen, schema["not"], True):
                 raise Refused
-            if "if" in schema and self.ok(seen, schema["if"]) and "then" in schema:
-                self.check(seen, schema["then"])
+            if "if" in schema and self.ok(seen, schema["if"], True) and "then" in schema:
+                self.check(seen, schema["then"], True)
         return value
 
     def _string(self, value: str, schema: dict[str, Any]) -> str:
@@ -176,23 +190,24 @@ class _Checker:
                 raise Refused
         return value
 
-    def _array(self, value: list[Any], schema: dict[str, Any]) -> list[Any]:
+    def _array(self, value: list[Any], schema: dict[str, Any], rule: bool) -> list[Any]:
         if "minItems" in schema and len(value) < schema["minItems"]:
             raise Refused
         if "maxItems" in schema and len(value) > schema["maxItems"]:
             raise Refused
         if schema.get("uniqueItems") and any(_same(a, b) for i, a in enumerate(value) for b in value[i + 1:]):
             raise Refused
-        if "contains" in schema and not any(self.ok(v, schema["contains"]) for v in value):
+        if "contains" in schema and not any(self.ok(v, schema["contains"], rule) for v in value):
             raise Refused
         items = schema.get("items")
         if items is None:
-            if schema.get("type") == "array":
+            if schema.get("type") == "array" and not rule:
                 _free(value, self.finite)
             return value
-        return [self.check(v, items) for v in value]
+        checked = [self.check(v, items, rule) for v in value]
+        return value if rule else checked
 
-    def _object(self, value: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    def _object(self, value: dict[str, Any], schema: dict[str, Any], rule: bool) -> dict[str, Any]:
         props: dict[str, Any] = schema.get("properties", {})
         names = schema.get("propertyNames")
         if names is not None:
@@ -200,7 +215,7 @@ class _Checker:
                 self.check(key, names)
         required = schema.get("required", ())
         extra = schema.get("additionalProperties", True)
-        if schema.get("type") == "object" and props:  # a model: every field, in its order, then extras
+        if schema.get("type") == "object" and props and not rule:  # a model: every field, in order, then extras
             out: dict[str, Any] = _Model()
             used = set()
             for key, sub in props.items():
@@ -222,19 +237,33 @@ class _Checker:
                     raise Refused
             for key, sub in props.items():
                 if key in value:
-                    out[key] = self.check(value[key], sub)
+                    out[key] = self.check(value[key], sub, rule)
             rest = ((k, v) for k, v in value.items() if k not in props)
         for key, item in rest:
             if extra is False:
                 raise Refused
             if isinstance(extra, dict):
-                out[key] = self.check(item, extra)
+                out[key] = self.check(item, extra, rule)
             else:
-                _free(item, self.finite)
+                if not rule:
+                    _free(item, self.finite)
                 out[key] = item
         if "minProperties" in schema and len(out) < schema["minProperties"]:
             raise Refused
-        return out
+        return value if rule else out
+
+
+def _refuses_written(node: Any) -> bool:
+    """Whether a rule refuses a key when present at all (a `false` schema under `properties`), which only the input
+    as written can tell: with its defaults filled in, every key is present."""
+    if isinstance(node, dict):
+        props = node.get("properties")
+        if isinstance(props, dict) and any(v is False for v in props.values()):
+            return True
+        return any(_refuses_written(v) for k, v in node.items() if k not in ("default", "const", "enum"))
+    if isinstance(node, list):
+        return any(_refuses_written(v) for v in node)
+    return False
 
 
 def _plain(value: Any) -> Any:

@@ -93,7 +93,8 @@ CASES = [
      "remove it"),
      "launch.configMountPath: '/etc/\\ufffe' holds U+FFFE"),
     # the sandbox pool: autoscaling bounds, rollout, shutdown
-    ("hpa min over max", {"sandbox": {"autoscaling": {"minReplicas": 5, "maxReplicas": 3}}},
+    ("hpa min over max", {"sandbox": {"autoscaling": {"enabled": True, "minReplicas": 5, "maxReplicas": 3,
+                                                      "targetCPUUtilizationPercentage": 70}}},
      ("sandbox.autoscaling.maxReplicas: minReplicas 5 is more than maxReplicas 3; expected maxReplicas of at least 5, "
       "or a lower minReplicas"),
      "sandbox.autoscaling.maxReplicas: minReplicas 5 is more than maxReplicas 3"),

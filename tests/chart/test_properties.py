@@ -124,6 +124,10 @@ def test_any_valid_values_render_validate_and_keep_invariants(over):
     gpu_security = over["infra"]["security"]
     if gpu_security["enabled"] and gpu_security["profile"] == "restricted":  # refused with rdma and hostNetwork
         over["kuberay"]["network"] = {"profile": "efa", "efa": {"perPod": 1}}
+    for block in (gpu_security, over["sandbox"]["security"]):  # a switched-off block's keys are refused
+        if not block["enabled"]:  # (generator.inputs.switch_keys)
+            block.clear()
+            block["enabled"] = False
     without_ignored(over, launch["mode"])  # refused in that mode
     values = chart_values(**over)
     ChartValues.model_validate(values)

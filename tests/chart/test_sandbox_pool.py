@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from pydantic import ValidationError
+
 from tests.conftest import Rendered
 
 
@@ -48,11 +51,13 @@ def test_readiness_probe_path_and_tcp_choice(render):
 
 
 def test_hpa_owns_the_replica_count(render):
-    """With autoscaling on, the Deployment renders no replicas: a helm upgrade never resets the HPA's count."""
-    out = render(sandbox={"replicas": 7, "autoscaling": {"enabled": True, "minReplicas": 3, "maxReplicas": 40,
-                                                         "targetCPUUtilizationPercentage": 70}})
+    """With autoscaling on, the Deployment renders no replicas: a helm upgrade never resets the HPA's count (and
+    sandbox.replicas, which would do nothing then, is refused: generator.inputs.switch_keys)."""
+    hpa_on = {"enabled": True, "minReplicas": 3, "maxReplicas": 40, "targetCPUUtilizationPercentage": 70}
+    out = render(sandbox={"autoscaling": hpa_on})
     assert "replicas" not in out.one("Deployment")["spec"]
-    assert "replicas: 7" not in out.text
+    with pytest.raises(ValidationError, match="sandbox.replicas does nothing with sandbox.autoscaling.enabled true"):
+        render(sandbox={"replicas": 7, "autoscaling": hpa_on})
     hpa = out.one("HorizontalPodAutoscaler")
     assert hpa["apiVersion"] == "autoscaling/v2"
     assert hpa["metadata"]["name"] == "grpo-swe-sandbox" and hpa["metadata"]["namespace"] == "dockyard"

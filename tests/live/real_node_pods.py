@@ -128,6 +128,8 @@ class Node:
             "sandbox": {"replicas": 1, "resources": {"cpu": "100m", "memory": "128Mi", "ephemeralStorage": "256Mi"},
                         "nodeSelector": REAL, "tolerations": TOLERATE, **sandbox},
         }
+        if sandbox.get("autoscaling", {}).get("enabled"):  # the HPA sets the replicas (a count is refused then)
+            infra["sandbox"].pop("replicas")
         path = tmp_path / f"{name}.infra.yaml"
         path.write_text(yaml.safe_dump(infra, sort_keys=False))
         self.infra_path = path

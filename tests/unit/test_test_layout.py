@@ -48,8 +48,6 @@ TESTED_THROUGH = {
         "sandbox", "scheduling", "security", "storage", "values")},
     "generator/live/changes/install.py": "the install step: tests/unit/live/changes/test_guard_gate.py (its gate) and "
                                          "the live run, upgrade and rollback of tests/live/test_live_run.py",
-    "generator/live/changes/plan.py": "the values a verb installs: tests/unit/live/verbs/test_smoke.py, "
-                                      "test_smoke_kueue.py and tests/unit/live/doctor/test_kueue_rows.py read them",
     "generator/live/client/pod_requests.py": "a pod's requests as the scheduler counts them: "
                                              "tests/unit/live/doctor/test_kueue_rows.py checks the count",
     "generator/live/client/selectors.py": "node and label selection: tests/unit/live/doctor/test_placement.py's "

@@ -55,7 +55,7 @@ class SandboxAutoscaling(Strict):
     })
 
     enabled: bool = Field(
-        False, description="Render an HPA; the Deployment then leaves `replicas` to it (sandbox.replicas is ignored).")
+        False, description="Render an HPA; the Deployment then leaves `replicas` to it (sandbox.replicas is refused).")
     minReplicas: int = Field(2, ge=1, le=10000, description="Fewest replicas the HPA keeps (at least 1).")
     maxReplicas: int = Field(10, ge=1, le=10000, description="Most replicas the HPA adds; at least minReplicas.")
     targetCPUUtilizationPercentage: int | None = Field(

@@ -3,10 +3,21 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails
 
+from generator.inputs.mode_keys import file_problems, infra_schema_rules
 from generator.inputs.models.common import Image, backend_image_problem
 from generator.inputs.models.env import SANDBOX_CHART_ENV, EnvFromSource, GpuEnvVar, SandboxEnvVar, chart_env_problem
 from generator.inputs.models.kuberay import (
@@ -25,6 +36,8 @@ from generator.inputs.models.storage import StorageSettings
 from generator.inputs.models.types import Dns1123Label, Dns1123Subdomain, Strict, refused
 from generator.inputs.rules import toyaml_problem
 from generator.inputs.storage_rules import LAYOUT, OFFLINE_ENV
+from generator.inputs.switch_keys import problems as switch_problems
+from generator.inputs.switch_keys import schema_rules as switch_rules
 from generator.inputs.topology_rules import OVERLAY_RULE as TOPOLOGY_OVERLAY_RULE
 
 # What importers read from here (the infra spec's parts live in the modules above).
@@ -139,12 +152,21 @@ class InfraSettings(InfraBase):
     namespace: Dns1123Label = Field("default", description="Namespace the live path installs into.")
 
 
+def _spec_rules(schema: dict[str, Any]) -> None:
+    """InfraSpec's JSON Schema rules across its blocks (written when the schema is)."""
+    schema["allOf"] = [
+        KUEUE_AUTOSCALING_RULE,
+        RESTRICTED_FABRIC_RULE,
+        TOPOLOGY_OVERLAY_RULE,
+        *infra_schema_rules(),  # twin of _what_is_ignored's mode keys, on the file as written
+        *switch_rules(_defaults()),  # and of its switched keys
+    ]
+
+
 class InfraSpec(Strict):
     """The infra spec file."""
 
-    model_config = Strict.model_config | {"json_schema_extra": {"allOf": [KUEUE_AUTOSCALING_RULE,
-                                                                          RESTRICTED_FABRIC_RULE,
-                                                                          TOPOLOGY_OVERLAY_RULE]}}
+    model_config = Strict.model_config | ConfigDict(json_schema_extra=_spec_rules)
 
     infra: InfraSettings = Field(description="Image, backend, namespace and cluster-wide settings.")
     launch: LaunchSettings = Field(LaunchSettings(), description="How the GPU fleet is launched.")
@@ -160,6 +182,22 @@ class InfraSpec(Strict):
             raise refused(*found)
         return value
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _what_is_ignored(cls, data: Any, handler: ModelWrapValidatorHandler[InfraSpec]) -> InfraSpec:
+        """A key the file's launch.mode ignores, written at all (generator.inputs.mode_keys.file_problems), and
+        one another key switches off, set to other than its default (generator.inputs.switch_keys): each one
+        refused, at once."""
+        spec = handler(data)
+        mode = spec.launch.mode
+        found = file_problems(data, mode) + switch_problems(spec.model_dump(mode="json", by_alias=True), _defaults(),
+                                                            mode)
+        if found:
+            raise ValidationError.from_exception_data(cls.__name__, [
+                InitErrorDetails(type=refused(where, message, expected), loc=(), input=data)
+                for where, message, expected in found])
+        return spec
+
     @model_validator(mode="after")
     def _kueue_overlay(self) -> InfraSpec:
         problem = kueue_overlay_problem(self.launch, self.kuberay) or restricted_fabric_problem(
@@ -167,3 +205,11 @@ class InfraSpec(Strict):
         if problem:
             raise problem
         return self
+
+
+@cache
+def _defaults() -> dict[str, Any]:
+    """The infra spec's defaults, dumped as switch_keys compares them (Nones in); infra.image has none (a stand-in
+    here: no switch governs it)."""
+    infra = InfraSettings.model_construct(image=Image(repository="ghcr.io/dockyard-rl/ubuntu-swe"))
+    return InfraSpec.model_construct(infra=infra).model_dump(mode="json", by_alias=True)

@@ -202,7 +202,7 @@ class Sandbox(Strict):
                     "(docs/sandbox-pool.md).")
     replicas: int = Field(2, ge=0, le=10000,
                           description="Executor replicas (pool), or ready sandboxes in the warm pool (agent-sandbox); "
-                                      "ignored when autoscaling.enabled (the HPA sets them).")
+                                      "refused with autoscaling.enabled (the HPA sets them).")
     warmPool: SandboxWarmPool = Field(SandboxWarmPool(), description="The warm pool (backend agent-sandbox only).")
     image: OptionalImage = Field(OptionalImage(),
                                  description="Executor image; defaults to the infra image (the same ubuntu-swe build).")

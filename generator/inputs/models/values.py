@@ -23,6 +23,8 @@ from generator.inputs.models.types import DNS1035_LABEL_RE, Strict, refused
 from generator.inputs.quota_rules import quota_problems
 from generator.inputs.rules import MAX_RAYCLUSTER_NAME, MAX_RAYJOB_NAME
 from generator.inputs.storage_rules import gang_problems
+from generator.inputs.switch_keys import problems as switch_problems
+from generator.inputs.switch_keys import schema_rules as switch_rules
 from generator.inputs.topology_rules import OVERLAY_RULE, TOGETHER_RULE, together_problem
 from generator.inputs.version_rules import (
     DEFAULT_KUBERAY_MINOR,
@@ -85,6 +87,7 @@ def _chart_rules(schema: dict[str, Any]) -> None:
         TOGETHER_RULE,
         PRE_RUNNING_RULE,
         *values_schema_rules(_defaults()),  # twin of mode_keys.values_problem: what the mode ignores keeps its default
+        *switch_rules(_defaults()),  # twin of switch_keys.problems: what a switch turns off keeps its default
     ]
 
 
@@ -101,9 +104,12 @@ class ChartValues(Strict):
 
     @model_validator(mode="after")
     def _name_fits_kuberay(self) -> ChartValues:
-        ignored = values_problem(self.model_dump(mode="json", by_alias=True), _defaults())
+        dumped = self.model_dump(mode="json", by_alias=True)
+        ignored = values_problem(dumped, _defaults())
         if ignored:
             raise refused(*ignored)
+        for switched in switch_problems(dumped, _defaults(), self.launch.mode):
+            raise refused(*switched)
         newer = pre_running_problem(self.launch.preRunningDeadlineSeconds, self.kuberay.version)
         if newer:
             raise refused(("launch", "preRunningDeadlineSeconds"), *newer)

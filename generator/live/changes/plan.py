@@ -43,6 +43,6 @@ def plan(recipe: str, infra: str, overrides: list[str], release: str | None, nam
             notes.append(f"note: infra.{key} is enabled, but the live path does not apply a {kind} "
                          f"(namespace-wide governance is cluster-admin territory); install it with "
                          f"`dockyard-k8s render {recipe} {infra} | kubectl apply -f -`")
-            block["enabled"] = False
+            infra_block[key] = {"enabled": False}  # its keys would do nothing now, which the schema refuses
     return Plan(release or values.recipe.name, namespace or inputs.infra.infra.namespace,
                 inputs.infra.launch.mode, vals, notes, inputs.recipe.cluster)

@@ -116,7 +116,13 @@ def test_a_quota_on_what_the_release_does_not_ask_is_not_judged(tmp_path, capsys
 
 
 def test_a_disabled_quota_is_not_judged(tmp_path, capsys):
+    """Its limits are refused as doing nothing (generator.inputs.switch_keys), not judged against the release."""
     data = deep_merge(INFRA, {"infra": {"resourceQuota": {"enabled": False, "hard": {"pods": "1"}}}})
+    assert main(["values", str(RECIPE), str(write(tmp_path, "infra.yaml", data))]) == 2
+    err = capsys.readouterr().err
+    assert "infra.resourceQuota.hard does nothing with infra.resourceQuota.enabled false" in err
+    assert "asks for" not in err
+    data = deep_merge(INFRA, {"infra": {"resourceQuota": {"enabled": False, "hard": {}}}})
     assert main(["values", str(RECIPE), str(write(tmp_path, "infra.yaml", data))]) == 0
 
 

@@ -294,8 +294,10 @@ def test_every_kind_the_chart_can_render_is_validated_by_kube_validate():
 
 def _all_on() -> list[dict]:
     """ALL_ON in each mode that renders a RayJob or RayCluster (less what the mode ignores, e.g. kuberay.pdb under
-    rayjob), with each sandbox backend (agent-sandbox without the pool's HPA, a key it refuses)."""
-    agent_sandbox = {"sandbox": {"backend": "agent-sandbox", "autoscaling": {"enabled": False}}}
+    rayjob), with each sandbox backend (agent-sandbox without the pool's HPA, a key it refuses, nor its target,
+    which an HPA switched off refuses)."""
+    agent_sandbox = {"sandbox": {"backend": "agent-sandbox",
+                                 "autoscaling": {"enabled": False, "targetCPUUtilizationPercentage": None}}}
     return [chart_values(**without_ignored(deep_merge(deep_merge(ALL_ON, {"launch": {"mode": mode}}), backend), mode))
             for mode in ("rayjob", "bringup") for backend in ({}, agent_sandbox)]
 
