@@ -1,10 +1,12 @@
 """The rendered ResourceQuota (`infra.resourceQuota`) against what the same release asks for: every pod it creates
 (head, trainer and inference workers, a K8sJobMode RayJob's submitter, the sandbox executors or warm pool, the
 `helm test` pod) and every claim it creates, at its peak: the executor pool at the HPA's maxReplicas when it scales,
-plus the pods a rollout adds beside the old ones (rollingUpdate.maxSurge), since a quota without room for them caps
-the HPA or stalls every upgrade of the release. A quota that cannot hold them is a contradiction in the inputs: the
-install would fail at the first pod or claim past it. Plain data in and out (chart-values form, without pydantic):
-the models' composition (generator/inputs/compose.py), its fast path and the ChartValues model all call it.
+plus the pods a rollout adds beside the old ones (rollingUpdate.maxSurge). A quota that cannot hold them is a
+contradiction in the inputs: the install would fail at the first pod or claim past it, the HPA would be capped
+unseen, or every upgrade would stall. (An old executor that is draining still counts against a quota until it is
+gone: at exactly this total, each step of a rollout waits for one to drain.) Plain data in and out (chart-values
+form, without pydantic): the models' composition (generator/inputs/compose.py), its fast path and the ChartValues
+model all call it.
 
 The pods are computed as the chart builds them (ray/_spec.tpl, ray/_group.tpl, ray/_storage.tpl, ray/_fabric.tpl,
 ray/rayjob.yaml, sandbox/_pod.tpl, tests/): the Ray container's cpu and memory as both requests and limits, the

@@ -284,7 +284,10 @@ def record_rayjob_fields(admin: Any) -> None:
     crd["metadata"]["resourceVersion"] = admin.request("GET", path)["metadata"]["resourceVersion"]
     admin.request("PUT", path, body=crd)
     deadline = time.monotonic() + 60  # until the apiserver decodes RayJobs with the replaced schema
-    while served_rayjob_knows(admin, NAMESPACE, FIELD) and time.monotonic() < deadline:
+    while served_rayjob_knows(admin, NAMESPACE, FIELD):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the API server still decodes RayJobs with the pinned CRD 60 s after KubeRay {old}'s "
+                             "replaced it: nothing recorded for rayjob_fields_v1_4")
         time.sleep(0.5)
     with scenario("rayjob_fields_v1_4", f"KubeRay {old}'s RayJob CRD (replacing the pinned one) asked for "
                   f"spec.{FIELD} in {NAMESPACE} and in a namespace that does not exist"):

@@ -123,17 +123,19 @@ def test_resource_quota_refuses_a_pool_that_exceeds_it(playground, k8s, namespac
     """A quota that cannot hold the release is refused at input (the quota rule); one that holds it exactly is
     rendered, applied and enforced by the API server. Exactly, at its peak: a rollout's extra executor (maxSurge
     25% of 3, rounded up) fits, and the rollout ends; a quota with no room beside the 3 executors running (this
-    namespace runs no `helm test` pod, which the rule counts too) stalls the next rollout at the quota."""
+    namespace runs no `helm test` pod, which the rule counts too) stalls the next rollout at the quota. (kwok's
+    pods end at once; a real executor draining still counts against the quota until it is gone, so an exact quota
+    makes each step of a real rollout wait for one to drain: slower, not stalled.)"""
     from kubernetes import client
 
-    short = {"resourceQuota": {"enabled": True, "hard": {"pods": "4", "requests.cpu": "4"}}}
+    short = {"resourceQuota": {"enabled": True, "hard": {"pods": "4", "requests.cpu": "1100m"}}}
     recipe, infra = write_inputs(tmp_path, namespace, infra=short, sandbox={"replicas": 3})
     assert main(["render", str(recipe), str(infra), "-o", str(tmp_path / "refused.yaml")]) == 2
     err = capsys.readouterr().err
     assert "infra.resourceQuota.hard.pods: the quota holds 4 but the release asks for 5" in err, err
     assert "sandbox 3" in err and "sandbox rollout surge 1" in err
-    # 3 executors (1 CPU each), 1 more in a rollout, the test pod (100m)
-    exact = {"resourceQuota": {"enabled": True, "hard": {"pods": "5", "requests.cpu": "4100m"}}}
+    # 3 executors (250m each), 1 more in a rollout, the test pod (100m)
+    exact = {"resourceQuota": {"enabled": True, "hard": {"pods": "5", "requests.cpu": "1100m"}}}
     out = render_and_apply(playground, *write_inputs(tmp_path, namespace, infra=exact, sandbox={"replicas": 3}),
                            tmp_path)
     assert "resourcequota/hard created" in out

@@ -102,11 +102,13 @@ def test_run_fits_the_default_deadline_to_the_served_rayjob(playground, make_nam
     out with a note, and a deadline the infra spec sets is refused by name before Helm runs."""
     import yaml
 
+    from generator.inputs.version_rules import DEFAULT_KUBERAY_MINOR, WITHOUT_PRE_RUNNING
     from generator.live.changes.served_fields import FIELD, served_rayjob_knows
     from generator.pinned_tools import KUBERAY_PINS, cache_dir
 
     kc, admin = playground.kubeconfig, kube_of(playground)
-    older = os.environ.get(PLAYGROUND_KUBERAY_ENV, "1.6") != "1.6"  # `make test-matrix`: already an older CRD
+    # `make test-matrix`: the session's CRD is already an older KubeRay's
+    older = os.environ.get(PLAYGROUND_KUBERAY_ENV, DEFAULT_KUBERAY_MINOR) in WITHOUT_PRE_RUNNING
     if not older:
         first = make_namespace()
         rc, out, err = cli(capsys, "run", RECIPE, INFRA, "-n", first, "--kubeconfig", kc, "--timeout", 120)

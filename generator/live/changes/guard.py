@@ -85,6 +85,15 @@ def _running(kind: str, live: dict[str, Any] | None) -> bool:
     return kind != "RayJob" or (live.get("status") or {}).get("jobDeploymentStatus") not in TERMINAL_JOB
 
 
+def as_served(deployed: Any, live: Any) -> Any:
+    """The deployed manifest's spec without what the API server pruned from the live object (a field its CRD
+    lacks: an older KubeRay dropped the chart's default start deadline): a field that never took effect changes
+    nothing when a new render leaves it out. Mappings are compared key by key; lists are kept as deployed."""
+    if not isinstance(deployed, dict) or not isinstance(live, dict):
+        return deployed
+    return {k: as_served(v, live[k]) for k, v in deployed.items() if k in live}
+
+
 def impact(kube: Kube, namespace: str, current: str | None, target: str) -> Impact:
     """What installing `target` over the deployed manifest `current` does to live Ray objects."""
     from generator.live.changes.diff import diff_paths
@@ -112,6 +121,8 @@ def impact(kube: Kube, namespace: str, current: str | None, target: str) -> Impa
                                     "would lose its queue label and stay suspended, its Workload left behind")
                 out.replace.append((RAY_PLURALS[kind], name))
             continue
+        if live is not None and live.get("spec"):
+            spec = as_served(spec, live["spec"])
         if not _running(kind, live):
             if kind == "RayJob" and live is not None and (kind, name) in tgt \
                     and not (live.get("metadata") or {}).get("deletionTimestamp"):

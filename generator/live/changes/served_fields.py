@@ -9,7 +9,7 @@ lacks is answered 400 naming it, and every other answer (created in the dry run,
 rest of the object refused) means the field is known. One small request, made only when the values would render
 the field: reading the CRD itself would cost a megabyte and a cluster-wide right a tenant often lacks, while
 creating RayJobs in the namespace is what `run` does anyway. Where the server cannot say (the create forbidden, a
-failure) nothing changes: Helm's own answer follows.
+failure) the values stay as they are, with a note.
 """
 
 from __future__ import annotations
@@ -45,13 +45,19 @@ def served_rayjob_knows(kube: Kube, namespace: str, field: str) -> bool | None:
 
 def fit_to_served(kube: Kube, mode: str, namespace: str, values: dict[str, Any]) -> str | None:
     """Fit `values` (changed in place) to the served RayJob: the note to print when the default start deadline was
-    left out, else None; CheckFailed when the infra spec set a deadline the served RayJob lacks."""
+    left out (or the server did not say), else None; CheckFailed when the infra spec set a deadline the served
+    RayJob lacks."""
     from generator.inputs.version_rules import PRE_RUNNING_SINCE, WITHOUT_PRE_RUNNING, pre_running_note, renders
 
     launch = values.get("launch") or {}
     if mode != "rayjob" or not renders(launch, values["kuberay"]["version"]):
         return None
-    if served_rayjob_knows(kube, namespace, FIELD) is not False:
+    knows = served_rayjob_knows(kube, namespace, FIELD)
+    if knows is None:
+        return (f"note: the API server did not say whether its RayJob has {FIELD} (the dry-run create was refused "
+                f"or failed): the values keep KubeRay {values['kuberay']['version']}'s default; `doctor` checks the "
+                "installed CRDs' fields")
+    if knows:
         return None
     if launch.get(FIELD):
         raise CheckFailed(f"launch.{FIELD}: the installed KubeRay's RayJob lacks it (new in KubeRay "

@@ -77,8 +77,11 @@ def probe_values(values: dict[str, Any], release: str, namespace: str, wait: flo
     probe = shlex.quote(mount + "/probe.py")
     out["recipe"]["entrypoint"] = f"python3 {probe} --expect {shlex.quote(json.dumps(expect))}"
     # The probe runs under the run watcher as a job would (its mount and Python are checked with it), without a
-    # stall guard: the probe reports no training steps.
-    out["launch"].setdefault("watch", {})["stallTimeoutSeconds"] = None
+    # stall guard: the probe reports no training steps. The guard's bound on the first report goes with it (the
+    # chart refuses one without a guard).
+    watch = out["launch"].setdefault("watch", {})
+    watch["stallTimeoutSeconds"] = None
+    watch.pop("firstReportSeconds", None)
     return out
 
 

@@ -62,6 +62,20 @@ def test_rayjob_spec_change_is_a_loss_to_replace():
     assert hit.replace == [("rayjobs", "small")]
 
 
+def test_a_field_the_server_pruned_is_no_change_when_a_new_render_leaves_it_out():
+    """Installed on a KubeRay whose RayJob lacks preRunningDeadlineSeconds, the release's manifest has the default
+    but the live RayJob does not (the API server pruned it); `run` now leaves it out there: nothing changes. Where
+    the live RayJob has it, dropping it is a change of a running job's spec (the control)."""
+    deployed = rayjob(8)
+    deployed["spec"]["preRunningDeadlineSeconds"] = 3600
+    pruned = {**RUNNING_JOB, "spec": {"rayClusterSpec": deployed["spec"]["rayClusterSpec"], "suspend": False}}
+    hit = impact(RayObjects(**{"rayjobs/small": pruned}), "ns", manifest(deployed), manifest(rayjob(8)))
+    assert hit.lost == [] and hit.replace == []
+    served = {**pruned, "spec": {**pruned["spec"], "preRunningDeadlineSeconds": 3600}}
+    hit = impact(RayObjects(**{"rayjobs/small": served}), "ns", manifest(deployed), manifest(rayjob(8)))
+    assert len(hit.lost) == 1 and "preRunningDeadlineSeconds: 3600 -> " in hit.lost[0], hit.lost
+
+
 @pytest.mark.parametrize("status", ["Complete", "Failed"])
 def test_finished_jobs_are_not_running_training(status):
     live = {"status": {"jobDeploymentStatus": status}}

@@ -95,7 +95,7 @@ def test_no_question_when_nothing_would_render_the_field(monkeypatch, tmp_path, 
 
 @pytest.mark.parametrize("status", [403, 500])
 def test_a_server_that_does_not_say_changes_nothing(monkeypatch, tmp_path, small_values, status):
-    """Forbidden to create RayJobs (Helm will say so next) or failing: the values stay as planned."""
+    """Forbidden to create RayJobs (Helm will say so next) or failing: the values stay as planned, with a note."""
     install(monkeypatch, tmp_path, "rayjob_fields_v1_4")
 
     def refuse(*_args, **_kwargs):
@@ -104,4 +104,6 @@ def test_a_server_that_does_not_say_changes_nothing(monkeypatch, tmp_path, small
     monkeypatch.setattr(Kube, "request", refuse)
     values = _values(small_values)
     assert served_rayjob_knows(Kube(), NAMESPACE, FIELD) is None
-    assert fit_to_served(Kube(), "rayjob", NAMESPACE, values) is None and values == small_values
+    note = fit_to_served(Kube(), "rayjob", NAMESPACE, values)
+    assert note and "did not say whether its RayJob has preRunningDeadlineSeconds" in note and "doctor" in note
+    assert values == small_values

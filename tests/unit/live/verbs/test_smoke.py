@@ -136,3 +136,21 @@ def test_under_agent_sandbox_smoke_says_the_sandboxes_go_unchecked(tmp_path):
     values = smoke.probe_values(p.values, p.release, p.namespace, wait=40)
     assert json.loads(shlex.split(values["recipe"]["entrypoint"])[-1])["sandbox_urls"] is None
     assert "claims no sandbox" in smoke.unchecked_sandbox(values)
+
+
+def test_a_stall_guard_with_its_first_report_bound_leaves_the_probe_renderable(tmp_path):
+    """The probe runs without the stall guard, so the guard's first-report bound goes too: the chart refuses one
+    without a guard (docs/run-watch.md recommends setting both)."""
+    from generator.live.changes.plan import plan
+    from generator.render.helm import template
+
+    data = yaml.safe_load(INFRA.read_text())
+    data.setdefault("launch", {})["watch"] = {"stallTimeoutSeconds": 600, "firstReportSeconds": 900}
+    infra = tmp_path / "guarded.infra.yaml"
+    infra.write_text(yaml.safe_dump(data))
+    p = plan(str(RECIPE), str(infra), SHAPE, "r", "ns1", mode="rayjob")
+    assert p.values["launch"]["watch"]["firstReportSeconds"] == 900
+    values = smoke.probe_values(p.values, p.release, p.namespace, wait=40)
+    docs = {d["kind"]: d for d in yaml.safe_load_all(template(values, p.release, p.namespace)) if d}
+    outer = shlex.split(docs["RayJob"]["spec"]["entrypoint"])
+    assert "--stall-timeout" not in outer and "--first-report" not in outer
