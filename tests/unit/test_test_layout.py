@@ -49,8 +49,6 @@ TESTED_THROUGH = {
     **{f"generator/inputs/models/{m}.py": MODELS for m in (
         "autoscaling", "common", "env", "infra", "kuberay", "launch", "namespace", "network", "placement", "recipe",
         "sandbox", "scheduling", "security", "storage", "values")},
-    "generator/live/changes/install.py": "the install step: tests/unit/live/changes/test_guard_gate.py (its gate) and "
-                                         "the live run, upgrade and rollback of tests/live/test_live_run.py",
     "generator/live/client/pod_requests.py": "a pod's requests as the scheduler counts them: "
                                              "tests/unit/live/doctor/test_kueue_rows.py checks the count",
     "generator/live/client/selectors.py": "node and label selection: tests/unit/live/doctor/test_placement.py's "
