@@ -1,7 +1,7 @@
 """Storage that outlives pods on the real node (infra.storage): a retry resumes from the checkpoint volume, which
 outlives uninstall (without it the retry starts again at step 0), each attempt's logs are kept on the logs volume,
 the model cache is filled once by the head and read offline by both fleets (an empty one fails fast, and `status`
-says why).
+says why), and a claim the real provisioner refuses is named by `status` and `run`, with the provisioner's words.
 
 The real node is the session's (conftest's `ray_node`: 2 GPUs from the device plugin, the project's Ray image,
 Kueue): one start for the modules of the real Ray part (test_real_pull.py, test_real_ray*.py, in hack/suite.py's
@@ -19,7 +19,7 @@ import time
 import cache_job
 import pytest
 import resume_job
-from live_helpers import cli
+from live_helpers import cli, spawn
 from real_ray_inputs import RECIPE, SHAPE, fresh_ns, infra_file
 from resume_job import FAIL_AFTER, STEPS
 from session_env import wait_for
@@ -156,3 +156,86 @@ def test_an_empty_cache_read_offline_fails_fast_and_status_says_why(ray_node, ca
     rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
     assert rc == 0, out + err
 
+
+# ---------------------------------------------------------------- a claim the real provisioner refuses
+
+HOLD = 'entrypoint=python3 -c "import time; time.sleep(600)"'  # a job that starts and holds; nothing to train
+REFUSED = "NodePath only supports ReadWriteOnce and ReadWriteOncePod (1.22+) access modes"  # local-path v0.0.30
+TIMEOUT = 60  # run's --timeout on the refused claim: Helm's wait gets it less a reserve for the --atomic removal
+
+
+def _checkpoints_on(storage_class: str):
+    """The checkpoint claim ReadWriteMany on `storage_class` (mounted by the head and both worker groups)."""
+    def change(doc):
+        doc["infra"]["storage"] = {"checkpoints": {"size": "1Gi", "storageClassName": storage_class,
+                                                   "accessModes": ["ReadWriteMany"]}}
+    return change
+
+
+def test_a_claim_the_provisioner_refuses_is_named_by_run_and_status(ray_node, capsys, tmp_path):
+    """The node's local-path provisioner serves class `local-path` from node paths, where it refuses ReadWriteMany
+    (ProvisioningFailed, in its own words). What a user meets: `run` installs (doctor would refuse the class
+    beforehand; run does not ask it) and Helm's --wait holds on the unbound claim; meanwhile `status` names the claim,
+    ProvisioningFailed and the provisioner's words, and so does `run`, when it first sees them and in its error when
+    Helm's wait ends, exit 1 within --timeout (--atomic has removed the release then; the claim is kept). The
+    negative control: the same claim on `local-path-rwx` (its shared-filesystem mode) is bound, `run` exits 0, the
+    head runs, and no such event or line is there."""
+    from kubernetes import client, config
+
+    kc, ns = ray_node["kubeconfig"], fresh_ns()
+    api = config.new_client_from_config(config_file=kc)
+    core = client.CoreV1Api(api)
+
+    def refusals(namespace: str) -> list[str]:
+        return [e.message for e in core.list_namespaced_event(
+            namespace, field_selector="involvedObject.kind=PersistentVolumeClaim,reason=ProvisioningFailed").items]
+
+    def claim_line(namespace: str) -> str | None:
+        rc, out, _ = cli(capsys, "status", "grpo-swe", "-n", namespace, "--kubeconfig", kc)
+        return next((x for x in out.splitlines() if x.startswith("claim ")), None) if rc in (0, 1) else None
+
+    t0 = time.monotonic()
+    run = spawn("run", RECIPE, infra_file(tmp_path, "refused", _checkpoints_on("local-path")), *SHAPE, HOLD, "-n", ns,
+                "--create-namespace", "--wait", "--kubeconfig", kc, "--timeout", str(TIMEOUT))
+    try:
+        claim = wait_for(lambda: claim_line(ns), TIMEOUT, "status to name the refused claim", interval=2)
+        named = time.monotonic() - t0
+        out, err = run.communicate(timeout=TIMEOUT + 60)
+    finally:
+        run.kill()
+    took = time.monotonic() - t0
+    print(f"\nrun --wait on a claim local-path refuses: status named it {named:.1f} s in; run exit {run.returncode} "
+          f"in {took:.1f} s\n{out}{err}")
+    assert "claim grpo-swe-checkpoints cannot be provisioned for pod grpo-swe-" in claim, claim
+    assert "ProvisioningFailed" in claim and REFUSED in claim and claim.endswith("(no retry fixes this)"), claim
+    assert run.returncode == 1 and took < TIMEOUT, (took, out + err)
+    said = [x for x in (out + err).splitlines() if "claim grpo-swe-checkpoints cannot be provisioned" in x]
+    assert said and all("ProvisioningFailed" in x and REFUSED in x for x in said), out + err
+    error = err[err.index("error: "):]
+    assert "claim grpo-swe-checkpoints cannot be provisioned" in error and REFUSED in error, err
+    assert any(REFUSED in m for m in refusals(ns))  # the provisioner's event, which the control below has none of
+    (pvc,) = core.list_namespaced_persistent_volume_claim(ns).items  # kept by the release's uninstall
+    assert pvc.status.phase == "Pending" and pvc.spec.storage_class_name == "local-path"
+    core.delete_namespace(ns)
+
+    # the negative control: the same claim on the class that serves ReadWriteMany; its head running is enough
+    ns, t1 = fresh_ns(), time.monotonic()
+    rc, out, err = cli(capsys, "run", RECIPE, infra_file(tmp_path, "served", _checkpoints_on("local-path-rwx")), *SHAPE,
+                       HOLD, "-n", ns, "--create-namespace", "--kubeconfig", kc, "--timeout", "300")
+    assert rc == 0 and "cannot be provisioned" not in out + err, out + err
+
+    def head_running():
+        pods = core.list_namespaced_pod(ns, label_selector="ray.io/node-type=head").items
+        return pods and pods[0].status.phase == "Running" and pods[0]
+
+    head = wait_for(head_running, 180, "the head running with the checkpoint claim mounted")
+    (pvc,) = core.list_namespaced_persistent_volume_claim(ns).items
+    assert pvc.status.phase == "Bound" and pvc.spec.storage_class_name == "local-path-rwx"
+    assert pvc.metadata.name in {v.persistent_volume_claim.claim_name for v in head.spec.volumes
+                                 if v.persistent_volume_claim}
+    assert claim_line(ns) is None and refusals(ns) == []
+    print(f"the control (local-path-rwx): installed, claim bound and head running in {time.monotonic() - t1:.1f} s")
+    rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
+    assert rc == 0, out + err
+    core.delete_namespace(ns)
+    api.close()
