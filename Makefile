@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml charts/dockyard/Chart.yaml  # the package's version is 
 
 venv: $(STAMP) ## create the virtualenv and install the package
 
-# The real node's tests (tests/live/test_real_node.py, test_real_ray.py; pytest marker real_node) need root,
+# The real node's tests (tests/live/test_real_*.py; pytest marker real_node) need root,
 # cgroup v1, overlayfs and network namespaces. auto: run them where the machine can host the real node, skip them
 # loudly where it cannot (under $$CI: count them as failed); 1: require them; 0: skip them and the tools only
 # they need. `make test` says which in its first line.

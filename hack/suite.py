@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """`make test` and `make tools`: the tool builds and the test suite as one schedule, with a timeline.
 
-The suite has four parts that need different tools (the `needed_by` column of the table of tools,
+The suite has five parts that need different tools (the `needed_by` column of the table of tools,
 generator/tool_table.toml) and share nothing at run time:
 
-- real node: tests/live/test_real_node.py, on a playground with the machine's one real node;
-- real Ray: tests/live/test_real_ray.py, the same slot after it (plus Kueue and the Ray image);
+- real node: tests/live/test_real_node*.py, on a playground with the machine's one real node;
+- real Ray: tests/live/test_real_pull.py and test_real_ray*.py, the same slot after it (plus Kueue and the Ray image);
 - real sandbox: tests/live/test_real_agent_sandbox.py, the same slot after that (plus agent-sandbox's controller);
 - live: the rest of tests/live, on the session playground (kwok nodes; the control plane, KubeRay, Kueue, the
   registry, Helm 4);
@@ -19,12 +19,17 @@ control plane in the same stream, so those reuse its compiled packages from Go's
 compiling them twice side by side. A failed build does not stop the others (a part that does not need it still
 runs); the run stops early once no part can run.
 
+The modules of a real node part share one start of its node (~40 s and more; tests/live/conftest.py), in the order
+the part lists them, which is their alphabetical order (`pytest tests/live -m real_node` runs them so too, and one
+node of each kind); a module whose tests down the node (marked downs_real_node) comes last in its part.
+tests/unit/test_suite.py holds both.
+
 Each part's output goes to a log under .suite/ and is printed whole when the part ends; progress lines say
 what started and ended meanwhile. At the end: the timeline (each phase's start, end and wall time, counted
 from the start of `make test`) and one line with every part's counts together (a part, build or gate that
 failed without a count of its own counts as one failure there).
 
-The real node's two parts need root, cgroup v1, overlayfs and network namespaces
+The real node's three parts need root, cgroup v1, overlayfs and network namespaces
 (generator/playground/node/machine.py, the check `playground up --real-node` makes). The run decides at its start
 and says so in its first lines: `--real-node=auto` (the default) skips them on a machine that cannot host the
 real node, loudly, and under $CI counts them as failed instead (CI must not lose them quietly); `--real-node=1`
@@ -43,6 +48,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -86,10 +92,20 @@ def real_node_modules(root: Path = ROOT) -> list[str]:
                   if any(line.startswith(REAL_NODE_MARK) for line in p.read_text().splitlines()))
 
 
-REAL_NODE = "tests/live/test_real_node.py"
-REAL_RAY = "tests/live/test_real_ray.py"
-REAL_PULL = "tests/live/test_real_pull.py"
-REAL_SANDBOX = "tests/live/test_real_agent_sandbox.py"
+DOWNS_REAL_NODE = "@pytest.mark.downs_real_node"  # how a test says it downs its part's real node (or needs none up)
+
+
+def downs_real_node(module: str, root: Path = ROOT) -> bool:
+    """Whether a test of `module` (a path from the repo) downs its real node: the module must run last in its part."""
+    return any(line.strip().startswith(DOWNS_REAL_NODE) for line in (root / module).read_text().splitlines())
+
+
+# The real node parts' modules, in the order they run: alphabetical, the ones that down the node last
+REAL_NODE = ["tests/live/test_real_node.py", "tests/live/test_real_node_gvisor.py", "tests/live/test_real_node_load.py",
+             "tests/live/test_real_node_pool.py", "tests/live/test_real_node_teardown.py"]
+REAL_RAY = ["tests/live/test_real_pull.py", "tests/live/test_real_ray.py", "tests/live/test_real_ray_storage.py",
+            "tests/live/test_real_ray_watch.py"]
+REAL_SANDBOX = ["tests/live/test_real_agent_sandbox.py"]
 REAL_NODE_MODULES = real_node_modules()
 
 
@@ -119,17 +135,35 @@ class Part:
 
 
 PARTS = [
-    Part("real node", [REAL_NODE], real_node=True),
+    Part("real node", REAL_NODE, real_node=True),
     # the same machine-wide real node slot, so after the real node's part; Kueue admits its queued smoke; a tag the
     # node lacks ends the wait at the first failed pull (the same Ray image)
-    Part("real Ray", [REAL_RAY, REAL_PULL], after="real node", real_node=True),
+    Part("real Ray", REAL_RAY, after="real node", real_node=True),
     # the same slot again: agent-sandbox's claims from a pod of the Ray image, under runc and gVisor
-    Part("real sandbox", [REAL_SANDBOX], after="real Ray", real_node=True),
+    Part("real sandbox", REAL_SANDBOX, after="real Ray", real_node=True),
     Part("live", ["tests/live", *(f"--ignore={m}" for m in REAL_NODE_MODULES)]),
     # CPU-bound (a helm, kube-validate or kubeconform for each test), so after the builds, which it would only
     # slow: from then on the CPU is mostly idle while the live parts wait on pods and controllers
     Part("offline", ["tests/unit", "tests/chart"], after_builds=True),
 ]
+
+
+def real_node_order(parts: list[Part], downs: Callable[[str], bool] = downs_real_node) -> list[str]:
+    """What is wrong with the real node parts' order ([]: nothing): a part whose modules are not in alphabetical
+    order, one whose module that `downs` its node runs before one that needs it, and parts whose modules interleave
+    alphabetically (one pytest process over all of them would start a node of each kind more than once)."""
+    real = [p for p in parts if p.real_node]
+    wrong = [f"{p.name}: its modules are not in alphabetical order: {p.args}" for p in real if p.args != sorted(p.args)]
+    for p in real:
+        flags = [downs(m) for m in p.args]
+        if flags != sorted(flags):
+            wrong.append(f"{p.name}: a module that downs its real node runs before one that needs it: "
+                         f"{[m + (' (downs it)' if d else '') for m, d in zip(p.args, flags, strict=True)]}")
+    runs = [next(p.name for p in real if m in p.args) for m in sorted(m for p in real for m in p.args)]
+    runs = [name for i, name in enumerate(runs) if i == 0 or runs[i - 1] != name]
+    if len(runs) != len(set(runs)):
+        wrong.append(f"the parts' modules interleave alphabetically: {runs}")
+    return wrong
 
 
 @dataclass
@@ -144,8 +178,7 @@ class RealNode:
 
 def real_node_plan(mode: str, lacks: list[str], ci: bool) -> RealNode:
     """`mode` (auto, 1, 0: `make test REAL_NODE=...`) against what this machine `lacks` for a real node."""
-    rest = ("The real node's tests (tests/live/test_real_node.py, test_real_ray.py, test_real_agent_sandbox.py; "
-            "pytest marker `real_node`) "
+    rest = ("The real node's tests (tests/live/test_real_*.py; pytest marker `real_node`) "
             f"need {MACHINE.NEEDS}. Everything else runs without them: `make test REAL_NODE=0`, or "
             "`pytest -m 'not real_node'`.")
     if mode == "0":

@@ -1,4 +1,4 @@
-"""The job of the model-cache proof (tests/live/test_real_ray.py): a small file made by the fill stands in for
+"""The job of the model-cache proof (tests/live/test_real_ray_storage.py): a small file made by the fill stands in for
 weights (no hub is reachable here). The fill (the head's init container) appends a line to fill.log on every run
 and writes model.bin when it is missing; the driver asks a task on each worker fleet what it finds in $HF_HOME,
 then counts the fills. With the cache empty and HF_HUB_OFFLINE=1 the driver stops at once, as a hub client in

@@ -12,13 +12,17 @@ The tests of the machine's one real node mark themselves (`pytestmark = pytest.m
 which hack/suite.py reads to put the module in a real node part): `-m 'not real_node'` runs everything else. On a
 machine that cannot host the real node (no root, cgroup v2 only, ...) they are skipped with one reason naming what
 it lacks, except under $CI, where they run and fail: CI must not lose them quietly. `make test` decides the same up
-front (hack/suite.py, its REAL_NODE variable).
+front (hack/suite.py, its REAL_NODE variable). Their fixtures are here: `node` (the real node alone), `ray_node`
+(with GPUs, the Ray image and Kueue), `sandbox_node` (with agent-sandbox's controller) and `no_real_node` (none up):
+one playground at a time, started at the first test that asks for its kind and kept for the session's later ones
+(real_node_session.SLOT), so the modules of one real node part share one start.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -53,6 +57,9 @@ def real_node_skip() -> str:
         return ""
     return (f"this machine cannot host the real node: it lacks {'; '.join(missing)} (the real node needs {NEEDS}); "
             "`-m 'not real_node'` or `make test REAL_NODE=0` runs everything else")
+
+
+DOWNS_REAL_NODE = "downs_real_node"  # the marker of a test that downs the real node or needs none up (pyproject)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -144,6 +151,69 @@ def playground():
                 os.environ[k] = v
         exit_code(down, state_dir, out=io.StringIO())
         (root / f".{state_dir.name}.lock").unlink(missing_ok=True)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """A test that is not the real node's ends the session's real-node playground and turn, if one is held: its env
+    (Helm homes) must not reach that test, and other sessions may be waiting for the node."""
+    if item.get_closest_marker("real_node") is None and "real_node_session" in sys.modules:
+        sys.modules["real_node_session"].SLOT.release()
+
+
+@pytest.fixture(scope="session")
+def real_node_slot():
+    """The session's real-node playground (real_node_session.SLOT), down at the session's end."""
+    from real_node_session import SLOT
+
+    try:
+        yield SLOT
+    finally:
+        SLOT.release()
+
+
+def _held(slot, request, kind: str, make):
+    """The slot's playground of `kind` for the test; after it, the test that downed it must say so."""
+    got = slot.get(kind, make)
+    yield got
+    if slot.downed() and request.node.get_closest_marker(DOWNS_REAL_NODE) is None:
+        pytest.fail(f"{request.node.nodeid} downed the real node without @pytest.mark.{DOWNS_REAL_NODE}: mark it, "
+                    "so that hack/suite.py runs its module last in its part", pytrace=False)
+
+
+def _node(state_dir, state, before):
+    from real_node_pods import Node
+
+    node = Node(state_dir, state)
+    node.before = before  # the host before its `up`
+    return node
+
+
+@pytest.fixture
+def node(real_node_slot, request):
+    """The real node alone (real_node_pods.Node; .before: the host before its `up`), shared by the session."""
+    yield from _held(real_node_slot, request, "node", _node)
+
+
+@pytest.fixture
+def ray_node(real_node_slot, request):
+    """The real node with 2 GPUs, the Ray image and Kueue, shared by the session: {state_dir, state, kubeconfig}."""
+    yield from _held(real_node_slot, request, "ray", lambda state_dir, state, _before: {
+        "state_dir": state_dir, "state": state, "kubeconfig": str(state_dir / "kubeconfig")})
+
+
+@pytest.fixture
+def sandbox_node(real_node_slot, request):
+    """The real node with 1 GPU, the Ray image and agent-sandbox's controller (real_node_pods.Node), shared by the
+    session."""
+    yield from _held(real_node_slot, request, "sandbox", _node)
+
+
+@pytest.fixture
+def no_real_node(real_node_slot):
+    """No real-node playground up (the session's is downed), in this session's turn at the real node: the host as
+    it is then."""
+    return real_node_slot.free()
 
 
 @pytest.fixture(params=["helm3", "helm4"])

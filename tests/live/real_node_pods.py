@@ -1,4 +1,4 @@
-"""The real node's pods for the tests that run on it (test_real_node, test_real_agent_sandbox): a harness over
+"""The real node's pods for the tests that run on it (test_real_node*, test_real_agent_sandbox): a harness over
 kubectl and helm with the module's kubeconfig, pods pinned to the real node, stand-in hosts inside the node's
 network namespace, and a release of the small recipe's sandbox only (attach mode).
 

@@ -1,6 +1,6 @@
-"""The job a retry resumes (tests/live/test_real_ray.py's proof and `make bench`'s resume cost): one file per step
-in $DOCKYARD_CHECKPOINT_DIR, written aside then renamed (as NeMo-RL writes tmp_step_N), each holding when and where
-(the head pod: the driver runs there in HTTPMode) it was written, and a progress report per step (the run
+"""The job a retry resumes (tests/live/test_real_ray_storage.py's proof and `make bench`'s resume cost): one file per
+step in $DOCKYARD_CHECKPOINT_DIR, written aside then renamed (as NeMo-RL writes tmp_step_N), each holding when and
+where (the head pod: the driver runs there in HTTPMode) it was written, and a progress report per step (the run
 watcher's DOCKYARD_PROGRESS line, docs/run-watch.md). Started from step 0 it runs a task on a trainer pod that
 prints TRAINER_LINE (into that pod's Ray logs), then fails after step FAIL_AFTER with a traceback: the first
 attempt fails, and so does any attempt that lost the checkpoints; an attempt that finds step N goes on from N+1

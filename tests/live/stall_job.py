@@ -1,4 +1,4 @@
-"""The job the stall guard ends (tests/live/test_real_ray.py's proofs, `make bench`'s stall-to-retry time).
+"""The job the stall guard ends (tests/live/test_real_ray_watch.py's proofs, `make bench`'s stall-to-retry time).
 
 Started from step 0 it reports steps 0 to HANG_AFTER (a checkpoint file each, in $DOCKYARD_CHECKPOINT_DIR) and
 then hangs: it sleeps on, alive and silent, as a process stuck in an NCCL collective does. An attempt that finds a

@@ -96,7 +96,7 @@ def test_doctor_checks_the_sandbox_runtime_class_its_handler_and_counts_its_over
     """sandbox.runtimeClassName: a class that does not exist is ✗ (the API server refuses the pods), one
     whose nodeSelector matches no node is ✗, and the kwok nodes report no runtime handlers, so which handler they
     run is unknown (!). The class's pod overhead is added to the pool's room row, as admission adds it to the pods.
-    (The real node, which reports runsc, is test_real_node's: there the row is ✓.)"""
+    (The real node, which reports runsc, is test_real_node_gvisor's: there the row is ✓.)"""
     node_api = client.NodeV1Api(playground.api_client())
     kc = playground.kubeconfig
 

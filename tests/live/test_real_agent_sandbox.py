@@ -4,8 +4,8 @@ claims sandboxes whose executors run for real, under runc and under gVisor.
 The claims are made from inside a pod of the Ray image running as the release's Ray account, with the env the chart
 renders for the GPU pods and the reference client (in_image/sandbox_client.py) driven by episode_job.py: the pod
 reaches the API server as any in-cluster client does (the `kubernetes` Service, whose endpoint on the real node is
-the playground's relay). One playground for the module (its own state folder), in the real node's turn; the host is
-as it was after `down`.
+the playground's relay). The real node is the session's (conftest's `sandbox_node`: 1 GPU, the Ray image,
+agent-sandbox's controller), in the real node's turn; the host is as it was after `down`.
 
 Every address dialed is loopback (the apiserver) or inside the node's network namespace: pods, Services, the node,
 and the stand-in hosts 169.254.169.254 / 10.250.9.9 that exist only as addresses of that namespace's loopback.
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -23,7 +22,6 @@ import pytest
 import yaml
 from live_helpers import cli
 from real_node_pods import RECIPE, RUNTIMES, Node, episode_pod, runtime_spec, status_fields
-from real_node_session import real_node_playground
 from session_env import wait_for
 
 from generator.playground.node import spec as S
@@ -33,16 +31,11 @@ pytestmark = pytest.mark.real_node  # the machine's one real node: hack/suite.py
 AGENT = {"backend": "agent-sandbox"}
 
 
-@pytest.fixture(scope="module")
-def node():
-    from generator.pinned_tools import REPO
-
-    # the Ray image (a pod of it claims), cached by version
-    subprocess.run(["bash", str(REPO / "hack" / "tools.sh"), "ray-image", "device-plugin", "agent-sandbox"],
-                   check=True)
-    with real_node_playground("real-sandbox-", timeout=300, env={"DOCKYARD_REAL_NODE_GPUS": "1"},
-                              agent_sandbox=True) as (state_dir, state, _before):
-        yield Node(state_dir, state)
+@pytest.fixture
+def node(sandbox_node: Node) -> Node:
+    """This module's real node: the session's with agent-sandbox's controller (conftest's `sandbox_node`, not its
+    plain `node`)."""
+    return sandbox_node
 
 
 def claim_env(node: Node, capsys, tmp_path: Path) -> dict[str, str]:

@@ -3,52 +3,38 @@ image tag the node does not hold ends `run --wait` with exit 1 within seconds of
 image, the pod and the node, and KubeRay ends the RayJob `Failed` (PreRunningDeadlineExceeded) within
 launch.preRunningDeadlineSeconds; the negative control, the image the node holds, is waited for and runs.
 
-Run it in the real node's slot: `flock /tmp/dk/real-node.lock .venv/bin/python -m pytest tests/live/test_real_pull.py`.
+The real node is the session's (conftest's `ray_node`), shared with test_real_ray*.py in the real Ray part; its
+RayJobs carry no queue label, so the node's Kueue leaves them alone.
 """
 
 from __future__ import annotations
 
-import subprocess
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 import yaml
 from live_helpers import cli
-from real_node_session import real_node_playground
+from real_ray_inputs import INFRA, RECIPE, SHAPE, fresh_ns, infra_file
 from session_env import wait_for
 
 pytestmark = pytest.mark.real_node  # the machine's one real node: hack/suite.py runs this module in a real node part
 
-REPO = Path(__file__).resolve().parents[2]
-RECIPE = REPO / "values-examples" / "grpo_swe.yaml"
-INFRA = REPO / "values-examples" / "grpo_swe_playground.infra.yaml"
-SHAPE = ["cluster.trainer.nodes=1", "cluster.trainer.gpusPerNode=1", "cluster.inference.gpusPerNode=1"]
 DEADLINE = 30  # launch.preRunningDeadlineSeconds of the job that cannot start
 
 
-@pytest.fixture(scope="module")
-def ray_node():
-    subprocess.run(["bash", str(REPO / "hack" / "tools.sh"), "ray-image", "device-plugin"], check=True)
-    with real_node_playground("real-ray-", timeout=300, env={"DOCKYARD_REAL_NODE_GPUS": "2"}) as (state_dir, state, _):
-        yield {"state_dir": state_dir, "state": state, "kubeconfig": str(state_dir / "kubeconfig")}
-
-
 def _infra(tmp_path: Path, name: str, tag: str | None) -> Path:
-    doc = yaml.safe_load(INFRA.read_text())
-    if tag is not None:  # the job that cannot start, with a short deadline (a real Ray head needs ~40 s here)
+    def lacking(doc: dict) -> None:  # the job that cannot start, with a short deadline (a real Ray head needs ~40 s)
         doc["infra"]["image"] = {**doc["infra"]["image"], "tag": tag, "pullPolicy": "Never"}
         doc.setdefault("launch", {})["preRunningDeadlineSeconds"] = DEADLINE
-    path = tmp_path / f"{name}.infra.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
+
+    return infra_file(tmp_path, name, lacking if tag is not None else None)
 
 
 def test_a_tag_the_node_lacks_ends_the_wait_at_once_and_the_rayjob_at_its_deadline(ray_node, capsys, tmp_path):
     from generator.live.client.kube import Kube
 
-    kc, ns = ray_node["kubeconfig"], f"pull-{uuid.uuid4().hex[:6]}"
+    kc, ns = ray_node["kubeconfig"], fresh_ns("pull")
     image = yaml.safe_load(INFRA.read_text())["infra"]["image"]["repository"] + ":no-such-tag"
     t0 = time.monotonic()
     rc, out, err = cli(capsys, "run", RECIPE, _infra(tmp_path, "missing", "no-such-tag"), *SHAPE, "-n", ns,
@@ -72,7 +58,7 @@ def test_a_tag_the_node_lacks_ends_the_wait_at_once_and_the_rayjob_at_its_deadli
 def test_the_image_the_node_holds_is_waited_for(ray_node, capsys, tmp_path):
     """The negative control: the same job with the node's image and the default deadline starts (no pull failure is
     reported; a start slower than 30 s is waited for)."""
-    kc, ns = ray_node["kubeconfig"], f"pull-{uuid.uuid4().hex[:6]}"
+    kc, ns = ray_node["kubeconfig"], fresh_ns("pull")
     rc, out, err = cli(capsys, "run", RECIPE, _infra(tmp_path, "present", None), *SHAPE, "-n", ns,
                        "--create-namespace", "--wait", "--kubeconfig", kc, "--timeout", "300")
     assert rc == 0, out + err

@@ -1,12 +1,15 @@
-"""Real Ray on the playground's real node: the chart's RayJob runs for real.
+"""Real Ray on the playground's real node: the chart's RayJob runs for real. The node offers GPUs and holds the Ray
+image; `smoke` passes (plain, and queued by Kueue with the pool under gVisor) and names the row a broken overlay or
+a silent pool breaks, or the step a cluster that cannot start stops at; `run --follow` exits with the job, and
+`status` and `rollback` follow.
 
-One playground with a real node that advertises 2 fake GPUs (the device plugin) and holds the
-project's Ray image, for the module; real-node sessions take turns through the same lock as
-test_real_node.py. The test shape: 1 trainer + 1 inference worker, 1 GPU each, small object store,
-HTTPMode submission (values-examples/grpo_swe_playground.infra.yaml).
+The real node is the session's (conftest's `ray_node`: 2 GPUs from the device plugin, the project's Ray image,
+Kueue): one start for the modules of the real Ray part (test_real_pull.py, test_real_ray*.py, in hack/suite.py's
+order); the host is compared before its `up` and after its `down`. The test shape: 1 trainer + 1 inference worker,
+1 GPU each, small object store, HTTPMode submission (values-examples/grpo_swe_playground.infra.yaml).
 
-Every address dialed is loopback (the apiserver) or inside the node's network namespace (pods and
-Services, reached by the operator and the CLI through the apiserver's service proxy).
+Every address dialed is loopback (the apiserver) or inside the node's network namespace (pods and Services, reached
+by the operator and the CLI through the apiserver's service proxy).
 """
 
 from __future__ import annotations
@@ -14,53 +17,16 @@ from __future__ import annotations
 import io
 import subprocess
 import time
-import uuid
-from pathlib import Path
 
-import cache_job
 import pytest
-import resume_job
-import stall_job
-import yaml
-from live_helpers import cli, spawn
-from real_node_session import real_node_playground
-from resume_job import FAIL_AFTER, STEPS
+from live_helpers import cli
+from real_ray_inputs import INFRA, RECIPE, SHAPE, fresh_ns, infra_file
 from session_env import wait_for
 
 from generator import EXIT_FAILED
 from generator.pinned_tools import tool_dir
 
 pytestmark = pytest.mark.real_node  # the machine's one real node: hack/suite.py runs this module in a real node part
-
-REPO = Path(__file__).resolve().parents[2]
-RECIPE = REPO / "values-examples" / "grpo_swe.yaml"
-INFRA = REPO / "values-examples" / "grpo_swe_playground.infra.yaml"
-SHAPE = ["cluster.trainer.nodes=1", "cluster.trainer.gpusPerNode=1", "cluster.inference.gpusPerNode=1"]
-
-
-@pytest.fixture(scope="module")
-def ray_node():
-    from generator.pinned_tools import REPO as TOOLS_REPO
-
-    # the Ray image and the device plugin, cached by version (a cold image build is ~3 min)
-    subprocess.run(["bash", str(TOOLS_REPO / "hack" / "tools.sh"), "ray-image", "device-plugin"], check=True)
-    # with Kueue: smoke on a queued cluster; unlabelled jobs pass Kueue's webhooks untouched
-    with real_node_playground("real-ray-", timeout=300, env={"DOCKYARD_REAL_NODE_GPUS": "2"},
-                              kueue=True) as (state_dir, state, _):
-        yield {"state_dir": state_dir, "state": state, "kubeconfig": str(state_dir / "kubeconfig")}
-
-
-def _ns() -> str:
-    return f"ray-{uuid.uuid4().hex[:6]}"
-
-
-def _infra(tmp_path: Path, name: str, change=None) -> Path:
-    doc = yaml.safe_load(INFRA.read_text())
-    if change:
-        change(doc)
-    path = tmp_path / f"{name}.infra.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
 
 
 def _rows(out: str) -> dict[str, bool]:
@@ -81,7 +47,7 @@ def test_the_real_node_offers_gpus_and_holds_the_ray_image(ray_node):
 
 
 def test_smoke_passes_with_the_playground_infra_and_removes_its_release(ray_node, capsys):
-    ns = _ns()
+    ns = fresh_ns()
     t0 = time.monotonic()
     rc, out, err = cli(capsys, "smoke", RECIPE, INFRA, *SHAPE, "-n", ns, "--create-namespace",
                        "--kubeconfig", ray_node["kubeconfig"], "--timeout", "600")
@@ -109,7 +75,7 @@ def test_smoke_passes_on_a_queued_cluster_admitted_by_kueue_with_the_pool_under_
     executor sees gVisor's kernel."""
     from kubernetes import client, config
 
-    ns = _ns()
+    ns = fresh_ns()
     api = config.new_client_from_config(config_file=ray_node["kubeconfig"])
     client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
     client.CustomObjectsApi(api).create_namespaced_custom_object(
@@ -120,7 +86,7 @@ def test_smoke_passes_on_a_queued_cluster_admitted_by_kueue_with_the_pool_under_
         doc["launch"]["queue"] = "smoke"
         doc["sandbox"]["runtimeClassName"] = "gvisor"
 
-    queued = _infra(tmp_path, "queued", queued_under_gvisor)
+    queued = infra_file(tmp_path, "queued", queued_under_gvisor)
     t0 = time.monotonic()
     rc, out, err = cli(capsys, "smoke", RECIPE, queued, *SHAPE, "-n", ns,
                        "--kubeconfig", ray_node["kubeconfig"], "--timeout", "600", "--keep")
@@ -150,8 +116,8 @@ def test_smoke_names_the_row_a_broken_overlay_breaks(ray_node, capsys, tmp_path)
     def broken(doc):
         doc["kuberay"]["spec"]["workerGroupSpecs"][0]["rayStartParams"]["num-gpus"] = "0"
 
-    ns = _ns()
-    rc, out, err = cli(capsys, "smoke", RECIPE, _infra(tmp_path, "broken", broken), *SHAPE, "-n", ns,
+    ns = fresh_ns()
+    rc, out, err = cli(capsys, "smoke", RECIPE, infra_file(tmp_path, "broken", broken), *SHAPE, "-n", ns,
                        "--create-namespace", "--kubeconfig", ray_node["kubeconfig"], "--timeout", "600")
     print(out + err)
     assert rc == 1, out + err
@@ -165,8 +131,8 @@ def test_smoke_fails_the_sandbox_row_when_the_pool_does_not_answer(ray_node, cap
     def no_pool(doc):
         doc["sandbox"]["replicas"] = 0  # the Service exists, nothing listens behind it
 
-    ns = _ns()
-    rc, out, err = cli(capsys, "smoke", RECIPE, _infra(tmp_path, "nopool", no_pool), *SHAPE, "-n", ns,
+    ns = fresh_ns()
+    rc, out, err = cli(capsys, "smoke", RECIPE, infra_file(tmp_path, "nopool", no_pool), *SHAPE, "-n", ns,
                        "--create-namespace", "--kubeconfig", ray_node["kubeconfig"], "--timeout", "600")
     print(out + err)
     assert rc == 1, out + err
@@ -176,7 +142,7 @@ def test_smoke_fails_the_sandbox_row_when_the_pool_does_not_answer(ray_node, cap
 
 def test_run_follow_exit_codes_status_and_rollback(ray_node, capsys, tmp_path):
     kc = ray_node["kubeconfig"]
-    ns = _ns()
+    ns = fresh_ns()
     good = 'entrypoint=python3 -c "print(\'dockyard-job-ran\')"'
     bad = 'entrypoint=python3 -c "import sys; print(\'dockyard-failing-on-purpose\'); sys.exit(1)"'
     rc, out, err = cli(capsys, "run", RECIPE, INFRA, *SHAPE, good, "-n", ns, "--create-namespace", "--follow",
@@ -211,9 +177,9 @@ def test_smoke_that_cannot_start_names_the_step_and_leaves_nothing(ray_node, cap
     def no_ray(doc):
         doc["infra"]["image"] = {"repository": "dockyard.local/playground-executor", "tag": "1", "pullPolicy": "Never"}
 
-    ns = _ns()
+    ns = fresh_ns()
     t0 = time.monotonic()
-    rc, out, err = cli(capsys, "smoke", RECIPE, _infra(tmp_path, "noray", no_ray), *SHAPE, "-n", ns,
+    rc, out, err = cli(capsys, "smoke", RECIPE, infra_file(tmp_path, "noray", no_ray), *SHAPE, "-n", ns,
                        "--create-namespace", "--kubeconfig", ray_node["kubeconfig"], "--timeout", "60", "-q")
     took = time.monotonic() - t0
     assert rc == 1, out + err
@@ -225,239 +191,3 @@ def test_smoke_that_cannot_start_names_the_step_and_leaves_nothing(ray_node, cap
     from generator.live.client.kube import Kube
 
     assert leftovers(Kube(ray_node["kubeconfig"]), "grpo-swe-smoke", ns) == []
-
-
-# ---------------------------------------------------------------- resume from checkpoints (infra.storage)
-
-RESUME = resume_job.entrypoint_override()  # the job (resume_job.py): fails after step FAIL_AFTER when it starts at 0
-
-
-def test_a_retry_resumes_from_the_checkpoint_volume_which_outlives_uninstall(ray_node, capsys, tmp_path):
-    from kubernetes import client, config
-
-    kc, ns = ray_node["kubeconfig"], _ns()
-    infra = _infra(tmp_path, "resume", lambda doc: (resume_job.retried(doc, checkpoints=True),
-                                                     resume_job.keeps_logs(doc)))
-    t0 = time.monotonic()
-    rc, out, err = cli(capsys, "run", RECIPE, infra, *SHAPE, RESUME, "-n", ns, "--create-namespace",
-                       "--follow", "--kubeconfig", kc, "--timeout", "900", "-q")
-    print(f"\nresumed run on the real node: {time.monotonic() - t0:.1f} s\n{out}{err}")
-    assert rc == 0, out + err
-    # the first attempt from step 0 failed after step 2; KubeRay's retry ran on a new RayCluster and went on at 3
-    assert "dockyard-resume: failing on purpose after step 2" in out and "--- attempt 2 (RayCluster " in out, out
-    assert "dockyard-resume: start at step 3 in /dockyard/checkpoints" in out and "dockyard-resume: done" in out, out
-    assert out.count("dockyard-resume: start at step 0") == 1, out
-    rc, status, err = cli(capsys, "status", "grpo-swe", "-n", ns, "--kubeconfig", kc)
-    assert "attempts   attempt 2 of 2 (1 failed, retried on a new RayCluster)" in status, status + err
-    steps = resume_job.step_files(ray_node["state_dir"], ns)
-    assert sorted(steps) == list(range(STEPS)), steps
-    first = {steps[s][1] for s in range(FAIL_AFTER + 1)}
-    second = {steps[s][1] for s in range(FAIL_AFTER + 1, STEPS)}
-    assert len(first) == len(second) == 1 and first != second, steps  # two head pods: two RayClusters
-    print(f"resume cost (the failed attempt's last step to the retry's first step): "
-          f"{resume_job.resume_seconds(steps):.1f} s")
-
-    # each attempt's driver log outlives its RayCluster: attempt 1's went with the retry, attempt 2's is deleted
-    # here as KubeRay deletes it when ttlSecondsAfterFinished runs out
-    api = config.new_client_from_config(config_file=kc)
-    custom = client.CustomObjectsApi(api)
-    for rc in custom.list_namespaced_custom_object("ray.io", "v1", ns, "rayclusters")["items"]:
-        custom.delete_namespaced_custom_object("ray.io", "v1", ns, "rayclusters", rc["metadata"]["name"])
-    wait_for(lambda: not custom.list_namespaced_custom_object("ray.io", "v1", ns, "rayclusters")["items"], 120,
-             "the RayClusters deleted")
-    rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "1", "--kubeconfig", kc)
-    assert rc == 0, kept + err
-    assert "--- attempt 1 of 2 kept" in kept and "dockyard-resume: failing on purpose after step 2" in kept, kept
-    assert "Traceback (most recent call last)" in kept and "RuntimeError: dockyard-resume: the first attempt" in kept
-    assert "dockyard-resume: done" not in kept, kept
-    # and so do its Ray pods' Ray logs: the line its trainer task printed, in that trainer pod's worker output
-    rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "1", "--role", "trainer",
-                        "--kubeconfig", kc)
-    assert rc == 0, kept + err
-    pods = {part.split("\n", 1)[0]: part.split("\n", 1)[1] for part in kept.split("\n--- pod ")[1:]}
-    said = [head for head, body in pods.items() if resume_job.TRAINER_LINE in body]
-    assert said and all("-trainer-" in h and "(trainer)" in h and "/worker-" in h for h in said), pods.keys()
-    rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "2", "--kubeconfig", kc)
-    assert rc == 0 and "dockyard-resume: start at step 3" in kept and "dockyard-resume: done" in kept, kept + err
-    assert "failing on purpose" not in kept, kept
-    rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "3", "--kubeconfig", kc)
-    assert rc == 1 and "attempt 3's logs were not kept: the logs volume holds attempts 1 to 2" in err, kept + err
-
-    # uninstall keeps the claim (helm.sh/resource-policy: keep) and its files; a second run mounts them again
-    rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
-    assert rc == 0, out + err
-    core = client.CoreV1Api(api)
-    (pvc,) = core.list_namespaced_persistent_volume_claim(ns, label_selector="dockyard.dev/volume=checkpoints").items
-    assert pvc.metadata.name == "grpo-swe-checkpoints" and pvc.status.phase == "Bound"
-    assert pvc.spec.storage_class_name == "local-path-rwx"
-    assert sorted(resume_job.step_files(ray_node["state_dir"], ns)) == list(range(STEPS))
-    rc, out, err = cli(capsys, "run", RECIPE, infra, *SHAPE, RESUME, "-n", ns, "--follow",
-                       "--kubeconfig", kc, "--timeout", "600", "-q")
-    assert rc == 0, out + err
-    assert f"dockyard-resume: start at step {STEPS} in /dockyard/checkpoints" in out, out
-    # the new RayJob's attempts only: the volume still holds the first run's two
-    rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "1", "--kubeconfig", kc)
-    assert rc == 0 and "--- attempt 1 of 1 kept" in kept and f"start at step {STEPS}" in kept, kept + err
-    (again,) = core.list_namespaced_persistent_volume_claim(ns, label_selector="dockyard.dev/volume=checkpoints").items
-    assert again.metadata.uid == pvc.metadata.uid  # the same claim, not a new one
-    rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
-    assert rc == 0, out + err
-    core.delete_namespace(ns)
-    api.close()
-
-
-def test_without_checkpoints_the_retry_starts_again_at_step_0(ray_node, capsys, tmp_path):
-    kc, ns = ray_node["kubeconfig"], _ns()
-    infra = _infra(tmp_path, "nockpt", lambda doc: resume_job.retried(doc, checkpoints=False))
-    rc, out, err = cli(capsys, "run", RECIPE, infra, *SHAPE, RESUME, "-n", ns, "--create-namespace",
-                       "--follow", "--kubeconfig", kc, "--timeout", "900", "-q")
-    print(out + err)
-    assert rc == 1, out + err
-    # both attempts started from nothing: the retry's new RayCluster had no checkpoint to find
-    assert out.count(f"dockyard-resume: start at step 0 in {resume_job.NO_CHECKPOINTS}") == 2, out
-    assert "--- attempt 2 (RayCluster " in out and "job FAILED" in err, out + err
-    rc, status, err = cli(capsys, "status", "grpo-swe", "-n", ns, "--kubeconfig", kc)
-    assert "attempts   attempt 2 of 2 (2 failed)" in status, status + err
-    # negative control of the kept logs: without infra.storage.logs nothing was kept, and logs says so
-    rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "1", "--kubeconfig", kc)
-    assert rc == 1 and not kept, kept + err
-    assert "attempt 1's logs were not kept: release grpo-swe has no logs volume on its head" in err, err
-    rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
-    assert rc == 0, out + err
-
-
-# ---------------------------------------------------------------- the model fetched once (infra.storage.modelCache)
-
-
-def test_the_model_cache_is_filled_once_by_the_head_and_read_offline_by_both_fleets(ray_node, capsys, tmp_path):
-    kc, ns = ray_node["kubeconfig"], _ns()
-    infra = _infra(tmp_path, "cache", lambda doc: cache_job.cached(doc, fill=True))
-    rc, out, err = cli(capsys, "run", RECIPE, infra, *SHAPE, cache_job.entrypoint_override(), "-n", ns,
-                       "--create-namespace", "--follow", "--kubeconfig", kc, "--timeout", "600", "-q")
-    assert rc == 0, out + err
-    for fleet in ("trainer", "inference"):  # the workers find the head's fill, offline, and never fetch it
-        line = f"dockyard-cache: {fleet} HF_HOME=/dockyard/model-cache offline=1 model=dockyard-weights"
-        assert line in out, out
-    assert "dockyard-cache: fills 1" in out, out  # one fill for the gang: the head's init container, not a worker
-    rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
-    assert rc == 0, out + err
-
-
-def test_an_empty_cache_read_offline_fails_fast_and_status_says_why(ray_node, capsys, tmp_path):
-    kc, ns = ray_node["kubeconfig"], _ns()
-    infra = _infra(tmp_path, "nocache", lambda doc: cache_job.cached(doc, fill=False))
-    rc, out, err = cli(capsys, "run", RECIPE, infra, *SHAPE, cache_job.entrypoint_override(), "-n", ns,
-                       "--create-namespace", "--follow", "--kubeconfig", kc, "--timeout", "600", "-q")
-    assert rc == 1, out + err
-    why = "dockyard-cache: model.bin is not in the model cache HF_HOME=/dockyard/model-cache and HF_HUB_OFFLINE=1"
-    assert why in out and "job FAILED" in err, out + err
-    rc, status, err = cli(capsys, "status", "grpo-swe", "-n", ns, "--kubeconfig", kc)
-    assert why in status, status + err  # the driver's last lines under the job's end
-    rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
-    assert rc == 0, out + err
-
-
-# ---------------------------------------------------------------- the run while it runs (launch.watch)
-
-STALL = 30  # the stall guard's timeout: the models' floor
-# the guard checks once a second: it ends the job within STALL + 1 s of the last report, plus scheduling slack on
-# two cores shared with the rest of `make test`
-BOUND = 5
-
-
-def _status(capsys, kc: str, ns: str, installed: bool = True) -> str:
-    """`status`'s table; with installed False, "" while the release is not there yet (the run installs it)."""
-    rc, out, err = cli(capsys, "status", "grpo-swe", "-n", ns, "--kubeconfig", kc)
-    if not installed and rc == 1 and "not found" in err:
-        return ""
-    assert rc == 0, out + err
-    return out
-
-
-def _progress(status: str) -> str:
-    return next((line for line in status.splitlines() if line.startswith("progress ")), "")
-
-
-def test_a_stalled_attempt_is_ended_and_the_retry_resumes_reporting_steadily(ray_node, capsys, tmp_path):
-    kc, ns = ray_node["kubeconfig"], _ns()
-    infra = _infra(tmp_path, "stall", lambda doc: stall_job.guarded(doc, STALL))
-    # the retry reports a step every 20 s for 40 s: steadily, within the timeout, for longer than it
-    run = spawn("run", RECIPE, infra, *SHAPE, stall_job.entrypoint_override(20), "-n", ns, "--create-namespace",
-                "--follow", "--kubeconfig", kc, "--timeout", "900", "-q")
-    try:
-        # while the first attempt hangs, status reads its progress from the head
-        def at_step_2() -> str | None:
-            text = _status(capsys, kc, ns, installed=False)
-            return text if "step 2 of 6" in _progress(text) else None
-
-        status = wait_for(at_step_2, 600, "status: progress at step 2", interval=2)
-        assert "checkpoint step 2" in _progress(status) and "reward=0.2" in _progress(status), status
-        out, err = run.communicate(timeout=900)
-    finally:
-        run.kill()
-    print(out + err)
-    assert run.returncode == 0, out + err
-    assert f"dockyard: stalled: no progress for {STALL} s after step 2" in out, out
-    assert "dockyard-stall: start at step 3" in out and "dockyard-stall: done" in out, out
-    assert "[dockyard-k8s] progress: step 5 of 6" in out, out
-    (first, r1), (second, r2) = stall_job.kept_records(ray_node["state_dir"], ns)
-    reports1 = [r for r in r1 if "step" in r]
-    stalled = next(r for r in r1 if r.get("event") == "stalled")
-    ended = next(r for r in r1 if r.get("event") == "ended")
-    silent = stalled["t"] - reports1[-1]["t"]
-    assert reports1[-1]["step"] == 2 and STALL <= silent <= STALL + BOUND, (silent, r1)
-    assert ended["t"] - stalled["t"] <= 10 + 1, r1  # SIGTERM, SIGKILL after the 10 s grace
-    reports2 = [r for r in r2 if "step" in r]
-    assert [r["step"] for r in reports2] == [3, 4, 5], r2
-    assert not any(r.get("event") == "stalled" for r in r2), r2  # 40 s of reports 20 s apart: never ended
-    print(f"from the hang to the retry's first step: {reports2[0]['t'] - reports1[-1]['t']:.1f} s "
-          f"(the guard's {STALL} s included)")
-    status = _status(capsys, kc, ns)
-    assert "attempts   attempt 2 of 2 (1 failed, retried on a new RayCluster)" in status, status
-    assert "step 5 of 6 (83%)" in _progress(status), status
-    assert f"the previous attempt's job ended: stalled: no progress for {STALL} s after step 2" in status, status
-    rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "1", "--kubeconfig", kc)
-    assert rc == 0 and f"dockyard: stalled: no progress for {STALL} s after step 2" in kept, kept + err
-    # negative control of the kept Ray logs: the same logs volume, keepRayLogMiB 0, and nothing of a pod kept
-    rc, kept, err = cli(capsys, "logs", "grpo-swe", "-n", ns, "--attempt", "1", "--role", "trainer",
-                        "--kubeconfig", kc)
-    assert rc == 1 and "attempt 1's trainer Ray logs were not kept: no trainer pod of RayCluster" in err, kept + err
-    rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
-    assert rc == 0, out + err
-
-
-def test_without_the_guard_a_hang_runs_on_and_a_replaced_head_is_said(ray_node, capsys, tmp_path):
-    from kubernetes import client, config
-
-    kc, ns = ray_node["kubeconfig"], _ns()
-    infra = _infra(tmp_path, "hang", lambda doc: stall_job.guarded(doc, None))
-    run = spawn("run", RECIPE, infra, *SHAPE, stall_job.entrypoint_override(1), "-n", ns, "--create-namespace",
-                "--follow", "--kubeconfig", kc, "--timeout", "900", "-q")
-    api = config.new_client_from_config(config_file=kc)
-    try:
-        wait_for(lambda: "step 2 of 6" in _progress(_status(capsys, kc, ns, installed=False)), 600,
-                 "status: progress at step 2", interval=2)
-        # negative control: no guard, so the same hang is still running well after the guard's bound
-        time.sleep(STALL + BOUND + 8)
-        status = _status(capsys, kc, ns)
-        assert "Running  job RUNNING" in status, status
-        ago = _progress(status).split("last report ")[1].split(" s ago")[0]
-        assert int(ago) >= STALL + BOUND, status
-        # the head replaced mid-run: KubeRay makes a new head in the same RayCluster and submits the job again
-        core = client.CoreV1Api(api)
-        (head,) = core.list_namespaced_pod(ns, label_selector="ray.io/node-type=head").items
-        core.delete_namespaced_pod(head.metadata.name, ns)
-        out, err = run.communicate(timeout=900)
-    finally:
-        run.kill()
-        api.close()
-    print(out + err)
-    assert run.returncode == 0, out + err
-    assert "--- the job was submitted again on RayCluster" in out, out
-    tail = out.split("--- the job was submitted again on RayCluster")[-1]
-    assert "dockyard-stall: start at step 3" in tail and "dockyard-stall: done" in tail, out
-    status = _status(capsys, kc, ns)
-    assert "restarted: the job was submitted again on the same RayCluster (its head was replaced)" in status, status
-    assert "attempt 1 of 2 (0 failed)" in status, status
-    rc, out, err = cli(capsys, "uninstall", "grpo-swe", "-n", ns, "--kubeconfig", kc, "--timeout", "300")
-    assert rc == 0, out + err

@@ -92,6 +92,46 @@ def test_a_module_that_marks_itself_real_node_is_found_without_a_list(tmp_path):
     assert "tests/live/test_real_pull.py" in suite.REAL_NODE_MODULES
 
 
+def test_each_real_node_part_runs_its_modules_alphabetically_and_the_ones_that_down_the_node_last():
+    """A part's modules share one start of its real node (tests/live/conftest.py): a module whose tests down it
+    (marked downs_real_node) runs after every module that needs it, and one pytest process over all of them,
+    alphabetical (`pytest tests/live -m real_node`), meets each part's modules together, so it starts each kind once."""
+    suite = _suite()
+    assert suite.real_node_order(suite.PARTS) == []
+    assert [m for p in suite.PARTS if p.real_node for m in p.args if suite.downs_real_node(m)] == [
+        "tests/live/test_real_node_teardown.py"]
+    marker = suite.DOWNS_REAL_NODE.removeprefix("@pytest.mark.")
+    assert f'"{marker}: ' in (REPO / "pyproject.toml").read_text()  # the marker pytest knows (--strict-markers)
+
+
+def test_the_order_check_fails_on_a_wrong_order(tmp_path):
+    """The negative control of the test above: the check names each way the order can be wrong."""
+    suite = _suite()
+    downs = {"tests/live/test_real_a_down.py"}
+
+    def part(name, *modules):
+        return suite.Part(name, list(modules), real_node=True)
+
+    assert suite.real_node_order([part("one", "tests/live/test_real_a.py", "tests/live/test_real_b.py")],
+                                 downs.__contains__) == []
+    (wrong,) = suite.real_node_order([part("one", "tests/live/test_real_b.py", "tests/live/test_real_a.py")],
+                                     downs.__contains__)
+    assert "one: its modules are not in alphabetical order" in wrong
+    found = suite.real_node_order([part("one", "tests/live/test_real_a_down.py", "tests/live/test_real_a_up.py")],
+                                  downs.__contains__)
+    assert found == [("one: a module that downs its real node runs before one that needs it: "
+                      "['tests/live/test_real_a_down.py (downs it)', 'tests/live/test_real_a_up.py']")]
+    (wrong,) = suite.real_node_order([part("one", "tests/live/test_real_a.py", "tests/live/test_real_c.py"),
+                                      part("two", "tests/live/test_real_b.py")], downs.__contains__)
+    assert wrong == "the parts' modules interleave alphabetically: ['one', 'two', 'one']"
+    live = tmp_path / "tests" / "live"
+    live.mkdir(parents=True)
+    (live / "test_x.py").write_text(f"{suite.DOWNS_REAL_NODE}  # why\ndef test_it(no_real_node): ...\n")
+    (live / "test_y.py").write_text("# @pytest.mark.downs_real_node would mark it\n")
+    assert suite.downs_real_node("tests/live/test_x.py", tmp_path)
+    assert not suite.downs_real_node("tests/live/test_y.py", tmp_path)
+
+
 def test_the_real_node_marker_marks_exactly_the_real_node_parts_modules():
     """`pytest -m 'not real_node'` (a plain run without them) leaves out what the suite's real node parts run."""
     suite = _suite()

@@ -32,9 +32,11 @@ from generator.live.helm.records import (
 )
 from generator.live.helm.run_lock import RunLock
 from generator.live.helm.runner import Helm
+from generator.live.state.claims import FailedClaim
 from generator.live.state.controllers import LeaderWatch
 from generator.live.state.follow import reasons
 from generator.live.state.progress import Progress
+from generator.live.state.pulls import FailedPull, PullWatch
 from generator.live.state.snapshot import Snapshot, take
 
 WATCH_INTERVAL = 1.0  # seconds between two reads of the release while helm works (its reasons explain a failure)
@@ -179,12 +181,14 @@ def _upgrade(kube: Kube, helm: Helm, p: Plan, progress: Progress, deadline: floa
 class Watching:
     """While a helm verb works, a thread re-reads the release: the progress is drawn, the last not-ready
     reasons are kept (a rollback's cleanup leaves none), and a controller whose leader Lease lapses is said as
-    soon as that is seen. held() is what a failure adds: what the pods were waiting on, and which controller
-    no instance of leads."""
+    soon as that is seen, as is a failed image pull or a claim its provisioner refused (Helm's --wait waits for the
+    chart's claims to be bound: a refused one holds it to its timeout). held() is what a failure adds: what the pods
+    were waiting on, those pulls and claims, and which controller no instance of leads."""
 
     def __init__(self, kube: Kube, p: Plan, progress: Progress, phase: str) -> None:
         self.kube, self.p, self.progress, self.phase = kube, p, progress, phase
         self.leaders = LeaderWatch(kube)
+        self.stuck = PullWatch()  # each failed pull and refused claim said once, when first seen
         self.seen: list[Snapshot] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dockyard-watch", daemon=True)
@@ -207,7 +211,7 @@ class Watching:
                 snap = take(self.kube, self.p.release, self.p.namespace)
                 if snap.not_ready_reasons() or not self.seen:
                     self.seen[:] = [snap]
-                lines = self.leaders.poll()
+                lines = self.leaders.poll() + [s.line() for s in self.stuck.new(_stuck(snap))]
                 if self._stop.is_set():
                     return  # stopped while reading: the failure is being said, no progress after it
                 self.progress.update(snap, self.phase)
@@ -218,5 +222,11 @@ class Watching:
             self._stop.wait(WATCH_INTERVAL)
 
     def held(self) -> str:
-        why = reasons(self.seen[0]) if self.seen else ""
+        snap = self.seen[0] if self.seen else None
+        why = reasons(snap) + "".join(f"\n  {s.line()}" for s in _stuck(snap)) if snap else ""
         return (f"\n  while it ran:{why}" if why else "") + self.leaders.held()
+
+
+def _stuck(snap: Snapshot) -> list[FailedPull | FailedClaim]:
+    """What no pod of the release starts without: its failed image pulls and the claims their provisioner refused."""
+    return [*snap.pulls, *snap.claims]

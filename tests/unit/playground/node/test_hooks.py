@@ -1,6 +1,6 @@
 """The real node's lifecycle hooks (generator/playground/node/hooks.py) without root or a cluster: the control plane's
 flags for a real node (idempotent), and a machine that lacks what the node needs refused in one line. The hooks run
-for real in tests/live/test_real_node.py."""
+for real in tests/live/test_real_node*.py."""
 
 from __future__ import annotations
 
