@@ -1,5 +1,5 @@
 """The simulated nodes' volume provisioner: a PersistentVolume on demand for each claim of StorageClass
-`playground-static` (volumes.py), deleted with its directory when the claim goes. A playground process of its own,
+`playground-hostpath` (volumes.py), deleted with its directory when the claim goes. A playground process of its own,
 supervised like the controllers (control_plane.SUPERVISED):
 
     python -m generator.playground.provisioner --state-dir DIR --port P

@@ -1,4 +1,4 @@
-"""The simulated nodes' storage: StorageClass `playground-static`, whose claims the playground's own provisioner
+"""The simulated nodes' storage: StorageClass `playground-hostpath`, whose claims the playground's own provisioner
 (provisioner.py, a supervised playground process) gives a PersistentVolume each on demand and deletes it when the
 claim goes (reclaim policy Delete), so that a release with infra.storage (the README's example) runs on a
 playground, and a playground used all day never runs out of volumes. kwok's pods mount nothing: a PV's hostPath
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-STORAGE_CLASS = "playground-static"
+STORAGE_CLASS = "playground-hostpath"
 PROVISIONER = "playground.dockyard.dev/hostpath"
 RECLAIM = "Delete"
 LABELS = {"app.kubernetes.io/managed-by": "dockyard-playground"}

@@ -126,7 +126,7 @@ def test_doctor_names_the_claim_the_class_and_what_is_missing(playground, namesp
     out = doctor(checkpoints={"size": "10Gi"}, logs={"size": "1Gi", "storageClassName": "fast"},
                  modelCache={"claimName": "hf"})
     assert ("✓ storage" in out and "checkpoints: small-checkpoints will be created (10Gi) by StorageClass "
-            "playground-static (the default; provisioner playground.dockyard.dev/hostpath, volumeBindingMode "
+            "playground-hostpath (the default; provisioner playground.dockyard.dev/hostpath, volumeBindingMode "
             "Immediate: binds at once)") in out, out
     assert "✗ storage" in out and "logs: StorageClass fast does not exist" in out, out
     assert "modelCache: the claim hf does not exist" in out, out
@@ -145,7 +145,7 @@ def test_the_provisioner_gives_each_claim_a_volume_and_takes_it_back_when_the_cl
     core = client.CoreV1Api(playground.api_client())
     root = Path(playground.state_dir) / "volumes"
 
-    def make(name: str) -> None:  # no class: the playground's default, playground-static
+    def make(name: str) -> None:  # no class: the playground's default, playground-hostpath
         core.create_namespaced_persistent_volume_claim(namespace, {
             "metadata": {"name": name}, "spec": {"accessModes": ["ReadWriteOnce"],
                                                  "resources": {"requests": {"storage": "1Gi"}}}})
