@@ -200,3 +200,48 @@ def test_a_healthy_job_reads_no_node_and_a_node_rbac_hides_leaves_kuberays_words
             raise ApiException(status=403)
 
     assert simulated_head(Forbidden({}), _on("gpu-node-0")) is None
+
+
+def test_a_failed_jobs_reason_is_said_once_across_the_rayjob_line_and_the_end(monkeypatch, capsys):
+    """After a failed job the table's rayjob line and the end below it read the same RayJob: its reason is said once
+    (KubeRay may copy it into rayJobInfo too), and a reason only Ray's job info has is said below the table."""
+    import argparse
+
+    from generator.live.verbs import status as verb
+
+    said = "Job entrypoint command failed with exit code 1, last available logs: Traceback ..."
+    log = "step 0\nTraceback (most recent call last):\nValueError: loss is nan\n"
+
+    class Kube:
+        def __init__(self, job):
+            self.job = job
+
+        def get_ray(self, plural, ns, name):
+            return self.job
+
+        def request(self, method, path):
+            return {"logs": log}
+
+        def namespace_deletion(self, namespace):
+            return None
+
+    def run(status: dict) -> str:
+        job = {**_job(status, 0), "metadata": {"name": "grpo-swe"}}
+        snap = Snapshot("grpo-swe", "ns")
+        _read_ray(snap, [job], [])
+        monkeypatch.setattr(verb, "Kube", lambda *a: Kube(job))
+        monkeypatch.setattr(verb, "resolve", lambda k, release, ns: ("grpo-swe", "ns", []))
+        monkeypatch.setattr(verb, "take", lambda *a: snap)
+        args = argparse.Namespace(kubeconfig=None, context=None, release="grpo-swe", namespace="ns", watch=False,
+                                  output="table", progress=False, timeout=None)
+        assert verb.status(args) == 0
+        return capsys.readouterr().out
+
+    ended = {"jobId": "raysubmit_1", "rayClusterName": "c1", "jobStatus": "FAILED", "jobDeploymentStatus": "Failed",
+             "failed": 1}
+    for status in ({**ended, "message": said}, {**ended, "message": said, "rayJobInfo": {"message": said}}):
+        out = run(status)
+        assert out.count(said) == 1, out
+        assert "RayJob grpo-swe: job FAILED (deployment Failed)\n" in out and "ValueError: loss is nan" in out
+    out = run({**ended, "rayJobInfo": {"message": "only Ray's words"}})  # nothing on the rayjob line: said below
+    assert out.count("only Ray's words") == 1 and "RayJob grpo-swe: job FAILED (deployment Failed): only Ray's" in out
