@@ -14,7 +14,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-MAY_IMPORT = re.compile(r"\bmay import\b", re.I)
+MAY_IMPORT = re.compile(r"\bmay\s+import\b", re.I)
 IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
 DOTTED = re.compile(r"generator(\.[a-z_][a-z0-9_]*)+")
 FILE = re.compile(r"(?<![\w/.-])((?:[a-z_][a-z0-9_]*/)*[a-z_][a-z0-9_]*\.py)\b")
