@@ -3,10 +3,13 @@
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and the KubeRay operator run
 as local processes bound to 127.0.0.1, and the simulated nodes run no container (kwok only marks their
 pods running). With `--real-node` the playground also grows a real node (kubelet, containerd, runc, CNI,
-generator/playground/node/) where CPU pods run as real containers from images the project builds. See
+`node`) where CPU pods run as real containers from images the project builds. See
 docs/playground.md.
 
-Nothing heavy is imported here: `generator.playground.cli` is loaded at CLI start-up.
+May import render, inputs and the layers below them, never `generator.live` beside it (the product it is a cluster
+for: the live verbs find its kubeconfig through `generator.pinned_tools`) nor `generator.cli` above it but from
+`__main__`, the `python -m generator.playground` entry point (package-layers). Nothing heavy is imported here:
+`generator.playground.cli` is loaded at CLI start-up.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The control plane's components: which binary, which flags, which port, which health endpoint.
 
-No process handling here (launch.py, processes.py) and no file writing (files.py): `argv` is a pure
+No process handling here (startup.py, processes.py) and no file writing (files.py): `argv` is a pure
 function of the state, the binaries and the state folder.
 """
 

@@ -15,7 +15,7 @@ State lives in one folder outside the repo (see `generator.playground.default_st
 
 Every component binds 127.0.0.1 on a port picked free at `up`, so playgrounds in different state
 folders do not collide. The pieces: control_plane.py (command lines), files.py (configuration
-files), launch.py and processes.py (processes), supervise.py and restarts.py (the controllers' restarts),
+files), startup.py and processes.py (processes), supervise.py and restarts.py (the controllers' restarts),
 health.py, crds.py, node/ (the real node).
 Failures raise errors.py's errors, which the CLI prints (exit 1, or 2 for bad usage).
 """
@@ -32,7 +32,7 @@ from typing import Any, TextIO
 
 from generator import EXIT_FAILED
 from generator.pinned_tools import playground_kubernetes
-from generator.playground import control_plane, launch, restarts, volumes
+from generator.playground import control_plane, restarts, startup, volumes
 from generator.playground import processes as procs
 from generator.playground.control_plane import COMPONENTS, SERVICE_CIDR, SERVICE_IP
 from generator.playground.errors import PlaygroundError, UpError, UsageError
@@ -239,13 +239,13 @@ def _start_control_plane(state: PlaygroundState, state_dir: Path, argv: dict[str
     from generator.playground.nodes import manifests
 
     def start(name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
-        launch.start(state, state_dir, state.components, name, name, argv, env,
+        startup.start(state, state_dir, state.components, name, name, argv, env,
                      supervised=name in control_plane.SUPERVISED)
 
     start("etcd", argv["etcd"])
-    launch.wait("etcd", _alive_check(state, "etcd"), deadline, "etcd")
+    startup.wait("etcd", _alive_check(state, "etcd"), deadline, "etcd")
     start("kube-apiserver", argv["kube-apiserver"])
-    launch.wait("kube-apiserver /readyz", _alive_check(state, "kube-apiserver"), deadline, "kube-apiserver")
+    startup.wait("kube-apiserver /readyz", _alive_check(state, "kube-apiserver"), deadline, "kube-apiserver")
     say(f"  apiserver ready on {state.server} ({time.monotonic() - t0:.1f} s)")
     for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
         start(name, argv[name])
@@ -257,12 +257,12 @@ def _start_control_plane(state: PlaygroundState, state_dir: Path, argv: dict[str
     for path, obj in volumes.manifests(default=state.real_node is None):  # claims bind on the simulated nodes
         api.create(path, obj)
     start("volume-provisioner", argv["volume-provisioner"])
-    launch.wait("KubeRay CRDs to be Established", lambda: crds.established(api, names), deadline)
+    startup.wait("KubeRay CRDs to be Established", lambda: crds.established(api, names), deadline)
     say(f"  {len(names)} KubeRay CRDs installed server-side ({time.monotonic() - t0:.1f} s)")
     op = "kuberay-operator"
     start(op, argv[op], control_plane.env(op, state_dir))
     expected = state.shape.gpu_nodes + state.shape.cpu_nodes
-    launch.wait("all components healthy and nodes Ready", lambda: _cluster_ready(state, expected), deadline)
+    startup.wait("all components healthy and nodes Ready", lambda: _cluster_ready(state, expected), deadline)
 
 
 def _start_kueue(state: PlaygroundState, state_dir: Path, t0: float, deadline: float, say: Say) -> None:
@@ -273,12 +273,12 @@ def _start_kueue(state: PlaygroundState, state_dir: Path, t0: float, deadline: f
     kdir = control_plane.ensure_kueue(say)
     api = api_for(state)
     names = crds.install(api, kdir / "crds")
-    launch.wait("Kueue CRDs to be Established", lambda: crds.established(api, names), deadline, "kueue")
+    startup.wait("Kueue CRDs to be Established", lambda: crds.established(api, names), deadline, "kueue")
     config = kq.write_files(state_dir, (state.pki_files.serving_crt, state.pki_files.serving_key),
                             state.ports.kueue_webhook, state.ports.kueue_probe)
-    launch.start(state, state_dir, state.components, "kueue", "kueue", kq.argv(str(kdir / "kueue"), config, state_dir),
+    startup.start(state, state_dir, state.components, "kueue", "kueue", kq.argv(str(kdir / "kueue"), config, state_dir),
                  control_plane.env("kueue", state_dir), supervised="kueue" in control_plane.SUPERVISED)
-    launch.wait("Kueue /readyz", _alive_check(state, "kueue"), deadline, "kueue")
+    startup.wait("Kueue /readyz", _alive_check(state, "kueue"), deadline, "kueue")
     kq.register_webhooks(api, kq.webhook_configurations(kdir / "webhook.yaml", state.ports.kueue_webhook,
                                                          state.ca_file))
     topology = bool(state.shape.topology)
@@ -298,17 +298,17 @@ def _start_agent_sandbox(state: PlaygroundState, state_dir: Path, t0: float, dea
     adir = control_plane.ensure_agent_sandbox(say)
     api = api_for(state)
     names = crds.install(api, adir / "crds")
-    launch.wait("agent-sandbox CRDs to be Established", lambda: crds.established(api, names), deadline,
+    startup.wait("agent-sandbox CRDs to be Established", lambda: crds.established(api, names), deadline,
                 "agent-sandbox")
     name = "agent-sandbox"
-    launch.start(state, state_dir, state.components, name, name,
+    startup.start(state, state_dir, state.components, name, name,
                  control_plane.agent_sandbox_argv(str(adir / "agent-sandbox-controller"), state),
                  control_plane.env(name, state_dir), supervised=name in control_plane.SUPERVISED)
-    launch.wait("agent-sandbox /readyz", _alive_check(state, name), deadline, name)
+    startup.wait("agent-sandbox /readyz", _alive_check(state, name), deadline, name)
     say(f"  agent-sandbox ready: {len(names)} CRDs, its controller with --extensions ({time.monotonic() - t0:.1f} s)")
 
 
-def _alive_check(state: PlaygroundState, name: str) -> launch.Check:
+def _alive_check(state: PlaygroundState, name: str) -> startup.Check:
     def check() -> tuple[bool, str]:
         if why := _exited(state, name):
             raise UpError(why, name)

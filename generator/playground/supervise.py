@@ -252,7 +252,7 @@ def _log_since(offset: int) -> str:
 
 
 def command(name: str, record_file: Path, argv: list[str]) -> list[str]:
-    """The command line that runs `argv` supervised (launch.py starts it as the component's process)."""
+    """The command line that runs `argv` supervised (startup.py starts it as the component's process)."""
     return [sys.executable, "-m", "generator.playground.supervise", "--name", name, "--record", str(record_file),
             "--", *argv]
 

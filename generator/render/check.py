@@ -159,7 +159,7 @@ def report(found: Checked, out: TextIO | None = None, security: bool = False) ->
     for mark, step, detail in found.rows:
         print(f"{mark} {step:<14} {detail}", file=out)
     if security:
-        from generator.render.security import table
+        from generator.render.security_report import table
 
         print(f"\nhardening controls per pod template (rendered; see docs/validation-ledger.md)\n"
               f"{table(found.manifests)}", end="", file=out)

@@ -6,8 +6,6 @@ exit 2."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 import yaml
 
@@ -15,16 +13,10 @@ from generator.cli import main
 from generator.pinned_tools import KUBE_MINORS, KUBERAY_PINS, REPO, targeting, tool_dir, versions
 from generator.render import kubeconform
 from tests.conftest import RECIPE, chart_values, render_values, write
+from tests.support.kuberay_crds import older_crds  # noqa: F401 (the fixture: the older minors' CRDs)
 
 INFRA = REPO / "values-examples" / "grpo_swe.infra.yaml"
 BRINGUP = REPO / "values-examples" / "grpo_swe_bringup.infra.yaml"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def older_crds():
-    """The CRDs of the older KubeRay minors (no build, ~1 s each from the Go module cache or proxy)."""
-    subprocess.run(["bash", str(REPO / "hack" / "tools.sh"), "kuberay-crds-1.4", "kuberay-crds-1.5"], check=True,
-                   capture_output=True)
 
 
 def _infra(tmp_path, base, **kuberay):

@@ -75,8 +75,8 @@ TESTED_THROUGH = {
     "generator/maint/validate_examples.py": "`make validate`: tests/unit/render/test_kubeconform.py runs it over "
                                             "every example",
     **{f"generator/playground/{m}.py": PLAYGROUND for m in (
-        "cli", "control_plane", "crds", "errors", "health", "kubeapi", "kueue", "launch", "lifecycle", "nodes", "pki",
-        "processes", "restarts", "volumes", "node/certs", "node/host", "node/relay", "node/spec")},
+        "crds", "errors", "health", "kubeapi", "kueue", "lifecycle", "pki", "processes", "restarts",
+        "startup", "volumes", "node/certs", "node/relay")},
     "generator/render/procs.py": "a failed tool's one line: tests/unit/render/test_check_tool_failures.py makes "
                                  "each tool fail",
 }

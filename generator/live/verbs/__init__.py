@@ -1,5 +1,6 @@
 """The live verbs, one module per verb or small verb family (`generator.live.cli` dispatches to them).
 
-A verb module imports the library sub-packages of `generator.live` (and the rest of the package), never another
-verb module: the `verbs-independent` contract of .importlinter holds it (lint-imports).
+A verb module may import the library sub-packages of `generator.live` and render, inputs and the layers below them,
+never another verb module (the `verbs-independent` contract of .importlinter, checked by lint-imports) nor
+`generator.live.cli` above it (live-layers).
 """

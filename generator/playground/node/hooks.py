@@ -7,7 +7,7 @@
     health(state) -> [(name, ok, detail)]    for `status` and the idempotent `up`
     teardown(state_dir, state)        at `down` and when `up` fails half way
 
-Processes start through ../launch.py, as the control plane's do.
+Processes start through ../startup.py, as the control plane's do.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from generator.playground import launch
+from generator.playground import startup
 from generator.playground.errors import NodeError
 from generator.playground.node import components as C
 from generator.playground.node import host
@@ -184,11 +184,11 @@ def _spawn(state: PlaygroundState, state_dir: Path, spec: S.NodeSpec, name: str,
         full = ["nsenter", f"--mount={spec.mntns_file}", "--", *argv]
     else:
         full = host.in_node(spec, argv)
-    return launch.start(state, state_dir, _node(state).components, name, f"node/{name}", full, env)
+    return startup.start(state, state_dir, _node(state).components, name, f"node/{name}", full, env)
 
 
-def _wait(what: str, check: launch.Check, deadline: float) -> None:
-    launch.wait(what, check, deadline, error=NodeError, interval=0.3)
+def _wait(what: str, check: startup.Check, deadline: float) -> None:
+    startup.wait(what, check, deadline, error=NodeError, interval=0.3)
 
 
 def _alive(state: PlaygroundState, name: str) -> tuple[bool, str]:
@@ -305,7 +305,7 @@ def _start_local_path(state: PlaygroundState, state_dir: Path, spec: S.NodeSpec,
         api.apply(f"{path}/{obj['metadata']['name']}", obj)
     image = _node(state).images["executor"]
     cfg, pod = local_path.write_files(spec, image)
-    launch.start(state, state_dir, _node(state).components, local_path.NAME, f"node/{local_path.NAME}",
+    startup.start(state, state_dir, _node(state).components, local_path.NAME, f"node/{local_path.NAME}",
                  local_path.argv(binary_dir, spec, cfg, pod, image), supervised=True)
 
 

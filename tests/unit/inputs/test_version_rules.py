@@ -23,8 +23,8 @@ from generator.inputs.version_rules import (
     pre_running_note,
 )
 from generator.pinned_tools import CHART_DIR, REPO, binary, versions
-from tests.chart.test_versions import older_crds  # noqa: F401 (the fixture: the older minors' CRDs)
 from tests.conftest import RECIPE, deep_merge, render_values, write
+from tests.support.kuberay_crds import older_crds  # noqa: F401 (the fixture: the older minors' CRDs)
 
 README_INFRA = REPO / "values-examples" / "grpo_swe.infra.yaml"  # the README's own example
 

@@ -283,12 +283,12 @@ def test_a_killed_supervisor_takes_its_child_with_it(tmp_path):
 
 def _supervised_playground(tmp_path: Path, argv: list[str]) -> tuple[Path, PlaygroundState]:
     """A state folder whose `kuberay-operator` is a supervisor of `argv`, started as `up` starts it."""
-    from generator.playground import launch
+    from generator.playground import startup
 
     state_dir = tmp_path / "pg"
     (state_dir / "logs").mkdir(parents=True)
     state = PlaygroundState.from_dict(old_state(state_dir))
-    launch.start(state, state_dir, state.components, "kuberay-operator", "kuberay-operator", argv, supervised=True)
+    startup.start(state, state_dir, state.components, "kuberay-operator", "kuberay-operator", argv, supervised=True)
     return state_dir, state
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 
 from generator.cli import main
-from generator.render.security import controls
+from generator.render.security_report import controls
 from tests.conftest import INFRA_EXAMPLES, RECIPE, chart_values, render_values
 
 
