@@ -128,6 +128,16 @@ class FakeCluster:
             raise Unreachable(m.group(1).strip() if m else str(exc.reason)) from None
         return resp.status, resp.reason or "", dict(resp.headers), resp.read()
 
+    def answer_first(self, scenario: str) -> None:
+        """The recorded answers of `scenario` come before this fake's own to the same requests: a cluster that
+        answers each such request first as `scenario`'s did, then as this fake's scenarios did (the last
+        repeating)."""
+        fresh: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for ex in recording(scenario)["exchanges"]:
+            fresh.setdefault(_key(ex["method"], ex["path"], ex.get("query") or {}, ex.get("match")), []).append(ex)
+        for key, answers in fresh.items():
+            self.answers[key] = answers + self.answers.get(key, [])
+
     def clear(self) -> None:
         pass
 
