@@ -134,7 +134,7 @@ class PlaygroundState:
     tokens: dict[str, str] = field(default_factory=dict)
     real_node: RealNodeState | None = None
     kueue: bool = False  # `up --kueue` (generator/playground/kueue.py)
-    agent_sandbox: bool = False  # `up --agent-sandbox` (cluster.py: _start_agent_sandbox)
+    agent_sandbox: bool = False  # `up --agent-sandbox` (lifecycle.py: _start_agent_sandbox)
     failed: bool = False
     ready_seconds: float | None = None
     version: int = VERSION

@@ -74,7 +74,9 @@ def test_every_example_passes_check_on_each_older_kuberay(infra, minor, capsys):
 def test_the_plain_helm_examples_render_nothing_of_kuberay():
     """The plain-Helm examples (no generator) are out of the walk above: they render no RayJob or RayCluster,
     so the KubeRay minor changes nothing in them."""
-    for path in plain_helm_values_files():
+    files = plain_helm_values_files()
+    assert files, "no plain-Helm example found"
+    for path in files:
         proc = subprocess.run([binary("helm"), "template", "dockyard", str(CHART_DIR), "-f", str(path),
                                "--kube-version", versions()["KUBERNETES_VERSION"]],
                               capture_output=True, text=True, check=True)

@@ -126,7 +126,7 @@ def test_resource_quota_refuses_a_pool_that_exceeds_it(playground, k8s, namespac
     25% of 3, rounded up) fits, and the rollout ends; a quota with no room beside the 3 executors running (this
     namespace runs no `helm test` pod, which the rule counts too) stalls the next rollout at the quota. (An old
     executor still counts against the quota until it is gone, and the quota's usage lags a deletion: at exactly this
-    total a step of the rollout may be refused once and retried by the Deployment controller — slower, not stalled.
+    total a step of the rollout may be refused once and retried by the ReplicaSet controller — slower, not stalled.
     On kwok that lasts a moment; a real executor draining holds each step until it is gone.)"""
     from kubernetes import client
 
@@ -165,7 +165,7 @@ def test_resource_quota_refuses_a_pool_that_exceeds_it(playground, k8s, namespac
     msgs = wait(lambda: [m for m in event_messages(k8s, namespace, "FailedCreate") if "limited: pods=3" in m], 60,
                 "the rollout's extra executor refused by the smaller quota")
     assert "forbidden: exceeded quota: hard" in msgs[0]
-    time.sleep(5)  # the Deployment controller's retries in the meantime: refused too, the rollout stays where it was
+    time.sleep(5)  # the ReplicaSet controller's retries in the meantime: refused too, the rollout stays where it was
     assert not rolled() and len(pods(k8s, namespace, SANDBOX)) == 3
 
 

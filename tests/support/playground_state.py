@@ -6,7 +6,7 @@ from pathlib import Path
 
 
 def old_state(state_dir: Path, components: dict[str, dict] | None = None) -> dict:
-    """A state file exactly as the previous version (nested dicts in cluster.py) wrote it."""
+    """A state file exactly as the previous version (nested dicts in what is now lifecycle.py) wrote it."""
     pki = state_dir / "pki"
     return {
         "version": 1,

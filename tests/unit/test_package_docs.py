@@ -1,5 +1,6 @@
 """Every package under generator/ says in its __init__.py's docstring what it is for and what it may import (a
-sentence with "may import", consistent with .importlinter's contracts), and the modules it names exist.
+sentence with "may import"; .importlinter's contracts, not this test, hold the imports to it), and the modules it
+names exist.
 
 A module is named in backquotes: `name` is a module or sub-package of that package, `generator.a.b` one anywhere in
 the package, and `name.py` (backquoted or not) a file of that package, `generator/a/b.py` a file from the repository's

@@ -25,6 +25,7 @@ from generator.render import kubeconform
 from generator.render.helm import template
 from tests.support.doctor import NS, RELEASE
 from tests.support.fake_cluster import install
+from tests.support.kuberay_crds import older_crds  # noqa: F401 (the fixture: v1.4's CRDs, for the bodies sent)
 
 
 def test_the_recorded_servers_version_is_in_range(monkeypatch, tmp_path):

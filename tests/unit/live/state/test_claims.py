@@ -3,8 +3,8 @@
 only then, and the namespace's claims only when an event names a waiting one (an event counts only for the live,
 still Pending claim it was about). On the recorded playground answers (tests/unit/recorded/status_pending) with
 the pending inference worker mounting a claim, and event and claim objects built as the apiserver serves them: the
-playground's claims bind to static PersistentVolumes and it runs no provisioner that could refuse one
-(docs/storage.md)."""
+playground's own provisioner (playground-hostpath) refuses no claim, so a refusal is built here (the real node's
+local-path refuses one live: tests/live/test_real_ray_storage.py)."""
 
 from __future__ import annotations
 
