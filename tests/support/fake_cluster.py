@@ -63,6 +63,14 @@ class _Named:
         return self.text
 
 
+def _answers(name: str) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    """A scenario's recorded answers, by request (several to one request: in the order they were made)."""
+    grouped: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for ex in recording(name)["exchanges"]:
+        grouped.setdefault(_key(ex["method"], ex["path"], ex.get("query") or {}, ex.get("match")), []).append(ex)
+    return grouped
+
+
 class FakeCluster:
     """Recorded answers of the named scenarios (later scenarios' answers override earlier ones)."""
 
@@ -74,10 +82,7 @@ class FakeCluster:
         self.expected_unmatched: list[str] = []  # those the test makes on purpose (expect_unmatched)
         self.timeouts: list[float | None] = []  # each request's total timeout (seconds), as urllib3 got it
         for name in scenarios:
-            fresh: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-            for ex in recording(name)["exchanges"]:
-                fresh.setdefault(_key(ex["method"], ex["path"], ex.get("query") or {}, ex.get("match")), []).append(ex)
-            self.answers.update(fresh)
+            self.answers.update(_answers(name))
         self.leases: dict[tuple[str, str], dict[str, Any]] = {}
         self._version = 1000
         lease = {(ex["method"], ex["status"]): ex["body"] for ex in recording("lease")["exchanges"] if "status" in ex}
@@ -132,10 +137,7 @@ class FakeCluster:
         """The recorded answers of `scenario` come before this fake's own to the same requests: a cluster that
         answers each such request first as `scenario`'s did, then as this fake's scenarios did (the last
         repeating)."""
-        fresh: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-        for ex in recording(scenario)["exchanges"]:
-            fresh.setdefault(_key(ex["method"], ex["path"], ex.get("query") or {}, ex.get("match")), []).append(ex)
-        for key, answers in fresh.items():
+        for key, answers in _answers(scenario).items():
             self.answers[key] = answers + self.answers.get(key, [])
 
     def clear(self) -> None:
