@@ -1,6 +1,11 @@
 """What the real Ray tests (test_real_ray*.py, test_real_pull.py) run: the recipe, the playground's infra for the
 real node (values-examples/grpo_swe_playground.infra.yaml) and the test shape (1 trainer + 1 inference worker, 1 GPU
-each), a fresh namespace per test, and that infra as one test changes it."""
+each, small object store, HTTPMode submission), a fresh namespace per test, and that infra as one test changes it.
+
+Where they run: the session's real node (conftest's `ray_node`: 2 GPUs from the device plugin, the project's Ray
+image, Kueue), one start for the modules of the real Ray part, in hack/suite.py's order; the host is compared before
+its `up` and after its `down`. Every address dialed is loopback (the apiserver) or inside the node's network
+namespace (pods and Services, reached by the operator and the CLI through the apiserver's service proxy)."""
 
 from __future__ import annotations
 

@@ -3,13 +3,7 @@ image; `smoke` passes (plain, and queued by Kueue with the pool under gVisor) an
 a silent pool breaks, or the step a cluster that cannot start stops at; `run --follow` exits with the job, and
 `status` and `rollback` follow.
 
-The real node is the session's (conftest's `ray_node`: 2 GPUs from the device plugin, the project's Ray image,
-Kueue): one start for the modules of the real Ray part (test_real_pull.py, test_real_ray*.py, in hack/suite.py's
-order); the host is compared before its `up` and after its `down`. The test shape: 1 trainer + 1 inference worker,
-1 GPU each, small object store, HTTPMode submission (values-examples/grpo_swe_playground.infra.yaml).
-
-Every address dialed is loopback (the apiserver) or inside the node's network namespace (pods and Services, reached
-by the operator and the CLI through the apiserver's service proxy).
+The node, the test shape and what is dialed: real_ray_inputs.py.
 """
 
 from __future__ import annotations

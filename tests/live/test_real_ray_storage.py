@@ -3,13 +3,7 @@ outlives uninstall (without it the retry starts again at step 0), each attempt's
 the model cache is filled once by the head and read offline by both fleets (an empty one fails fast, and `status`
 says why), and a claim the real provisioner refuses is named by `status` and `run`, with the provisioner's words.
 
-The real node is the session's (conftest's `ray_node`: 2 GPUs from the device plugin, the project's Ray image,
-Kueue): one start for the modules of the real Ray part (test_real_pull.py, test_real_ray*.py, in hack/suite.py's
-order); the host is compared before its `up` and after its `down`. The test shape: 1 trainer + 1 inference worker,
-1 GPU each, small object store, HTTPMode submission (values-examples/grpo_swe_playground.infra.yaml).
-
-Every address dialed is loopback (the apiserver) or inside the node's network namespace (pods and Services, reached
-by the operator and the CLI through the apiserver's service proxy).
+The node, the test shape and what is dialed: real_ray_inputs.py.
 """
 
 from __future__ import annotations
@@ -129,11 +123,16 @@ def test_without_checkpoints_the_retry_starts_again_at_step_0(ray_node, capsys, 
 # ---------------------------------------------------------------- the model fetched once (infra.storage.modelCache)
 
 
+def _run_on_cache(kc: str, ns: str, capsys, tmp_path, fill: bool) -> tuple[int, str, str]:
+    """`run --follow` of the cache job, with the model cache filled by the head's init container or left empty."""
+    infra = infra_file(tmp_path, "cache" if fill else "nocache", lambda doc: cache_job.cached(doc, fill=fill))
+    return cli(capsys, "run", RECIPE, infra, *SHAPE, cache_job.entrypoint_override(), "-n", ns, "--create-namespace",
+               "--follow", "--kubeconfig", kc, "--timeout", "600", "-q")
+
+
 def test_the_model_cache_is_filled_once_by_the_head_and_read_offline_by_both_fleets(ray_node, capsys, tmp_path):
     kc, ns = ray_node["kubeconfig"], fresh_ns()
-    infra = infra_file(tmp_path, "cache", lambda doc: cache_job.cached(doc, fill=True))
-    rc, out, err = cli(capsys, "run", RECIPE, infra, *SHAPE, cache_job.entrypoint_override(), "-n", ns,
-                       "--create-namespace", "--follow", "--kubeconfig", kc, "--timeout", "600", "-q")
+    rc, out, err = _run_on_cache(kc, ns, capsys, tmp_path, fill=True)
     assert rc == 0, out + err
     for fleet in ("trainer", "inference"):  # the workers find the head's fill, offline, and never fetch it
         line = f"dockyard-cache: {fleet} HF_HOME=/dockyard/model-cache offline=1 model=dockyard-weights"
@@ -145,9 +144,7 @@ def test_the_model_cache_is_filled_once_by_the_head_and_read_offline_by_both_fle
 
 def test_an_empty_cache_read_offline_fails_fast_and_status_says_why(ray_node, capsys, tmp_path):
     kc, ns = ray_node["kubeconfig"], fresh_ns()
-    infra = infra_file(tmp_path, "nocache", lambda doc: cache_job.cached(doc, fill=False))
-    rc, out, err = cli(capsys, "run", RECIPE, infra, *SHAPE, cache_job.entrypoint_override(), "-n", ns,
-                       "--create-namespace", "--follow", "--kubeconfig", kc, "--timeout", "600", "-q")
+    rc, out, err = _run_on_cache(kc, ns, capsys, tmp_path, fill=False)
     assert rc == 1, out + err
     why = "dockyard-cache: model.bin is not in the model cache HF_HOME=/dockyard/model-cache and HF_HUB_OFFLINE=1"
     assert why in out and "job FAILED" in err, out + err
