@@ -240,7 +240,7 @@ def _start_control_plane(state: PlaygroundState, state_dir: Path, argv: dict[str
 
     def start(name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         startup.start(state, state_dir, state.components, name, name, argv, env,
-                     supervised=name in control_plane.SUPERVISED)
+                      supervised=name in control_plane.SUPERVISED)
 
     start("etcd", argv["etcd"])
     startup.wait("etcd", _alive_check(state, "etcd"), deadline, "etcd")
@@ -277,7 +277,7 @@ def _start_kueue(state: PlaygroundState, state_dir: Path, t0: float, deadline: f
     config = kq.write_files(state_dir, (state.pki_files.serving_crt, state.pki_files.serving_key),
                             state.ports.kueue_webhook, state.ports.kueue_probe)
     startup.start(state, state_dir, state.components, "kueue", "kueue", kq.argv(str(kdir / "kueue"), config, state_dir),
-                 control_plane.env("kueue", state_dir), supervised="kueue" in control_plane.SUPERVISED)
+                  control_plane.env("kueue", state_dir), supervised="kueue" in control_plane.SUPERVISED)
     startup.wait("Kueue /readyz", _alive_check(state, "kueue"), deadline, "kueue")
     kq.register_webhooks(api, kq.webhook_configurations(kdir / "webhook.yaml", state.ports.kueue_webhook,
                                                          state.ca_file))
@@ -299,11 +299,11 @@ def _start_agent_sandbox(state: PlaygroundState, state_dir: Path, t0: float, dea
     api = api_for(state)
     names = crds.install(api, adir / "crds")
     startup.wait("agent-sandbox CRDs to be Established", lambda: crds.established(api, names), deadline,
-                "agent-sandbox")
+                 "agent-sandbox")
     name = "agent-sandbox"
     startup.start(state, state_dir, state.components, name, name,
-                 control_plane.agent_sandbox_argv(str(adir / "agent-sandbox-controller"), state),
-                 control_plane.env(name, state_dir), supervised=name in control_plane.SUPERVISED)
+                  control_plane.agent_sandbox_argv(str(adir / "agent-sandbox-controller"), state),
+                  control_plane.env(name, state_dir), supervised=name in control_plane.SUPERVISED)
     startup.wait("agent-sandbox /readyz", _alive_check(state, name), deadline, name)
     say(f"  agent-sandbox ready: {len(names)} CRDs, its controller with --extensions ({time.monotonic() - t0:.1f} s)")
 

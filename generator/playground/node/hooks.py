@@ -306,7 +306,7 @@ def _start_local_path(state: PlaygroundState, state_dir: Path, spec: S.NodeSpec,
     image = _node(state).images["executor"]
     cfg, pod = local_path.write_files(spec, image)
     startup.start(state, state_dir, _node(state).components, local_path.NAME, f"node/{local_path.NAME}",
-                 local_path.argv(binary_dir, spec, cfg, pod, image), supervised=True)
+                  local_path.argv(binary_dir, spec, cfg, pod, image), supervised=True)
 
 
 def _import_ray_image(spec: S.NodeSpec, bins: C.Binaries, state: PlaygroundState, say: Say) -> str:
